@@ -1,0 +1,30 @@
+# The two commands that matter: `make demo` and `make test`. Both install what is missing first.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+.PHONY: help setup up down test lint demo unit integration system
+
+help:
+	@echo "make demo   set up, start the stack, run the demo"
+	@echo "make test   set up, run lint and every test tier against the real stack"
+	@echo "make setup | up | down | lint | unit | integration | system"
+
+setup:
+	@bash scripts/setup.sh
+
+up: setup
+	@bash scripts/up.sh
+
+down:
+	@bash scripts/down.sh
+
+lint: setup
+	@bash scripts/lint.sh
+
+test: setup
+	@bash scripts/test.sh
+
+demo: setup
+	@bash scripts/demo.sh
+
+unit integration system: setup
+	@bash scripts/up.sh && scripts/with-env.sh python -m pytest -m $@

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The project's Airflow: `airflow standalone` (scheduler, dag-processor, api-server, triggerer) in
+# its own process group, metadata in the project's PostgreSQL, UI on loopback.
+# usage: airflow.sh init|start|stop|status
+set -euo pipefail
+. "$(dirname "$0")/env.sh"
+
+dir="$AIRFLOW_HOME"
+pidfile="$dir/standalone.pid"
+log="$dir/standalone.log"
+url="http://127.0.0.1:$RECON_AIRFLOW_PORT"
+
+running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+
+init() {
+  [ -n "${RECON_AIRFLOW_ADMIN_PASSWORD:-}" ] || die "no Airflow admin password: run 'make setup' first"
+  mkdir -p "$dir"
+  printf '{"admin": "%s"}\n' "$RECON_AIRFLOW_ADMIN_PASSWORD" > "$dir/passwords.json"
+  chmod 600 "$dir/passwords.json"
+  local stamp="$dir/.migrated"
+  local want
+  want=$(airflow version 2>/dev/null)
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    say "migrating Airflow's metadata database (PostgreSQL, database $RECON_PG_AIRFLOW_DB)"
+    airflow db migrate >"$dir/migrate.log" 2>&1 || die "airflow db migrate failed: see $dir/migrate.log"
+    echo "$want" > "$stamp"
+  fi
+}
+
+start() {
+  if running; then say "Airflow already running at $url"; print_login; return 0; fi
+  port_open "$RECON_AIRFLOW_PORT" && die "port $RECON_AIRFLOW_PORT is in use by another process: stop it or set RECON_AIRFLOW_PORT"
+  init
+  say "starting Airflow (log: $log)"
+  # Its own session and process group: `standalone` forks bare `airflow` children, and stopping the
+  # parent alone leaves them holding the port. stop() signals the whole group.
+  setsid airflow standalone >>"$log" 2>&1 < /dev/null &
+  echo $! > "$pidfile"
+  for _ in $(seq 1 180); do
+    running || die "Airflow exited while starting: see $log"
+    if curl -fsS "$url/api/v2/monitor/health" 2>/dev/null | grep -q '"metadatabase"'; then
+      say "Airflow is up"; print_login; return 0
+    fi
+    sleep 1
+  done
+  die "Airflow did not answer within 180 s: see $log"
+}
+
+print_login() {
+  say "Airflow UI: $url   login: admin / $RECON_AIRFLOW_ADMIN_PASSWORD"
+}
+
+stop() {
+  if ! running; then rm -f "$pidfile"; return 0; fi
+  local pgid
+  pgid=$(cat "$pidfile")
+  say "stopping Airflow (process group $pgid)"
+  kill -TERM -- "-$pgid" 2>/dev/null || true
+  for _ in $(seq 1 45); do
+    pgrep -g "$pgid" >/dev/null || break
+    sleep 1
+  done
+  kill -KILL -- "-$pgid" 2>/dev/null || true
+  rm -f "$pidfile"
+}
+
+case "${1:-}" in
+  init) init ;;
+  start) start ;;
+  stop) stop ;;
+  status) if running; then echo "Airflow running at $url"; else echo "Airflow stopped"; exit 3; fi ;;
+  *) die "usage: $0 init|start|stop|status" ;;
+esac

@@ -1,0 +1,64 @@
+# Sourced by every script: the one place that says where the project's state lives and which
+# loopback ports its services use. Override any of these from the environment.
+# shellcheck shell=bash
+RECON_ROOT="${RECON_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+export RECON_ROOT
+export RECON_STATE="${RECON_STATE:-$RECON_ROOT/.state}"
+export RECON_VENV="${RECON_VENV:-$RECON_ROOT/.venv}"
+export RECON_DATA_DIR="${RECON_DATA_DIR:-$RECON_STATE/data}"
+
+export RECON_KAFKA_PORT="${RECON_KAFKA_PORT:-39092}"
+export RECON_KAFKA_CONTROLLER_PORT="${RECON_KAFKA_CONTROLLER_PORT:-39093}"
+export RECON_KAFKA_FAULTY_PORT="${RECON_KAFKA_FAULTY_PORT:-39094}"
+export RECON_KAFKA_PROXY_PORT="${RECON_KAFKA_PROXY_PORT:-39095}"
+export RECON_KAFKA_BOOTSTRAP="${RECON_KAFKA_BOOTSTRAP:-127.0.0.1:$RECON_KAFKA_PORT}"
+export RECON_PG_PORT="${RECON_PG_PORT:-35432}"
+export RECON_PG_HOST="${RECON_PG_HOST:-127.0.0.1}"
+export RECON_PG_USER="${RECON_PG_USER:-recon}"
+export RECON_PG_SINK_DB="${RECON_PG_SINK_DB:-recon_sink}"
+export RECON_PG_AIRFLOW_DB="${RECON_PG_AIRFLOW_DB:-airflow}"
+export RECON_PG_OS_USER="${RECON_PG_OS_USER:-recon-pg}"
+export RECON_AIRFLOW_PORT="${RECON_AIRFLOW_PORT:-38080}"
+export RECON_SPARK_MASTER="${RECON_SPARK_MASTER:-local[*]}"
+
+export RECON_JARS_KAFKA="$RECON_STATE/jars/kafka"
+export RECON_JARS_SPARK="$RECON_STATE/jars/spark"
+
+# Generated once by scripts/setup.sh, never committed: the database password lives here only.
+if [ -f "$RECON_STATE/secrets.env" ]; then
+  # shellcheck disable=SC1091
+  . "$RECON_STATE/secrets.env"
+fi
+
+export PATH="$RECON_VENV/bin:$PATH"
+export AIRFLOW_HOME="${AIRFLOW_HOME:-$RECON_STATE/airflow}"
+
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+say() { printf '==> %s\n' "$*"; }
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# The connections the project's own stack offers, in Airflow's AIRFLOW_CONN_<ID> form: Airflow,
+# the CLI and the tests resolve the same ids. The password comes from secrets.env above.
+export AIRFLOW_CONN_KAFKA_DEFAULT="${AIRFLOW_CONN_KAFKA_DEFAULT:-{\"conn_type\": \"kafka\", \"extra\": {\"bootstrap.servers\": \"$RECON_KAFKA_BOOTSTRAP\"}}}"
+export AIRFLOW_CONN_POSTGRES_SINK="${AIRFLOW_CONN_POSTGRES_SINK:-{\"conn_type\": \"postgres\", \"host\": \"$RECON_PG_HOST\", \"port\": $RECON_PG_PORT, \"login\": \"$RECON_PG_USER\", \"password\": \"${RECON_PG_PASSWORD:-}\", \"schema\": \"$RECON_PG_SINK_DB\"}}"
+export AIRFLOW_CONN_SPARK_DEFAULT="${AIRFLOW_CONN_SPARK_DEFAULT:-{\"conn_type\": \"spark\", \"host\": \"$RECON_SPARK_MASTER\"}}"
+
+# Airflow: its home and metadata database are the project's own; dags/ and plugins/ are this repo's.
+export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN="postgresql+psycopg2://$RECON_PG_USER:${RECON_PG_PASSWORD:-}@$RECON_PG_HOST:$RECON_PG_PORT/$RECON_PG_AIRFLOW_DB"
+export AIRFLOW__CORE__DAGS_FOLDER="$RECON_ROOT/dags"
+export AIRFLOW__CORE__PLUGINS_FOLDER="$RECON_ROOT/plugins"
+export AIRFLOW__CORE__LOAD_EXAMPLES=False
+export AIRFLOW__CORE__EXECUTOR=LocalExecutor
+# LocalExecutor forks `parallelism` workers: the default 32 is too many for 2 cores.
+export AIRFLOW__CORE__PARALLELISM="${AIRFLOW__CORE__PARALLELISM:-4}"
+export AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION=False
+export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS="admin:admin"
+export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE="$AIRFLOW_HOME/passwords.json"
+export AIRFLOW__API__HOST=127.0.0.1
+export AIRFLOW__API__PORT="$RECON_AIRFLOW_PORT"
+export AIRFLOW__API__BASE_URL="http://127.0.0.1:$RECON_AIRFLOW_PORT"
+export AIRFLOW__API__WORKERS=1
+export AIRFLOW__CORE__EXECUTION_API_SERVER_URL="http://127.0.0.1:$RECON_AIRFLOW_PORT/execution/"
+export AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL=30
+export AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK=False

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The project's Kafka broker: one KRaft node (broker and controller) on loopback, transactions and
+# consumer groups enabled, from the jars in .state/jars/kafka. A second listener (FAULTY) is
+# advertised at RECON_KAFKA_PROXY_PORT, where the workload's fault-injecting TCP proxy listens and
+# forwards to it: clients bootstrapped there talk to the broker only through the proxy.   usage: kafka.sh start|stop|status
+set -euo pipefail
+. "$(dirname "$0")/env.sh"
+
+dir="$RECON_STATE/kafka"
+props="$dir/server.properties"
+pidfile="$dir/kafka.pid"
+log="$dir/kafka.log"
+
+running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+
+write_config() {
+  mkdir -p "$dir/data"
+  cat > "$props" <<EOP
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=127.0.0.1:$RECON_KAFKA_CONTROLLER_PORT
+listeners=PLAINTEXT://127.0.0.1:$RECON_KAFKA_PORT,CONTROLLER://127.0.0.1:$RECON_KAFKA_CONTROLLER_PORT,FAULTY://127.0.0.1:$RECON_KAFKA_FAULTY_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$RECON_KAFKA_PORT,FAULTY://127.0.0.1:$RECON_KAFKA_PROXY_PORT
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,FAULTY:PLAINTEXT
+log.dirs=$dir/data
+num.partitions=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=4
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=false
+log.retention.hours=-1
+EOP
+  cat > "$dir/log4j2.properties" <<EOP
+status = warn
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = $log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = FILE
+logger.kafka.name = kafka
+logger.kafka.level = INFO
+logger.state.name = state.change.logger
+logger.state.level = WARN
+EOP
+}
+
+java_run() {
+  java -Xms256m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true \
+    -Dlog4j2.configurationFile="$dir/log4j2.properties" \
+    -cp "$RECON_JARS_KAFKA/*" "$@"
+}
+
+start() {
+  if running; then say "Kafka already running on $RECON_KAFKA_BOOTSTRAP"; return 0; fi
+  [ -d "$RECON_JARS_KAFKA" ] || die "Kafka jars missing: run 'make setup' first"
+  for p in "$RECON_KAFKA_PORT" "$RECON_KAFKA_CONTROLLER_PORT" "$RECON_KAFKA_FAULTY_PORT"; do
+    port_open "$p" && die "port $p is in use by another process: stop it or set RECON_KAFKA_PORT / RECON_KAFKA_CONTROLLER_PORT"
+  done
+  write_config
+  if [ ! -f "$dir/data/meta.properties" ]; then
+    say "formatting Kafka storage (KRaft)"
+    cluster_id=$(java_run kafka.tools.StorageTool random-uuid 2>>"$log" | tail -1)
+    java_run kafka.tools.StorageTool format --standalone -t "$cluster_id" -c "$props" >>"$log" 2>&1 \
+      || die "formatting Kafka storage failed: see $log"
+  fi
+  say "starting Kafka on $RECON_KAFKA_BOOTSTRAP (log: $log)"
+  setsid bash -c 'exec "$@"' _ java -Xms256m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true \
+    -Dlog4j2.configurationFile="$dir/log4j2.properties" -cp "$RECON_JARS_KAFKA/*" \
+    kafka.Kafka "$props" >>"$dir/kafka.out" 2>&1 < /dev/null &
+  echo $! > "$pidfile"
+  for _ in $(seq 1 120); do
+    if ! running; then die "Kafka exited while starting: see $log and $dir/kafka.out"; fi
+    if "$RECON_VENV/bin/python" - <<EOPY 2>/dev/null
+import sys
+from confluent_kafka.admin import AdminClient
+a = AdminClient({"bootstrap.servers": "$RECON_KAFKA_BOOTSTRAP"})
+md = a.list_topics(timeout=2)
+sys.exit(0 if md.brokers else 1)
+EOPY
+    then say "Kafka is up"; return 0; fi
+    sleep 1
+  done
+  die "Kafka did not answer within 120 s: see $log"
+}
+
+stop() {
+  if ! running; then rm -f "$pidfile"; return 0; fi
+  pid=$(cat "$pidfile")
+  say "stopping Kafka (pid $pid)"
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+  if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
+  rm -f "$pidfile"
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  status) if running; then echo "Kafka running (pid $(cat "$pidfile")) on $RECON_KAFKA_BOOTSTRAP"; else echo "Kafka stopped"; exit 3; fi ;;
+  *) die "usage: $0 start|stop|status" ;;
+esac

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Installs what is missing, and only that: the Python environment, the JVM jars, PostgreSQL's server
+# packages, the OS user that owns the database cluster, and the generated local secrets.
+set -euo pipefail
+. "$(dirname "$0")/env.sh"
+
+command -v java >/dev/null || die "no Java found: install a JDK 17 (apt-get install openjdk-17-jdk-headless)"
+command -v mvn >/dev/null || die "no Maven found: install it (apt-get install maven)"
+PY="${RECON_PYTHON:-python3.11}"
+command -v "$PY" >/dev/null || PY=python3
+"$PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
+  || die "Python 3.11 is needed ($PY is $("$PY" -V 2>&1)); set RECON_PYTHON to a 3.11 interpreter"
+mkdir -p "$RECON_STATE"
+
+stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
+
+# --- Python environment -------------------------------------------------------------------------
+py_hash=$(cat "$RECON_ROOT/pyproject.toml" "$RECON_ROOT/constraints.txt" | sha256sum | cut -c1-16)
+if ! stamp_ok "$RECON_VENV/.recon-stamp" "$py_hash"; then
+  say "installing the Python environment into .venv (a few minutes the first time)"
+  [ -x "$RECON_VENV/bin/python" ] || "$PY" -m venv "$RECON_VENV"
+  "$RECON_VENV/bin/pip" install -q --upgrade pip \
+    || die "pip could not upgrade itself: is PyPI reachable?"
+  "$RECON_VENV/bin/pip" install -q -c "$RECON_ROOT/constraints.txt" -e "$RECON_ROOT[dev]" \
+    || die "pip install failed (see above): is PyPI reachable?"
+  echo "$py_hash" > "$RECON_VENV/.recon-stamp"
+fi
+
+# --- JVM jars from Maven Central ----------------------------------------------------------------
+jar_hash=$(cat "$RECON_ROOT/jvm/pom.xml" | sha256sum | cut -c1-16)
+if ! stamp_ok "$RECON_STATE/jars/.stamp" "$jar_hash"; then
+  say "fetching the Kafka broker and Spark's extra jars from Maven Central"
+  rm -rf "$RECON_JARS_KAFKA" "$RECON_JARS_SPARK"
+  for profile in kafka spark; do
+    out="$RECON_STATE/jars/$profile"
+    mvn -q -B -Dstyle.color=never -s "$RECON_ROOT/jvm/settings.xml" -f "$RECON_ROOT/jvm/pom.xml" -P "$profile" \
+      dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$out" \
+      || die "Maven could not fetch the $profile jars (see above): is Maven Central reachable?"
+  done
+  # pyspark ships Spark's own jars and their dependencies: keep only what it lacks, so two
+  # versions of one library never meet on Spark's classpath.
+  pyspark_jars="$("$RECON_VENV/bin/python" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
+  for jar in "$RECON_JARS_SPARK"/*.jar; do
+    base=$(basename "$jar" | sed -E 's/-[0-9][^-]*(-[A-Za-z0-9.]+)?\.jar$//')
+    if compgen -G "$pyspark_jars/$base-[0-9]*.jar" >/dev/null; then rm -f "$jar"; fi
+  done
+  echo "$jar_hash" > "$RECON_STATE/jars/.stamp"
+fi
+
+# --- PostgreSQL server packages and its OS user -------------------------------------------------
+if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
+  say "installing PostgreSQL from Debian's packages"
+  [ "$(id -u)" = 0 ] || die "PostgreSQL's server is missing and installing it needs root: sudo apt-get install postgresql"
+  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql) >/dev/null \
+    || die "apt-get could not install postgresql"
+fi
+if ! id "$RECON_PG_OS_USER" >/dev/null 2>&1; then
+  [ "$(id -u)" = 0 ] || die "the OS user $RECON_PG_OS_USER is missing and creating it needs root"
+  say "creating the OS user $RECON_PG_OS_USER that owns the project's database cluster"
+  useradd --system --no-create-home --shell /usr/sbin/nologin "$RECON_PG_OS_USER"
+fi
+
+# --- local secrets, generated once --------------------------------------------------------------
+if [ ! -f "$RECON_STATE/secrets.env" ]; then
+  pw=$(head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 20)
+  apw=$(head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 16)
+  jwt=$(head -c 48 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 48)
+  umask 077
+  cat > "$RECON_STATE/secrets.env" <<EOS
+export RECON_PG_PASSWORD='$pw'
+export RECON_AIRFLOW_ADMIN_PASSWORD='$apw'
+export AIRFLOW__API_AUTH__JWT_SECRET='$jwt'
+export AIRFLOW__API__SECRET_KEY='$jwt'
+EOS
+fi
+say "setup complete"

@@ -1,0 +1,79 @@
+"""Fixtures for the integration tier: the real Kafka, PostgreSQL and Spark of `make up`.
+
+Nothing here fakes a service. When a service is not running the tests fail with a line that says
+how to start it, rather than skip: a skipped integration test proves nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+
+def _require_env() -> None:
+    if "AIRFLOW_CONN_POSTGRES_SINK" not in os.environ:
+        pytest.fail(
+            "the project's environment is not loaded: run the tests with `make test` "
+            "or `scripts/with-env.sh python -m pytest ...`",
+            pytrace=False,
+        )
+
+
+@pytest.fixture(scope="session")
+def kafka_config() -> dict[str, str]:
+    _require_env()
+    from recon.connections import kafka_connection
+    from recon.stackcheck import ServiceUnreachable, kafka_broker_count
+
+    try:
+        kafka_broker_count("kafka_default", timeout=15)
+    except ServiceUnreachable as exc:
+        pytest.fail(f"{exc}: start it with `make up`", pytrace=False)
+    return dict(kafka_connection("kafka_default").config)
+
+
+@pytest.fixture(scope="session")
+def pg_kwargs() -> dict[str, Any]:
+    _require_env()
+    from recon.connections import postgres_connection
+    from recon.stackcheck import ServiceUnreachable, postgres_server_version
+
+    try:
+        postgres_server_version("postgres_sink")
+    except ServiceUnreachable as exc:
+        pytest.fail(f"{exc}: start it with `make up`", pytrace=False)
+    return postgres_connection("postgres_sink").psycopg2_kwargs()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    from recon.spark import spark_session
+
+    session = spark_session("recon-integration-tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def new_topic(kafka_config: dict[str, str]) -> Iterator[Callable[..., str]]:
+    """Creates uniquely named topics and deletes them after the test."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient(kafka_config)
+    created: list[str] = []
+
+    def make(prefix: str = "it", partitions: int = 1) -> str:
+        name = f"{prefix}-{uuid.uuid4().hex[:10]}"
+        futures = admin.create_topics([NewTopic(name, num_partitions=partitions)])
+        futures[name].result(timeout=30)
+        created.append(name)
+        return name
+
+    yield make
+    if created:
+        for future in admin.delete_topics(created).values():
+            future.result(timeout=30)
