@@ -31,11 +31,13 @@ jar_hash=$(cat "$RECON_ROOT/jvm/pom.xml" | sha256sum | cut -c1-16)
 if ! stamp_ok "$RECON_STATE/jars/.stamp" "$jar_hash"; then
   say "fetching the Kafka broker and Spark's extra jars from Maven Central"
   rm -rf "$RECON_JARS_KAFKA" "$RECON_JARS_SPARK"
+  mkdir -p "$RECON_STATE/jars"
   for profile in kafka spark; do
     out="$RECON_STATE/jars/$profile"
-    mvn -q -B -Dstyle.color=never -s "$RECON_ROOT/jvm/settings.xml" -f "$RECON_ROOT/jvm/pom.xml" -P "$profile" \
+    mvn -B -Dstyle.color=never -s "$RECON_ROOT/jvm/settings.xml" -f "$RECON_ROOT/jvm/pom.xml" -P "$profile" \
       dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$out" \
-      || die "Maven could not fetch the $profile jars (see above): is Maven Central reachable?"
+      >"$RECON_STATE/jars/mvn-$profile.log" 2>&1 \
+      || die "Maven could not fetch the $profile jars (see .state/jars/mvn-$profile.log): is Maven Central reachable?"
   done
   # pyspark ships Spark's own jars and their dependencies: keep only what it lacks, so two
   # versions of one library never meet on Spark's classpath.
