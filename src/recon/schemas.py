@@ -1,0 +1,117 @@
+"""The shapes of the reconciler's inputs and outputs, as Spark ``StructType`` definitions.
+
+Writers (the snapshot job, the sink scan, the ledger store) produce these; ``recon.reconcile``
+checks the column names and casts to these types, so an ``int`` offset from a test or a
+``decimal`` key from JDBC still fits. Nullability here is documentation: Spark does not enforce
+it on computed frames.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+# One place of a record in Kafka. Kept with the topic so that a producer retry that landed in
+# another partition is still reported exactly.
+# Nested types stay nullable: Spark refuses to cast a nullable element to a non-nullable one.
+POSITION = StructType(
+    [
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+    ]
+)
+POSITIONS = ArrayType(POSITION)
+
+# Records read read_committed from the run's window [from, to); pending records (at/after `to`,
+# or younger than the settle time) have the same shape. invalid_reason is set when the id is
+# missing or unparseable (and for tombstones); message_id may then hold the raw value or null.
+WINDOW = StructType(
+    [
+        StructField("topic", StringType(), False),
+        StructField("partition", IntegerType(), False),
+        StructField("offset", LongType(), False),
+        StructField("message_id", StringType(), True),
+        StructField("invalid_reason", StringType(), True),
+        StructField("timestamp", TimestampType(), True),
+    ]
+)
+PENDING = WINDOW
+
+# Sink rows added since the previous run; sink_key is the row's primary key rendered as text.
+SINK_ROWS = StructType(
+    [
+        StructField("sink_key", StringType(), False),
+        StructField("message_id", StringType(), True),
+        StructField("ingest_seq", LongType(), True),
+    ]
+)
+
+# Messages reconciled in earlier runs. `positions` is optional on input (derived from topic,
+# partition and offsets when absent) and always written by ledger_update.
+LEDGER = StructType(
+    [
+        StructField("message_id", StringType(), False),
+        StructField("topic", StringType(), True),
+        StructField("partition", IntegerType(), True),
+        StructField("first_offset", LongType(), True),
+        StructField("offsets", ArrayType(LongType()), False),
+        StructField("sink_count", LongType(), False),
+        StructField("first_run_id", StringType(), False),
+        StructField("verdict", StringType(), False),
+        StructField("positions", POSITIONS, False),
+    ]
+)
+
+# Records seen only by a read_uncommitted pass over the window: aborted transactions.
+UNCOMMITTED = StructType(
+    [
+        StructField("message_id", StringType(), True),
+        StructField("topic", StringType(), False),
+        StructField("partition", IntegerType(), False),
+        StructField("offset", LongType(), False),
+    ]
+)
+
+# Partitions whose window starts below the log-start offset: [from_offset, log_start_offset)
+# is gone.
+UNVERIFIABLE = StructType(
+    [
+        StructField("topic", StringType(), False),
+        StructField("partition", IntegerType(), False),
+        StructField("from_offset", LongType(), False),
+        StructField("log_start_offset", LongType(), False),
+    ]
+)
+
+# One row per message (or per invalid record / sink row, or per unverifiable partition).
+RESULT = StructType(
+    [
+        StructField("verdict", StringType(), False),
+        StructField("message_id", StringType(), True),
+        StructField("topic", StringType(), True),
+        StructField("partition", IntegerType(), True),
+        StructField("offsets", ArrayType(LongType()), False),
+        StructField("first_offset", LongType(), True),
+        StructField("sink_count", LongType(), False),
+        StructField("sink_keys", ArrayType(StringType()), False),
+        StructField("topic_duplicate", BooleanType(), False),
+        StructField("detail", StringType(), True),
+        StructField("positions", POSITIONS, False),
+    ]
+)
+
+COUNTS = StructType(
+    [
+        StructField("verdict", StringType(), False),
+        StructField("count", LongType(), False),
+    ]
+)

@@ -1,0 +1,50 @@
+"""The verdict vocabulary: every message in a window, and every new sink row, gets one of these.
+
+The table in DESIGN.md is the source; the groupings below say how the reconciler and the contract
+treat each verdict. The tuples hold plain strings (not enum members) so that they pass unchanged
+to Spark, YAML and SQL.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Verdict(StrEnum):
+    """One verdict per message (or per invalid record / sink row); the value is what is stored."""
+
+    DELIVERED = "delivered"
+    LOST = "lost"
+    DUPLICATED = "duplicated"
+    TOPIC_DUPLICATE = "topic_duplicate"
+    PHANTOM = "phantom"
+    ABORTED_READ = "aborted_read"
+    PENDING = "pending"
+    UNVERIFIABLE = "unverifiable"
+    INVALID = "invalid"
+
+
+ALL_VERDICTS: tuple[str, ...] = tuple(v.value for v in Verdict)
+
+# The sink-side judgement of a committed message; ratios in the contract are relative to these.
+JUDGED: tuple[str, ...] = (
+    Verdict.DELIVERED.value,
+    Verdict.LOST.value,
+    Verdict.DUPLICATED.value,
+)
+
+# Sink rows with no committed record behind them.
+UNMATCHED: tuple[str, ...] = (
+    Verdict.PHANTOM.value,
+    Verdict.ABORTED_READ.value,
+    Verdict.UNVERIFIABLE.value,
+)
+
+# topic_duplicate is a producer-side finding recorded beside a judged verdict (a boolean column),
+# never a row's verdict; it still appears in counts so that the contract can judge it.
+ROW_VERDICTS: tuple[str, ...] = tuple(v for v in ALL_VERDICTS if v != Verdict.TOPIC_DUPLICATE)
+
+# Verdicts the ledger keeps, so that later sink rows are counted against earlier messages.
+LEDGER_VERDICTS: tuple[str, ...] = (*JUDGED, Verdict.PENDING.value, *UNMATCHED)
+
+SEMANTICS: tuple[str, ...] = ("at_most_once", "at_least_once", "exactly_once")

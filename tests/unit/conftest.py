@@ -1,0 +1,40 @@
+"""Shared fixtures for unit tests: one small local SparkSession for the whole run."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+_TEST_ENV = {
+    "RECON_SPARK_SHUFFLE_PARTITIONS": "2",
+    # A short-lived JVM on tiny frames spends most of its CPU in the optimising JIT compiler;
+    # the quick tier alone halves the suite's CPU time on a busy two-core machine.
+    "PYSPARK_SUBMIT_ARGS": "--driver-java-options -XX:TieredStopAtLevel=1 pyspark-shell",
+}
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """A local[1] session with few shuffle partitions: tiny frames, fast tests."""
+    previous = {name: os.environ.get(name) for name in _TEST_ENV}
+    for name, value in _TEST_ENV.items():
+        # An explicit setting from the person running the tests wins (except the partitions).
+        if name == "RECON_SPARK_SHUFFLE_PARTITIONS" or name not in os.environ:
+            os.environ[name] = value
+    from recon.spark import spark_session
+
+    session = spark_session("recon-unit-tests", master="local[1]")
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+    for name, value in previous.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value

@@ -1,0 +1,380 @@
+"""Pipeline declarations: what loads, and how each mistake is reported."""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from recon.config import (
+    MAX_REPORTED_ERRORS,
+    KafkaSource,
+    MessageIdSpec,
+    PipelineConfig,
+    SinkSpec,
+    Tolerances,
+    cron_problem,
+    load_pipelines,
+    parse_pipelines,
+)
+from recon.errors import ConfigError, ReconError
+
+pytestmark = pytest.mark.unit
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+BASE: dict[str, Any] = {
+    "semantics": "exactly_once",
+    "schedule": "*/15 * * * *",
+    "settle_seconds": 120,
+    "kafka": {
+        "connection": "kafka_default",
+        "topic": "payments",
+        "consumer_group": "payments-sink",
+        "message_id": {"header": "message_id"},
+    },
+    "sink": {
+        "connection": "postgres_sink",
+        "table": "public.payments",
+        "message_id_column": "message_id",
+    },
+}
+
+
+def doc(**changes: Any) -> str:
+    """YAML for one pipeline 'payments': BASE with dotted-path changes (None value = delete)."""
+    body = copy.deepcopy(BASE)
+    for dotted, value in changes.items():
+        *parents, leaf = dotted.split("__")
+        target = body
+        for key in parents:
+            target = target[key]
+        if value is _DELETE:
+            del target[leaf]
+        else:
+            target[leaf] = value
+    return yaml.safe_dump({"pipelines": {"payments": body}}, sort_keys=False)
+
+
+_DELETE = object()
+
+
+def errors_of(text: str) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        parse_pipelines(text, source="pipelines.yaml")
+    return info.value.errors
+
+
+def only_error(text: str) -> str:
+    errors = errors_of(text)
+    assert len(errors) == 1, errors
+    return errors[0]
+
+
+def test_the_example_file_loads() -> None:
+    pipelines = load_pipelines(REPO_ROOT / "pipelines.example.yaml")
+    assert list(pipelines) == ["payments", "clickstream"]
+    payments = pipelines["payments"]
+    assert payments == PipelineConfig(
+        name="payments",
+        semantics="exactly_once",
+        schedule="*/15 * * * *",
+        settle_seconds=120,
+        kafka=KafkaSource(
+            connection="kafka_default",
+            topic="payments",
+            consumer_group="payments-sink",
+            message_id=MessageIdSpec("header", "message_id"),
+        ),
+        sink=SinkSpec(
+            connection="postgres_sink",
+            table="public.payments",
+            message_id_column="message_id",
+            ingest_seq_column="id",
+        ),
+        tolerances=Tolerances(),
+        idempotent_producer=True,
+    )
+    assert payments.sink.table_parts == ("public", "payments")
+    clicks = pipelines["clickstream"]
+    assert clicks.semantics == "at_least_once"
+    assert clicks.kafka.message_id == MessageIdSpec("json_field", "event_id")
+    assert clicks.kafka.start_offsets == "earliest"
+    assert clicks.tolerances == Tolerances(max_duplicate_ratio=0.01, max_invalid=10)
+    assert (clicks.retries, clicks.catchup, clicks.tags) == (1, False, ("analytics",))
+
+
+def test_defaults() -> None:
+    config = parse_pipelines(doc())["payments"]
+    assert config.tolerances == Tolerances(0.0, 0.0, 0, 0)
+    assert (config.idempotent_producer, config.catchup, config.retries, config.tags) == (
+        False,
+        False,
+        2,
+        (),
+    )
+    assert config.kafka.start_offsets is None
+    assert config.sink.ingest_seq_column is None
+
+
+def test_path_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "mine.yaml"
+    path.write_text(doc())
+    monkeypatch.setenv("RECON_PIPELINES", str(path))
+    assert list(load_pipelines()) == ["payments"]
+
+
+def test_default_path_is_repo_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "pipelines.yaml").write_text(doc())
+    monkeypatch.delenv("RECON_PIPELINES", raising=False)
+    monkeypatch.setenv("RECON_ROOT", str(tmp_path))
+    assert list(load_pipelines()) == ["payments"]
+
+
+def test_missing_file_names_the_file(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+    with pytest.raises(ConfigError, match="nope.yaml: cannot read the pipeline file"):
+        load_pipelines(missing)
+
+
+def test_config_error_is_a_recon_error() -> None:
+    assert issubclass(ConfigError, ReconError)
+
+
+def test_yaml_syntax_error_reports_the_line() -> None:
+    text = "pipelines:\n  payments:\n    semantics: [exactly_once\n    schedule: x\n"
+    with pytest.raises(ConfigError, match=r"^pipelines.yaml: line \d+, column \d+: YAML syntax"):
+        parse_pipelines(text)
+
+
+def test_duplicate_pipeline_names_are_refused() -> None:
+    body = doc().split("\n", 1)[1]  # the 'payments:' block, indented under 'pipelines:'
+    with pytest.raises(ConfigError, match=r"line \d+.*duplicate key 'payments'"):
+        parse_pipelines("pipelines:\n" + body + body)
+
+
+ANCHORED = """
+x-defaults: &defaults
+  semantics: at_least_once
+  schedule: "@daily"
+  settle_seconds: 60
+  kafka: &kafka {connection: kafka_default, topic: orders, consumer_group: orders-sink,
+                 message_id: {key: true}}
+  sink: &sink {connection: postgres_sink, table: orders, message_id_column: id}
+pipelines:
+  orders:
+    <<: *defaults
+  refunds:
+    <<: *defaults
+    settle_seconds: 5
+    kafka: {<<: *kafka, topic: refunds, consumer_group: refunds-sink}
+    sink: {<<: *sink, table: refunds}
+"""
+
+
+def test_anchors_and_overrides() -> None:
+    pipelines = parse_pipelines(ANCHORED)
+    assert pipelines["orders"].settle_seconds == 60
+    refunds = pipelines["refunds"]
+    assert (refunds.semantics, refunds.settle_seconds) == ("at_least_once", 5)
+    assert (refunds.kafka.topic, refunds.kafka.message_id) == ("refunds", MessageIdSpec("key"))
+    assert refunds.sink.table == "refunds"
+
+
+def test_message_id_kind_error_matches_the_documented_form() -> None:
+    assert only_error(doc(kafka__message_id={"field": "id"})) == (
+        "pipelines.yaml: pipeline 'payments': kafka.message_id: "
+        "expected one of header, json_field, key, got field"
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({"json_field": "id"}, MessageIdSpec("json_field", "id")),
+        ({"key": True}, MessageIdSpec("key", None)),
+    ],
+)
+def test_message_id_kinds(spec: dict[str, Any], expected: MessageIdSpec) -> None:
+    assert parse_pipelines(doc(kafka__message_id=spec))["payments"].kafka.message_id == expected
+
+
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [
+        ("message_id", "kafka.message_id: expected one of header, json_field, key"),
+        ({}, "kafka.message_id: expected one of"),
+        ({"header": "a", "key": True}, "(exactly one), got header, key"),
+        ({"key": False}, "kafka.message_id.key: expected true"),
+        ({"header": ""}, "kafka.message_id.header: must not be empty"),
+    ],
+)
+def test_bad_message_id(spec: Any, needle: str) -> None:
+    assert needle in only_error(doc(kafka__message_id=spec))
+
+
+@pytest.mark.parametrize(
+    ("changes", "needle"),
+    [
+        ({"retry": 3}, "pipeline 'payments': retry: unknown key"),
+        ({"kafka__group": "x"}, "pipeline 'payments': kafka.group: unknown key"),
+        ({"semantics": _DELETE}, "pipeline 'payments': semantics: missing required key"),
+        ({"schedule": _DELETE}, "schedule: missing required key"),
+        ({"kafka__topic": _DELETE}, "kafka.topic: missing required key"),
+        ({"sink__message_id_column": _DELETE}, "sink.message_id_column: missing required key"),
+        ({"semantics": "exactly-once"}, "semantics: expected one of at_most_once, at_least_once"),
+        ({"settle_seconds": "120"}, "settle_seconds: expected a whole number, got a string"),
+        ({"settle_seconds": True}, "settle_seconds: expected a whole number, got a boolean"),
+        ({"settle_seconds": -1}, "settle_seconds: must be 0 or more"),
+        ({"retries": 1.5}, "retries: expected a whole number"),
+        ({"catchup": "yes please"}, "catchup: expected true or false, got a string"),
+        ({"tags": "a,b"}, "tags: expected a list of non-empty strings"),
+        ({"kafka": ["x"]}, "kafka: expected a mapping, got a list"),
+        ({"kafka__topic": "bad topic!"}, "kafka.topic: not a Kafka topic name"),
+        ({"sink__table": ""}, "sink.table: must not be empty"),
+        ({"sink__table": "public."}, "sink.table: expected 'table' or 'schema.table'"),
+        ({"sink__table": "a.b.c"}, "sink.table: expected 'table' or 'schema.table'"),
+        ({"sink__message_id_column": " "}, "sink.message_id_column: must not be empty"),
+        ({"sink__ingest_seq_column": 7}, "sink.ingest_seq_column: expected a string"),
+        ({"tolerances": {"max_loss_ratio": 1.5}}, "max_loss_ratio: must be between 0 and 1"),
+        ({"tolerances": {"max_invalid": -2}}, "tolerances.max_invalid: must be 0 or more"),
+        ({"tolerances": {"max_lost": 0}}, "tolerances.max_lost: unknown key"),
+        ({"tolerances": {"max_loss_ratio": 0.1}}, "exactly_once forbids loss"),
+        ({"tolerances": {"max_duplicate_ratio": 0.1}}, "exactly_once forbids duplicates"),
+        ({"schedule": "every hour"}, "schedule: expected 5 cron fields"),
+        ({"schedule": 15}, "schedule: expected a string, got a number"),
+        ({"kafka__start_offsets": "latest"}, "kafka.start_offsets: expected 'earliest'"),
+        ({"kafka__start_offsets": {0: -5}}, "kafka.start_offsets.0: an offset must be"),
+        ({"kafka__start_offsets": {"x": 5}}, "kafka.start_offsets.x: a partition number"),
+    ],
+)
+def test_each_mistake_names_pipeline_and_key(changes: dict[str, Any], needle: str) -> None:
+    error = only_error(doc(**changes))
+    assert error.startswith("pipelines.yaml: pipeline 'payments': ")
+    assert needle in error
+
+
+@pytest.mark.parametrize(
+    ("changes", "key"),
+    [
+        ({"sink__password": "hunter2"}, "sink.password"),
+        ({"kafka__bootstrap.servers": "127.0.0.1:9092"}, "kafka.bootstrap.servers"),
+        ({"kafka__sasl.password": "x"}, "kafka.sasl.password"),
+        ({"token": "abc"}, "token"),
+    ],
+)
+def test_credentials_are_refused(changes: dict[str, Any], key: str) -> None:
+    error = only_error(doc(**changes))
+    assert f"{key}: credentials and connection settings do not belong" in error
+
+
+def test_connection_must_be_an_id_not_a_uri() -> None:
+    error = only_error(doc(sink__connection="postgresql://u:secret@db/sink"))
+    assert "sink.connection: expected an Airflow connection id" in error
+
+
+def test_quoted_identifiers_are_allowed() -> None:
+    config = parse_pipelines(doc(sink__table="My Schema.Order-Lines", sink__message_id_column="Id"))
+    assert config["payments"].sink.table_parts == ("My Schema", "Order-Lines")
+
+
+def test_start_offsets_per_partition() -> None:
+    config = parse_pipelines(doc(kafka__start_offsets={0: 10, "1": 20}))["payments"]
+    assert dict(config.kafka.start_offsets or {}) == {0: 10, 1: 20}
+
+
+def test_null_ingest_seq_column_means_none() -> None:
+    assert (
+        parse_pipelines(doc(sink__ingest_seq_column=None))["payments"].sink.ingest_seq_column
+        is None
+    )
+
+
+def test_manual_schedule() -> None:
+    assert parse_pipelines(doc(schedule=None))["payments"].schedule is None
+
+
+def test_loss_tolerance_for_at_most_once() -> None:
+    text = doc(semantics="at_most_once", tolerances={"max_loss_ratio": 0.05})
+    assert parse_pipelines(text)["payments"].tolerances.max_loss_ratio == 0.05
+
+
+def test_all_errors_are_collected_and_reported_once() -> None:
+    text = doc(semantics="twice", settle_seconds="soon", kafka__message_id={"x": 1}, extra=1)
+    errors = errors_of(text)
+    assert len(errors) == 4
+    with pytest.raises(ConfigError) as info:
+        parse_pipelines(text, source="pipelines.yaml")
+    message = str(info.value)
+    assert message.splitlines()[0] == "pipelines.yaml: 4 problems in the pipeline declarations:"
+    assert all(e in message for e in errors)
+
+
+def test_error_list_is_bounded() -> None:
+    body = copy.deepcopy(BASE)
+    body.update({f"unknown_{i}": i for i in range(MAX_REPORTED_ERRORS + 7)})
+    with pytest.raises(ConfigError) as info:
+        parse_pipelines(yaml.safe_dump({"pipelines": {"payments": body}}))
+    assert len(info.value.errors) == MAX_REPORTED_ERRORS + 7
+    assert str(info.value).endswith("... and 7 more")
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("- a\n- b\n", "pipelines.yaml: expected a mapping with the key 'pipelines'"),
+        ("pipes: {}\n", "pipelines.yaml: pipes: unknown key"),
+        ("pipelines: [a]\n", "pipelines.yaml: pipelines: expected a mapping of pipelines"),
+        ("pipelines:\n  'bad name': {}\n", "a pipeline name must be letters"),
+    ],
+)
+def test_file_shape(text: str, needle: str) -> None:
+    assert any(needle in e for e in errors_of(text))
+
+
+def test_empty_pipelines() -> None:
+    assert parse_pipelines("pipelines:\n") == {}
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["*/15 * * * *", "0 0 * * *", "5,35 8-18 * JAN-MAR mon-fri", "0 0 1 */3 *", "@hourly", "@once"],
+)
+def test_good_cron(expression: str) -> None:
+    assert cron_problem(expression) is None
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "* * * *",
+        "* * * * * *",
+        "60 * * * *",
+        "* 24 * * *",
+        "* * 0 * *",
+        "*/0 * * * *",
+        "@often",
+        "5-1 * * * *",
+        "x * * * *",
+    ],
+)
+def test_bad_cron(expression: str) -> None:
+    assert cron_problem(expression) is not None
+
+
+def test_no_airflow_import() -> None:
+    # The domain package must load without Airflow: check in a clean interpreter.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, recon.config, recon.contract, recon.verdicts; print('airflow' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
+    )
+    assert out.stdout.strip() == "False"
