@@ -1,0 +1,231 @@
+"""Kafka plumbing shared by the scenarios: topics, groups, delivery tracking and full read-backs."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from recon.connections import kafka_connection
+from recon_workload.errors import WorkloadError
+from recon_workload.messages import extract_id
+
+# librdkafka logs every injected fault (timeouts, refused connections) at warning level; route it
+# through Python logging so a run's stderr shows progress, not the faults it causes on purpose.
+# RECON_WORKLOAD_CLIENT_LOG=WARNING (or DEBUG...) brings the client's own lines back.
+CLIENT_LOG = logging.getLogger("recon_workload.librdkafka")
+CLIENT_LOG.setLevel(os.environ.get("RECON_WORKLOAD_CLIENT_LOG", "CRITICAL").upper())
+
+KAFKA_CONN_ID = "kafka_default"
+NO_OFFSET = -1001  # confluent-kafka's OFFSET_INVALID: nothing committed
+
+
+def base_config() -> dict[str, Any]:
+    """The ``kafka_default`` connection's client settings (bootstrap servers and any security)."""
+    return dict(kafka_connection(KAFKA_CONN_ID).config)
+
+
+def quiet(conf: dict[str, Any]) -> dict[str, Any]:
+    """``conf`` plus the quiet logger (see :data:`CLIENT_LOG`)."""
+    return {**conf, "logger": CLIENT_LOG}
+
+
+@dataclass(frozen=True)
+class Position:
+    topic: str
+    partition: int
+    offset: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition, "offset": self.offset}
+
+
+@dataclass(frozen=True)
+class ReadRecord:
+    """A record as read back from the topic."""
+
+    position: Position
+    message_id: str | None
+    value: bytes | None
+
+
+def where(msg: Message) -> Position:
+    """A consumed record's position (the client types them optional; a record always has one)."""
+    topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
+    assert topic is not None and partition is not None and offset is not None
+    return Position(topic, partition, offset)
+
+
+def create_topics(conf: dict[str, Any], names: Iterable[str], partitions: int) -> None:
+    """Create topics (auto-create is off), retrying while a same-named deleted topic lingers.
+
+    :param partitions: partition count of every topic.
+    """
+    admin = AdminClient(quiet(conf))
+    pending = list(names)
+    deadline = time.monotonic() + 60
+    while pending:
+        futures = admin.create_topics([NewTopic(n, num_partitions=partitions) for n in pending])
+        retry = []
+        for name, future in futures.items():
+            try:
+                future.result(timeout=30)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise
+                retry.append(name)  # still being deleted from an earlier run with this tag
+        if retry and time.monotonic() > deadline:
+            raise WorkloadError(f"topics {retry} still exist 60 s after deletion was asked")
+        pending = retry
+        if pending:
+            time.sleep(0.5)
+
+
+def delete_topics(conf: dict[str, Any], names: Iterable[str]) -> None:
+    """Delete the topics that exist among ``names`` and wait until the broker forgets them."""
+    admin = AdminClient(quiet(conf))
+    existing = set(admin.list_topics(timeout=30).topics)
+    doomed = [n for n in names if n in existing]
+    if not doomed:
+        return
+    for future in admin.delete_topics(doomed).values():
+        future.result(timeout=30)
+    deadline = time.monotonic() + 60
+    while set(doomed) & set(admin.list_topics(timeout=30).topics):
+        if time.monotonic() > deadline:
+            raise WorkloadError(f"topics {doomed} did not go away within 60 s")
+        time.sleep(0.3)
+
+
+def delete_groups(conf: dict[str, Any], groups: Iterable[str]) -> None:
+    """Delete consumer groups, ignoring ones that do not exist."""
+    admin = AdminClient(quiet(conf))
+    wanted = list(groups)
+    if not wanted:
+        return
+    for future in admin.delete_consumer_groups(wanted).values():
+        try:
+            future.result(timeout=30)
+        except KafkaException as exc:
+            if exc.args[0].code() not in (KafkaError.GROUP_ID_NOT_FOUND,):
+                raise
+
+
+def committed_offsets(
+    conf: dict[str, Any], group: str, topic: str, partitions: int
+) -> dict[int, int | None]:
+    """The group's committed offset per partition (``None``: nothing committed).
+
+    ``require_stable`` waits for pending transactional offset commits to settle.
+    """
+    admin = AdminClient(quiet(conf))
+    request = ConsumerGroupTopicPartitions(
+        group, [TopicPartition(topic, p) for p in range(partitions)]
+    )
+    result = admin.list_consumer_group_offsets([request], require_stable=True)[group]
+    out: dict[int, int | None] = {}
+    for tp in result.result(timeout=30).topic_partitions:
+        out[tp.partition] = None if tp.offset < 0 else tp.offset
+    return out
+
+
+def alter_offsets(conf: dict[str, Any], group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """Set the group's committed offsets (the group must have no active members)."""
+    admin = AdminClient(quiet(conf))
+    tps = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+    result = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, tps)])
+    for tp in result[group].result(timeout=30).topic_partitions:
+        if tp.error:
+            raise WorkloadError(f"resetting {group} on {tp.topic}[{tp.partition}]: {tp.error}")
+
+
+def scan_topic(
+    conf: dict[str, Any], topic: str, partitions: int, isolation: str
+) -> list[ReadRecord]:
+    """Read every record of ``topic`` from the beginning to the end of each partition.
+
+    The end is the high watermark for ``read_uncommitted`` and the last stable offset for
+    ``read_committed``; by the time the ledger is built every transaction has finished, so the
+    two coincide.
+
+    :param isolation: ``read_committed`` or ``read_uncommitted``.
+    """
+    consumer = Consumer(
+        quiet(
+            {
+                **conf,
+                "group.id": f"wl-scan-{uuid.uuid4().hex[:12]}",  # never commits
+                "isolation.level": isolation,
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "auto.offset.reset": "earliest",
+            }
+        )
+    )
+    records: list[ReadRecord] = []
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        done: set[int] = set()
+        deadline = time.monotonic() + 120
+        while len(done) < partitions:
+            if time.monotonic() > deadline:
+                raise WorkloadError(f"reading back {topic} ({isolation}) did not finish in 120 s")
+            for msg in consumer.consume(500, timeout=1.0):
+                pos = where(msg)
+                if is_eof(msg):
+                    done.add(pos.partition)
+                    continue
+                records.append(ReadRecord(pos, extract_id(msg.headers(), msg.value()), msg.value()))
+    finally:
+        consumer.close()
+    return records
+
+
+def is_eof(msg: Message) -> bool:
+    err = msg.error()
+    if err is None:
+        return False
+    if err.code() == KafkaError._PARTITION_EOF:
+        return True
+    raise KafkaException(err)
+
+
+@dataclass
+class DeliveryTracker:
+    """Collects the producer's delivery reports: which messages it saw acknowledged, and where.
+
+    A report without error means the producer counts the record as sent; with ``acks=0`` that is
+    all it ever learns (fire-and-forget), which is exactly what the ledger's ``acked`` records.
+    """
+
+    acked: dict[int, bool] = field(default_factory=dict)
+    positions: dict[int, Position] = field(default_factory=dict)
+    errors: dict[int, str] = field(default_factory=dict)
+
+    def callback(self, seq: int) -> Any:
+        """A delivery callback for the message with sequence number ``seq``."""
+
+        def report(err: KafkaError | None, msg: Message) -> None:
+            self.acked[seq] = err is None
+            # acks=0 reports no offset (-1): the producer does not know where the record went
+            offset = msg.offset()
+            if err is None and offset is not None and offset >= 0:
+                self.positions[seq] = where(msg)
+            if err is not None:
+                self.errors[seq] = str(err)
+
+        return report

@@ -1,0 +1,307 @@
+"""The ground-truth ledger: what actually happened to every message, in the product's vocabulary.
+
+Built from what is read back after the run (the topic read ``read_committed`` and
+``read_uncommitted`` from the beginning, the sink table, the group's committed offsets), never from
+what the scenario planned, then stored in ``workload.ledger`` (one row per message) and
+``workload.runs`` (one row per run).
+
+Expected verdict rules (per messageId):
+
+- no usable id -> ``invalid`` (keyed by its position);
+- a committed position below the group's committed offset -> ``delivered`` (1 sink row),
+  ``lost`` (0) or ``duplicated`` (>1);
+- committed, but only at or past the committed offset -> ``pending``;
+- not committed, yet in the sink -> ``aborted_read`` if an aborted record carries the id, else
+  ``phantom``;
+- neither committed nor in the sink -> no verdict (``NULL``): the product can never see it. This
+  is where a producer's silent loss (``acks=0`` during a broker bounce) or an aborted message that
+  no consumer read ends up; ``detail`` says which.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from psycopg2.extras import execute_values
+
+from recon_workload.kafka_io import Position, ReadRecord
+from recon_workload.messages import invalid_reason
+from recon_workload.sink import SinkRow
+
+VERDICTS = ("delivered", "lost", "duplicated", "phantom", "aborted_read", "pending", "invalid")
+
+
+@dataclass(frozen=True)
+class Produced:
+    """A record the scenario asked a producer to send, and what the producer heard back.
+
+    :param acked: the producer saw it acknowledged (for a transactional producer: and its
+        transaction committed); ``None`` when no report came.
+    :param position: where the delivery report placed it, when the report said.
+    """
+
+    seq: int
+    message_id: str | None
+    acked: bool | None
+    kind: str = "good"
+    position: Position | None = None
+
+
+@dataclass
+class LedgerRow:
+    ledger_key: str
+    message_id: str | None
+    acked: bool | None
+    positions: list[Position] = field(default_factory=list)
+    aborted_positions: list[Position] = field(default_factory=list)
+    sink_rows: int = 0
+    topic_duplicate: bool = False
+    expected_verdict: str | None = None
+    detail: str | None = None
+
+
+def _pos_key(pos: Position) -> str:
+    return f"{pos.topic}:{pos.partition}:{pos.offset}"
+
+
+def _verdict(
+    positions: Sequence[Position],
+    aborted: Sequence[Position],
+    sink_rows: int,
+    committed: Mapping[int, int | None],
+) -> str | None:
+    if positions:
+        claimed = any(p.offset < (committed.get(p.partition) or 0) for p in positions)
+        if not claimed:
+            return "pending"
+        return "lost" if sink_rows == 0 else "delivered" if sink_rows == 1 else "duplicated"
+    if sink_rows:
+        return "aborted_read" if aborted else "phantom"
+    return None
+
+
+def build(
+    produced: Iterable[Produced],
+    committed_records: Sequence[ReadRecord],
+    uncommitted_records: Sequence[ReadRecord],
+    sink_rows: Sequence[SinkRow],
+    committed_offsets: Mapping[int, int | None],
+) -> list[LedgerRow]:
+    """One ledger row per message (and per id-less record), from what was read back.
+
+    :param produced: every record the scenario produced, for ``acked`` and for messages that
+        never reached the topic.
+    :param committed_records: the topic read ``read_committed``.
+    :param uncommitted_records: the topic read ``read_uncommitted``.
+    :param committed_offsets: the sink consumer group's committed offset per partition.
+    """
+    produced = list(produced)
+    committed_set = {r.position for r in committed_records}
+    positions: dict[str, list[Position]] = defaultdict(list)
+    aborted: dict[str, list[Position]] = defaultdict(list)
+    idless: list[tuple[ReadRecord, bool]] = []  # (record, committed?)
+    for rec in committed_records:
+        if rec.message_id is None:
+            idless.append((rec, True))
+        else:
+            positions[rec.message_id].append(rec.position)
+    for rec in uncommitted_records:
+        if rec.position in committed_set:
+            continue
+        if rec.message_id is None:
+            idless.append((rec, False))
+        else:
+            aborted[rec.message_id].append(rec.position)
+    sink_by_id = Counter(r.message_id for r in sink_rows if r.message_id is not None)
+    sink_idless = Counter(
+        Position(r.topic, r.partition, r.offset) for r in sink_rows if r.message_id is None
+    )
+
+    acked_by_id = {p.message_id: p.acked for p in produced if p.message_id is not None}
+    acked_by_pos = {p.position: p.acked for p in produced if p.position is not None}
+    ids = list(dict.fromkeys([*acked_by_id, *positions, *aborted, *sink_by_id]))
+    rows = []
+    for mid in ids:
+        pos, abt, n = (
+            sorted(positions[mid], key=_sort),
+            sorted(aborted[mid], key=_sort),
+            sink_by_id[mid],
+        )
+        verdict = _verdict(pos, abt, n, committed_offsets)
+        detail = None
+        if verdict is None:
+            detail = "aborted, never read" if abt else "never committed in the topic"
+        rows.append(
+            LedgerRow(mid, mid, acked_by_id.get(mid), pos, abt, n, len(pos) > 1, verdict, detail)
+        )
+
+    seen_idless: set[Position] = set()
+    for rec, is_committed in idless:
+        seen_idless.add(rec.position)
+        rows.append(
+            LedgerRow(
+                ledger_key=_pos_key(rec.position),
+                message_id=None,
+                acked=acked_by_pos.get(rec.position),
+                positions=[rec.position] if is_committed else [],
+                aborted_positions=[] if is_committed else [rec.position],
+                sink_rows=sink_idless[rec.position],
+                expected_verdict="invalid",
+                detail=invalid_reason(rec.value),
+            )
+        )
+    for at, count in sink_idless.items():
+        if at not in seen_idless:  # an id-less sink row pointing at no record we read
+            rows.append(
+                LedgerRow(f"sink:{_pos_key(at)}", None, None, [], [], count, False, "invalid")
+            )
+    for p in produced:
+        placed = p.position in seen_idless or p.position in committed_set
+        if p.message_id is None and not placed:
+            rows.append(LedgerRow(f"unplaced:{p.kind}:{p.seq}", None, p.acked, detail=p.kind))
+    return rows
+
+
+def _sort(p: Position) -> tuple[str, int, int]:
+    return (p.topic, p.partition, p.offset)
+
+
+@dataclass(frozen=True)
+class Summary:
+    produced: int
+    committed_in_topic: int
+    sink_rows: int
+    counts: dict[str, int]
+    topic_duplicates: int
+    unseen: int
+
+    def line(self, scenario_run: str) -> str:
+        verdicts = " ".join(f"{v}={self.counts[v]}" for v in VERDICTS)
+        return (
+            f"{scenario_run}: produced={self.produced} committed_in_topic="
+            f"{self.committed_in_topic} sink_rows={self.sink_rows} | {verdicts} | "
+            f"topic_duplicate={self.topic_duplicates} unseen_by_product={self.unseen}"
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "produced": self.produced,
+            "committed_in_topic": self.committed_in_topic,
+            "sink_rows": self.sink_rows,
+            "counts": self.counts,
+            "topic_duplicates": self.topic_duplicates,
+            "unseen_by_product": self.unseen,
+        }
+
+
+def summarize(
+    rows: Sequence[LedgerRow], produced: int, committed_in_topic: int, sink_rows: int
+) -> Summary:
+    """Counts per expected verdict plus the run's totals."""
+    counts = {v: 0 for v in VERDICTS}
+    for r in rows:
+        if r.expected_verdict is not None:
+            counts[r.expected_verdict] += 1
+    return Summary(
+        produced,
+        committed_in_topic,
+        sink_rows,
+        counts,
+        sum(r.topic_duplicate for r in rows),
+        sum(r.expected_verdict is None for r in rows),
+    )
+
+
+_DDL = """
+CREATE SCHEMA IF NOT EXISTS workload;
+CREATE TABLE IF NOT EXISTS workload.runs (
+  scenario_run text PRIMARY KEY,
+  scenario text NOT NULL,
+  topic text NOT NULL,
+  topics jsonb NOT NULL,
+  sink_table text NOT NULL,
+  consumer_group text NOT NULL,
+  params jsonb NOT NULL,
+  summary jsonb NOT NULL,
+  summary_line text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS workload.ledger (
+  scenario_run text NOT NULL,
+  ledger_key text NOT NULL,
+  message_id text,
+  acked boolean,
+  positions jsonb NOT NULL,
+  aborted_positions jsonb NOT NULL,
+  sink_rows integer NOT NULL,
+  topic_duplicate boolean NOT NULL,
+  expected_verdict text,
+  detail text,
+  PRIMARY KEY (scenario_run, ledger_key)
+);
+"""
+
+
+def ensure_schema(cur: Any) -> None:
+    """Create schema ``workload`` and its tables if absent.
+
+    Serialised with an advisory lock: two runs starting at once would otherwise race on
+    ``CREATE ... IF NOT EXISTS`` (which is not atomic against itself).
+    """
+    cur.execute("SELECT pg_advisory_xact_lock(hashtext('recon_workload.ddl'))")
+    cur.execute(_DDL)
+
+
+def _positions_json(positions: Sequence[Position]) -> str:
+    return json.dumps([p.as_json() for p in positions])
+
+
+def store(cur: Any, run: Mapping[str, Any], rows: Sequence[LedgerRow]) -> None:
+    """Replace the run's ledger rows and its ``workload.runs`` row (in the caller's transaction).
+
+    :param run: ``scenario_run, scenario, topic, topics, sink_table, consumer_group, params,
+        summary, summary_line``.
+    """
+    ensure_schema(cur)
+    cur.execute("DELETE FROM workload.ledger WHERE scenario_run = %s", (run["scenario_run"],))
+    cur.execute("DELETE FROM workload.runs WHERE scenario_run = %s", (run["scenario_run"],))
+    cur.execute(
+        "INSERT INTO workload.runs (scenario_run, scenario, topic, topics, sink_table,"
+        " consumer_group, params, summary, summary_line) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+        (
+            run["scenario_run"],
+            run["scenario"],
+            run["topic"],
+            json.dumps(run["topics"]),
+            run["sink_table"],
+            run["consumer_group"],
+            json.dumps(run["params"]),
+            json.dumps(run["summary"]),
+            run["summary_line"],
+        ),
+    )
+    execute_values(
+        cur,
+        "INSERT INTO workload.ledger (scenario_run, ledger_key, message_id, acked, positions,"
+        " aborted_positions, sink_rows, topic_duplicate, expected_verdict, detail) VALUES %s",
+        [
+            (
+                run["scenario_run"],
+                r.ledger_key,
+                r.message_id,
+                r.acked,
+                _positions_json(r.positions),
+                _positions_json(r.aborted_positions),
+                r.sink_rows,
+                r.topic_duplicate,
+                r.expected_verdict,
+                r.detail,
+            )
+            for r in rows
+        ],
+        page_size=1000,
+    )

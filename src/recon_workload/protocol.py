@@ -1,0 +1,36 @@
+"""The line protocol between a supervisor and the consumer processes it may kill.
+
+A child prints ``WINDOW`` when it reaches its crash window (after one side effect, before the
+other) and waits for a line on stdin; the supervisor answers ``go`` or sends SIGKILL. ``BATCH n``
+reports progress and ``DONE n`` a clean end. Keeping the child blocked while the supervisor
+decides makes the kill land exactly between the two steps, not somewhere near them.
+"""
+
+from __future__ import annotations
+
+import sys
+
+WINDOW = "WINDOW"
+BATCH = "BATCH"
+DONE = "DONE"
+GO = "go"
+
+
+def say(*words: object) -> None:
+    """Send one protocol line to the supervisor."""
+    sys.stdout.write(" ".join(str(w) for w in words) + "\n")
+    sys.stdout.flush()
+
+
+def crash_window(enabled: bool) -> None:
+    """Stop at the crash window until the supervisor lets the child go (or kills it).
+
+    :param enabled: without a supervisor listening, there is no window.
+    """
+    if not enabled:
+        return
+    say(WINDOW)
+    answer = sys.stdin.readline()
+    if answer.strip() != GO:
+        # The supervisor is gone (EOF): a consumer without its supervisor must not go on.
+        raise SystemExit(3)

@@ -1,0 +1,162 @@
+"""Running one scenario end to end: reset, set up, break things, read back, write the ledger."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from recon_workload import kafka_io, ledger, sink
+from recon_workload.errors import WorkloadError
+from recon_workload.ledger import Produced
+from recon_workload.names import RunNames, new_run_tag
+from recon_workload.progress import Progress
+
+
+@dataclass
+class Run:
+    """Everything a scenario function needs about its run.
+
+    :param faults: filled in by the scenario with what it actually injected (kills, dropped
+        acks, aborted transactions, bounce time), stored in the run's summary.
+    """
+
+    names: RunNames
+    messages: int
+    partitions: int
+    seed: int
+    rates: dict[str, float]
+    conf: dict[str, Any]
+    progress: Progress
+    faults: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def batch_size(self) -> int:
+        # Small runs still get several batches, hence several crash windows to choose from.
+        return max(1, min(20, self.messages // 10))
+
+
+@dataclass
+class Outcome:
+    """What a scenario function hands back for the ledger.
+
+    :param topic: the topic the sink consumer reads (the ledger's positions are in it).
+    :param topics: every topic the run created.
+    :param group: the sink consumer's group (its committed offsets judge pending).
+    """
+
+    topic: str
+    topics: list[str]
+    group: str
+    produced: list[Produced]
+
+
+@dataclass
+class ScenarioResult:
+    """What one run did, as counted in its ledger.
+
+    :param counts: expected-verdict counts, every verdict present (0 when none).
+    :param summary: the one-line summary.
+    """
+
+    scenario_run: str
+    scenario: str
+    topic: str
+    sink_table: str
+    consumer_group: str
+    counts: dict[str, int]
+    summary: str
+    topics: list[str] = field(default_factory=list)
+    produced: int = 0
+    committed_in_topic: int = 0
+    sink_rows: int = 0
+    topic_duplicates: int = 0
+    unseen_by_product: int = 0
+    faults: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def reset(names: RunNames, conf: dict[str, Any]) -> None:
+    """Remove whatever an earlier run with the same tag left, so a re-run replaces it."""
+    topics = [names.topic(), names.topic("in")]
+    kafka_io.delete_topics(conf, topics)
+    kafka_io.delete_groups(conf, [names.group(), names.group("processor")])
+    with sink.transaction() as cur:
+        sink.drop_tables(cur, names.table)
+        ledger.ensure_schema(cur)
+        cur.execute("DELETE FROM workload.ledger WHERE scenario_run = %s", (names.scenario_run,))
+        cur.execute("DELETE FROM workload.runs WHERE scenario_run = %s", (names.scenario_run,))
+
+
+def make_run(
+    scenario: str,
+    messages: int,
+    partitions: int,
+    seed: int,
+    run_tag: str | None,
+    rates: dict[str, float],
+    show_progress: bool,
+) -> Run:
+    """Validate the parameters and build the run context.
+
+    :raises WorkloadError: on a size or name that cannot work.
+    """
+    if messages < 10:
+        raise WorkloadError(f"messages={messages}: need at least 10 for the faults to show")
+    if not 1 <= partitions <= 64:
+        raise WorkloadError(f"partitions={partitions}: use 1 to 64")
+    names = RunNames(scenario, run_tag or new_run_tag())
+    progress = Progress(names.scenario_run, enabled=show_progress)
+    return Run(names, messages, partitions, seed, rates, kafka_io.base_config(), progress)
+
+
+def finish(run: Run, outcome: Outcome, started: float) -> ScenarioResult:
+    """Read back Kafka and PostgreSQL, build and store the ledger, and summarise the run."""
+    progress, names = run.progress, run.names
+    progress.step("reading back the topic (read_committed, read_uncommitted) and the sink")
+    rc = kafka_io.scan_topic(run.conf, outcome.topic, run.partitions, "read_committed")
+    ru = kafka_io.scan_topic(run.conf, outcome.topic, run.partitions, "read_uncommitted")
+    offsets = kafka_io.committed_offsets(run.conf, outcome.group, outcome.topic, run.partitions)
+    with sink.transaction() as cur:
+        rows = sink.read_rows(cur, names.table)
+    entries = ledger.build(outcome.produced, rc, ru, rows, offsets)
+    summary = ledger.summarize(entries, len(outcome.produced), len(rc), len(rows))
+    line = summary.line(names.scenario_run)
+    run.faults["group_committed_offsets"] = {str(p): o for p, o in sorted(offsets.items())}
+    params = {"messages": run.messages, "partitions": run.partitions, "seed": run.seed}
+    with sink.transaction() as cur:
+        ledger.store(
+            cur,
+            {
+                "scenario_run": names.scenario_run,
+                "scenario": names.scenario,
+                "topic": outcome.topic,
+                "topics": outcome.topics,
+                "sink_table": names.qualified_table,
+                "consumer_group": outcome.group,
+                "params": {**params, **run.rates},
+                "summary": {**summary.as_json(), "faults": run.faults},
+                "summary_line": line,
+            },
+            entries,
+        )
+    return ScenarioResult(
+        scenario_run=names.scenario_run,
+        scenario=names.scenario,
+        topic=outcome.topic,
+        sink_table=names.qualified_table,
+        consumer_group=outcome.group,
+        counts=summary.counts,
+        summary=line,
+        topics=outcome.topics,
+        produced=summary.produced,
+        committed_in_topic=summary.committed_in_topic,
+        sink_rows=summary.sink_rows,
+        topic_duplicates=summary.topic_duplicates,
+        unseen_by_product=summary.unseen,
+        faults=run.faults,
+        seconds=round(time.monotonic() - started, 1),
+    )

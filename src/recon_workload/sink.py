@@ -1,0 +1,148 @@
+"""The sink: one PostgreSQL table per run in ``recon_sink``, plus the consumers' bookkeeping tables.
+
+The sink row keeps what the consumer got: the messageId it could read (``NULL`` when it could
+not), the record's position, and a hash of the value. ``id`` is the ingest sequence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg2
+from psycopg2 import sql
+from psycopg2.extras import execute_values
+
+from recon.connections import postgres_connection
+
+PG_CONN_ID = "postgres_sink"
+
+
+def connect() -> Any:
+    """A new connection to the sink database (``postgres_sink``)."""
+    return psycopg2.connect(**postgres_connection(PG_CONN_ID).psycopg2_kwargs())
+
+
+@contextmanager
+def transaction() -> Iterator[Any]:
+    """A cursor in one transaction on a fresh connection: committed on success, then closed."""
+    db = connect()
+    try:
+        with db, db.cursor() as cur:
+            yield cur
+    finally:
+        db.close()
+
+
+@dataclass(frozen=True)
+class SinkRow:
+    message_id: str | None
+    topic: str
+    partition: int
+    offset: int
+    payload_sha256: str | None
+
+    @classmethod
+    def of(
+        cls, message_id: str | None, topic: str, partition: int, offset: int, value: bytes | None
+    ) -> SinkRow:
+        digest = hashlib.sha256(value).hexdigest() if value is not None else None
+        return cls(message_id, topic, partition, offset, digest)
+
+
+def create_tables(cur: Any, table: str, aux: Iterable[str] = ()) -> None:
+    """(Re)create the sink table and the named bookkeeping tables, all in schema ``public``.
+
+    :param aux: ``processed`` (idempotent consumer) and/or ``offsets`` (transactional sink).
+    """
+    ident = sql.Identifier("public", table)
+    cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(ident))
+    cur.execute(
+        sql.SQL(
+            "CREATE TABLE {} (id bigserial PRIMARY KEY, message_id text, kafka_topic text,"
+            " kafka_partition int, kafka_offset bigint, payload_sha256 text,"
+            " ingested_at timestamptz NOT NULL DEFAULT now())"
+        ).format(ident)
+    )
+    for suffix in aux:
+        aux_ident = sql.Identifier("public", f"{table}_{suffix}")
+        cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(aux_ident))
+        if suffix == "processed":
+            ddl = (
+                "CREATE TABLE {} (message_id text PRIMARY KEY,"
+                " processed_at timestamptz NOT NULL DEFAULT now())"
+            )
+        elif suffix == "offsets":
+            ddl = (
+                "CREATE TABLE {} (kafka_topic text, kafka_partition int, next_offset bigint"
+                " NOT NULL, PRIMARY KEY (kafka_topic, kafka_partition))"
+            )
+        else:
+            raise ValueError(f"unknown bookkeeping table {suffix!r}")
+        cur.execute(sql.SQL(ddl).format(aux_ident))
+
+
+def drop_tables(cur: Any, table: str) -> None:
+    """Drop a run's sink and bookkeeping tables if they exist."""
+    for name in (table, f"{table}_processed", f"{table}_offsets"):
+        cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier("public", name)))
+
+
+def insert_rows(cur: Any, table: str, rows: Sequence[SinkRow]) -> None:
+    """Append rows to the sink (in the caller's transaction)."""
+    if not rows:
+        return
+    query = sql.SQL(
+        "INSERT INTO {} (message_id, kafka_topic, kafka_partition, kafka_offset, payload_sha256)"
+        " VALUES %s"
+    ).format(sql.Identifier("public", table))
+    execute_values(
+        cur,
+        query.as_string(cur),
+        [(r.message_id, r.topic, r.partition, r.offset, r.payload_sha256) for r in rows],
+    )
+
+
+def claim_new_ids(cur: Any, table: str, ids: Sequence[str]) -> set[str]:
+    """Record ids as processed; return those not seen before (the idempotent consumer's guard)."""
+    if not ids:
+        return set()
+    query = sql.SQL(
+        "INSERT INTO {} (message_id) VALUES %s ON CONFLICT DO NOTHING RETURNING message_id"
+    ).format(sql.Identifier("public", f"{table}_processed"))
+    rows = execute_values(cur, query.as_string(cur), [(i,) for i in ids], fetch=True)
+    return {r[0] for r in rows}
+
+
+def store_offsets(cur: Any, table: str, offsets: dict[tuple[str, int], int]) -> None:
+    """Upsert the next offset to read per partition (the transactional sink's own progress)."""
+    query = sql.SQL(
+        "INSERT INTO {} (kafka_topic, kafka_partition, next_offset) VALUES %s"
+        " ON CONFLICT (kafka_topic, kafka_partition)"
+        " DO UPDATE SET next_offset = EXCLUDED.next_offset"
+    ).format(sql.Identifier("public", f"{table}_offsets"))
+    execute_values(cur, query.as_string(cur), [(t, p, o) for (t, p), o in offsets.items()])
+
+
+def stored_offsets(cur: Any, table: str) -> dict[tuple[str, int], int]:
+    """The transactional sink's stored next offsets."""
+    cur.execute(
+        sql.SQL("SELECT kafka_topic, kafka_partition, next_offset FROM {}").format(
+            sql.Identifier("public", f"{table}_offsets")
+        )
+    )
+    return {(t, p): o for t, p, o in cur.fetchall()}
+
+
+def read_rows(cur: Any, table: str) -> list[SinkRow]:
+    """Every sink row, in ingest order."""
+    cur.execute(
+        sql.SQL(
+            "SELECT message_id, kafka_topic, kafka_partition, kafka_offset, payload_sha256"
+            " FROM {} ORDER BY id"
+        ).format(sql.Identifier("public", table))
+    )
+    return [SinkRow(*r) for r in cur.fetchall()]
