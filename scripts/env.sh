@@ -17,6 +17,7 @@ export RECON_PG_HOST="${RECON_PG_HOST:-127.0.0.1}"
 export RECON_PG_USER="${RECON_PG_USER:-recon}"
 export RECON_PG_SINK_DB="${RECON_PG_SINK_DB:-recon_sink}"
 export RECON_PG_AIRFLOW_DB="${RECON_PG_AIRFLOW_DB:-airflow}"
+export RECON_PG_RESULTS_DB="${RECON_PG_RESULTS_DB:-recon}"
 export RECON_PG_OS_USER="${RECON_PG_OS_USER:-recon-pg}"
 export RECON_AIRFLOW_PORT="${RECON_AIRFLOW_PORT:-38080}"
 export RECON_SPARK_MASTER="${RECON_SPARK_MASTER:-local[*]}"
@@ -42,6 +43,7 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # the CLI and the tests resolve the same ids. The password comes from secrets.env above.
 export AIRFLOW_CONN_KAFKA_DEFAULT="${AIRFLOW_CONN_KAFKA_DEFAULT:-{\"conn_type\": \"kafka\", \"extra\": {\"bootstrap.servers\": \"$RECON_KAFKA_BOOTSTRAP\"}}}"
 export AIRFLOW_CONN_POSTGRES_SINK="${AIRFLOW_CONN_POSTGRES_SINK:-{\"conn_type\": \"postgres\", \"host\": \"$RECON_PG_HOST\", \"port\": $RECON_PG_PORT, \"login\": \"$RECON_PG_USER\", \"password\": \"${RECON_PG_PASSWORD:-}\", \"schema\": \"$RECON_PG_SINK_DB\"}}"
+export AIRFLOW_CONN_POSTGRES_RECON="${AIRFLOW_CONN_POSTGRES_RECON:-{\"conn_type\": \"postgres\", \"host\": \"$RECON_PG_HOST\", \"port\": $RECON_PG_PORT, \"login\": \"$RECON_PG_USER\", \"password\": \"${RECON_PG_PASSWORD:-}\", \"schema\": \"$RECON_PG_RESULTS_DB\"}}"
 export AIRFLOW_CONN_SPARK_DEFAULT="${AIRFLOW_CONN_SPARK_DEFAULT:-{\"conn_type\": \"spark\", \"host\": \"$RECON_SPARK_MASTER\"}}"
 
 # Airflow: its home and metadata database are the project's own; dags/ and plugins/ are this repo's.

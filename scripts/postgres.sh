@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project's PostgreSQL: a cluster in .state/pg owned by a non-root OS user, TCP on loopback
-# only, password authentication; databases for the sink and for Airflow's metadata.
+# only, password authentication; databases for the sink, the product's results and Airflow.
 # usage: postgres.sh start|stop|status
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
@@ -66,7 +66,7 @@ start() {
     as_owner setsid "$bindir/pg_ctl" -D "$data" -l "$log" -w -t 60 start >/dev/null \
       || die "PostgreSQL did not start: see $log"
   fi
-  for db in "$RECON_PG_SINK_DB" "$RECON_PG_AIRFLOW_DB"; do
+  for db in "$RECON_PG_SINK_DB" "$RECON_PG_AIRFLOW_DB" "$RECON_PG_RESULTS_DB"; do
     if [ -z "$(psql_admin -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" ]; then
       psql_admin -d postgres -c "CREATE DATABASE \"$db\"" || die "could not create database $db"
     fi

@@ -47,6 +47,7 @@ def spark_session(app_name: str = "recon", master: str | None = None) -> SparkSe
             "spark.sql.shuffle.partitions", os.environ.get("RECON_SPARK_SHUFFLE_PARTITIONS", "8")
         )
         .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", os.environ.get("RECON_SPARK_DRIVER_MEMORY", "2g"))
     )

@@ -1,0 +1,147 @@
+"""``recon``: reconcile a pipeline outside Airflow, list its runs, validate the YAML.
+
+Exit status: 0 the contract holds (or the command succeeded), 1 the contract is broken,
+2 a user error (configuration, connection, missing topic or table) named in one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from recon.errors import ReconError
+
+EXIT_OK, EXIT_CONTRACT_BROKEN, EXIT_USER_ERROR = 0, 1, 2
+
+
+def _progress(line: str) -> None:
+    print(f"[{datetime.now(UTC):%H:%M:%S}] {line}", file=sys.stderr, flush=True)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="recon", description=__doc__.split("\n")[0])
+    parser.add_argument("--pipelines", help="pipeline YAML (default: $RECON_PIPELINES)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    check = sub.add_parser("check-config", help="validate the pipeline declarations")
+    check.add_argument(
+        "--connect",
+        action="store_true",
+        help="also check that connections resolve and the topic and sink table exist",
+    )
+
+    run = sub.add_parser("run", help="reconcile one pipeline now")
+    run.add_argument("--pipeline", required=True)
+    run.add_argument("--run-id", help="re-use an id to re-run a run (default: a new manual id)")
+    run.add_argument("--data-dir", help="where windows and the ledger live (default: .state/data)")
+    run.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    runs = sub.add_parser("runs", help="a pipeline's run history")
+    runs.add_argument("--pipeline", required=True)
+    runs.add_argument("--limit", type=int, default=20)
+    runs.add_argument("--json", action="store_true")
+    return parser
+
+
+def _format_summary(summary: Any) -> str:
+    lines = [
+        f"pipeline {summary.pipeline}  run {summary.run_id}  claimed {summary.semantics}: "
+        + ("CONTRACT HOLDS" if summary.contract_passed else "CONTRACT BROKEN"),
+        "  " + "  ".join(f"{v}={n}" for v, n in summary.counts.items()),
+        "  window: "
+        + ", ".join(
+            f"p{w['partition']}[{w['window_from']},{w['window_to']})" for w in summary.windows
+        ),
+    ]
+    if summary.rewinds:
+        lines.append(
+            "  rewinds: "
+            + ", ".join(f"p{r['partition']} {r['from']}->{r['to']}" for r in summary.rewinds)
+        )
+    for v in summary.violations:
+        lines.append(f"  violation: {v['verdict']}={v['count']}: {v['reason']}")
+    for verdict, sample in summary.samples.items():
+        for s in sample[:5]:
+            where = f"{s['topic']}[{s['partition']}]@{','.join(map(str, s['offsets']))}"
+            lines.append(f"  {verdict}: {s['message_id']} at {where} sink rows {s['sink_count']}")
+    lines.append(
+        f"  {summary.discrepancies} discrepancy rows in recon.discrepancies; "
+        f"{summary.sink_rows_scanned} sink rows scanned; {summary.duration_seconds:.1f} s"
+    )
+    return "\n".join(lines)
+
+
+def _check_config(args: argparse.Namespace) -> int:
+    from recon.config import load_pipelines
+
+    pipelines = load_pipelines(args.pipelines)
+    if args.connect:
+        from recon.preflight import check_pipeline
+
+        for cfg in pipelines.values():
+            check_pipeline(cfg)
+    print(f"{len(pipelines)} pipelines OK: {', '.join(sorted(pipelines))}")
+    return EXIT_OK
+
+
+def _run(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from recon.config import load_pipelines
+    from recon.engine import run_pipeline
+    from recon.preflight import check_pipeline, get_pipeline
+    from recon.spark import spark_session
+
+    cfg = get_pipeline(load_pipelines(args.pipelines), args.pipeline)
+    check_pipeline(cfg)
+    run_id = args.run_id or f"manual__{datetime.now(UTC):%Y-%m-%dT%H:%M:%S.%fZ}"
+    _progress(f"pipeline {cfg.name}: run {run_id} ({cfg.semantics})")
+    spark = spark_session(f"recon-{cfg.name}")
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        summary = run_pipeline(cfg, run_id, spark, data_dir=args.data_dir, progress=_progress)
+    finally:
+        spark.stop()
+    if args.json:
+        print(json.dumps(dataclasses.asdict(summary), default=str, indent=2))
+    else:
+        print(_format_summary(summary))
+    return EXIT_OK if summary.contract_passed else EXIT_CONTRACT_BROKEN
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from recon import store
+    from recon.config import load_pipelines
+    from recon.engine import results_db
+    from recon.preflight import get_pipeline
+
+    cfg = get_pipeline(load_pipelines(args.pipelines), args.pipeline)
+    with results_db() as pg:
+        store.ensure_schema(pg)
+        rows = store.list_runs(pg, cfg.name, args.limit)
+    if args.json:
+        print(json.dumps(rows, default=str, indent=2))
+        return EXIT_OK
+    if not rows:
+        print(f"pipeline {cfg.name}: no runs yet")
+    for r in rows:
+        counts = " ".join(f"{k}={v}" for k, v in (r["counts"] or {}).items() if v)
+        print(f"{r['started_at']:%F %T}  {r['run_id']}  {r['status']:<7}  {counts}")
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    handlers = {"check-config": _check_config, "run": _run, "runs": _runs}
+    try:
+        return handlers[args.command](args)
+    except ReconError as exc:
+        print(f"recon: error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

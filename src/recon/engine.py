@@ -1,0 +1,434 @@
+"""One reconciliation run in three steps, each idempotent and keyed by (pipeline, run id):
+
+1. :func:`snapshot_offsets`: Kafka offsets and the sink's ingest sequence -> the run's window,
+   stored in ``recon.offset_snapshots`` / ``recon.runs``. A run id that already has a snapshot
+   keeps it, so a retry reads exactly the same window.
+2. :func:`snapshot_topic`: Spark reads the window (read_committed) and the pending records,
+   extracts messageIds, writes Parquet under ``<data dir>/windows/<pipeline>/<run id>/``.
+3. :func:`reconcile_run`: window + the run's sink rows + the ledger version the run started from
+   -> verdicts; a read_uncommitted pass only when phantoms appear; a new ledger version; then one
+   PostgreSQL transaction commits results, watermarks and the ledger pointer.
+
+The CLI runs the three in one process; the Airflow DAG runs them as tasks; ``spark_apps/`` wraps
+steps 2 and 3 for ``spark-submit``. All share this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from recon import store
+from recon.config import PipelineConfig
+from recon.connections import kafka_connection, postgres_connection
+from recon.contract import evaluate_contract
+from recon.kafka_read import OffsetRange, extract_message_ids, read_kafka_ranges
+from recon.sink_read import inspect_sink, read_sink_rows, sink_query
+from recon.snapshot import take_offsets
+from recon.verdicts import Verdict
+from recon.window import PartitionWindow, plan_windows
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+Progress = Callable[[str], None]
+
+#: Connection id of the results database (schema ``recon``); override with RECON_RESULTS_CONN_ID.
+DEFAULT_RESULTS_CONN_ID = "postgres_recon"
+
+
+def results_conn_id() -> str:
+    import os
+
+    return os.environ.get("RECON_RESULTS_CONN_ID", DEFAULT_RESULTS_CONN_ID)
+
+
+def default_data_dir() -> str:
+    import os
+
+    from recon.spark import _state_dir
+
+    return os.environ.get("RECON_DATA_DIR") or os.path.join(_state_dir(), "data")
+
+
+def _noop(_: str) -> None:
+    return None
+
+
+@contextlib.contextmanager
+def results_db() -> Iterator[Any]:
+    import psycopg2
+
+    conn = postgres_connection(results_conn_id())
+    pg = psycopg2.connect(connect_timeout=15, **conn.psycopg2_kwargs())
+    try:
+        yield pg
+    finally:
+        pg.close()
+
+
+@contextlib.contextmanager
+def sink_db(cfg: PipelineConfig) -> Iterator[Any]:
+    import psycopg2
+
+    conn = postgres_connection(cfg.sink.connection)
+    pg = psycopg2.connect(connect_timeout=15, **conn.psycopg2_kwargs())
+    try:
+        yield pg
+    finally:
+        pg.close()
+
+
+def window_path(data_dir: str, pipeline: str, run_id: str, part: str) -> str:
+    return f"{data_dir.rstrip('/')}/windows/{pipeline}/{_safe(run_id)}/{part}"
+
+
+def results_path(data_dir: str, pipeline: str, run_id: str) -> str:
+    """Every verdict row of a run (delivered included): what the validation step reads."""
+    return f"{data_dir.rstrip('/')}/results/{pipeline}/{_safe(run_id)}"
+
+
+def _safe(run_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
+
+
+# --- step 1 -------------------------------------------------------------------------------------
+
+
+def snapshot_offsets(
+    cfg: PipelineConfig, run_id: str, *, now: float | None = None, progress: Progress = _noop
+) -> store.RunRecord:
+    """Take (or reuse) the run's snapshot.
+
+    :param cfg: the pipeline.
+    :param run_id: the run's id (Airflow's run id, or one the CLI makes).
+    :param now: snapshot time in epoch seconds, for the settle time (default: now).
+    :param progress: called with a line per step.
+    """
+    with results_db() as pg:
+        store.ensure_schema(pg)
+        existing = store.find_run(pg, cfg.name, run_id)
+        if existing is not None:
+            progress(f"run {run_id}: reusing its snapshot of {existing.snapshot_at:%F %T}")
+            return existing
+        base = store.load_state(pg, cfg.name)
+        kafka = kafka_connection(cfg.kafka.connection)
+        snapshot_time = time.time() if now is None else now
+        offsets = take_offsets(
+            kafka.config, cfg.kafka.topic, cfg.kafka.consumer_group, cfg.settle_seconds,
+            now=snapshot_time,
+        )  # fmt: skip
+        start = cfg.kafka.start_offsets or "earliest"
+        windows = plan_windows(offsets, base.watermarks, start)
+        with sink_db(cfg) as sink_pg:
+            table = inspect_sink(sink_pg, cfg.sink, cfg.name)
+        store.record_snapshot(
+            pg,
+            pipeline=cfg.name,
+            run_id=run_id,
+            semantics=cfg.semantics,
+            snapshot_at=datetime.fromtimestamp(snapshot_time, UTC),
+            windows=windows,
+            base=base,
+            sink_seq_to=table.max_seq,
+        )
+        record = store.find_run(pg, cfg.name, run_id)
+    assert record is not None
+    progress(
+        f"run {run_id}: window of {sum(w.window_to - w.read_from for w in windows)} offsets in "
+        f"{len(windows)} partitions" + (" (rewind seen)" if any(w.rewound for w in windows) else "")
+    )
+    return record
+
+
+def _require_record(cfg: PipelineConfig, run_id: str) -> store.RunRecord:
+    with results_db() as pg:
+        record = store.find_run(pg, cfg.name, run_id)
+    if record is None:
+        raise store.RunNotFound(
+            f"pipeline '{cfg.name}': run '{run_id}' has no offset snapshot yet: "
+            "run snapshot_offsets first"
+        )
+    return record
+
+
+# --- step 2 -------------------------------------------------------------------------------------
+
+
+def _ranges(windows: list[PartitionWindow], part: str) -> list[OffsetRange]:
+    if part == "committed":
+        return [OffsetRange(w.topic, w.partition, w.read_from, w.window_to) for w in windows]
+    return [OffsetRange(w.topic, w.partition, w.window_to, w.pending_to) for w in windows]
+
+
+def _read_records(
+    spark: SparkSession,
+    cfg: PipelineConfig,
+    ranges: list[OffsetRange],
+    isolation_level: str = "read_committed",
+) -> DataFrame:
+    from recon import schemas
+
+    kafka = kafka_connection(cfg.kafka.connection)
+    raw = read_kafka_ranges(
+        spark, kafka, ranges, isolation_level=isolation_level,
+        include_headers=cfg.kafka.message_id.kind == "header",
+    )  # fmt: skip
+    if raw is None:
+        return spark.createDataFrame([], schemas.WINDOW)
+    return extract_message_ids(raw, cfg.kafka.message_id)
+
+
+def snapshot_topic(
+    cfg: PipelineConfig,
+    run_id: str,
+    spark: SparkSession,
+    *,
+    data_dir: str | None = None,
+    progress: Progress = _noop,
+) -> dict[str, str]:
+    """Read the run's window and pending records into Parquet.
+
+    :returns: the Parquet paths by part (``committed``, ``pending``).
+    """
+    record = _require_record(cfg, run_id)
+    data_dir = data_dir or default_data_dir()
+    paths = {}
+    for part in ("committed", "pending"):
+        path = window_path(data_dir, cfg.name, run_id, part)
+        _read_records(spark, cfg, _ranges(record.windows, part)).write.mode("overwrite").parquet(
+            path
+        )
+        paths[part] = path
+    progress(f"run {run_id}: window written to {paths['committed']}")
+    return paths
+
+
+# --- step 3 -------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunSummary:
+    """What a run found, as printed by the CLI and returned to Airflow (small, JSON-friendly)."""
+
+    pipeline: str
+    run_id: str
+    semantics: str
+    status: str
+    counts: dict[str, int]
+    contract_passed: bool
+    violations: list[dict[str, Any]]
+    windows: list[dict[str, Any]]
+    rewinds: list[dict[str, Any]]
+    discrepancies: int
+    sink_rows_scanned: int
+    duration_seconds: float
+    ledger_path: str
+    samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+def _uncommitted_records(
+    spark: SparkSession, cfg: PipelineConfig, windows: list[PartitionWindow], seen: DataFrame
+) -> DataFrame:
+    """Records visible read_uncommitted but not read_committed: aborted transactions."""
+    from pyspark.sql import functions as F
+
+    ranges = [OffsetRange(w.topic, w.partition, w.read_from, w.pending_to) for w in windows]
+    every = _read_records(spark, cfg, ranges, isolation_level="read_uncommitted")
+    committed_positions = seen.select("topic", "partition", "offset")
+    return (
+        every.filter(F.col("message_id").isNotNull())
+        .join(committed_positions, ["topic", "partition", "offset"], "left_anti")
+        .select("message_id", "topic", "partition", "offset")
+    )
+
+
+def _sink_rows_for_run(
+    spark: SparkSession, cfg: PipelineConfig, record: store.RunRecord
+) -> DataFrame:
+    conn = postgres_connection(cfg.sink.connection)
+    with sink_db(cfg) as pg:
+        table = inspect_sink(pg, cfg.sink, cfg.name)
+        seq_from = record.sink_seq_from if cfg.sink.ingest_seq_column else None
+        seq_to = record.sink_seq_to if cfg.sink.ingest_seq_column else None
+        query = sink_query(pg, cfg.sink, table, seq_from, seq_to)
+    if cfg.sink.ingest_seq_column and seq_to is None:
+        # The table was empty at snapshot time: nothing to read for this run.
+        from recon import schemas
+
+        return spark.createDataFrame([], schemas.SINK_ROWS)
+    return read_sink_rows(spark, conn, query, seq_from, seq_to)
+
+
+def _only_changed_ids(rows: DataFrame, ledger: DataFrame | None) -> tuple[DataFrame, Any]:
+    """Full-scan sinks (no ingest sequence): keep the rows of ids whose count changed since the
+    ledger, and zero their ledger count (all their rows are passed again)."""
+    from pyspark.sql import functions as F
+
+    if ledger is None:
+        return rows, None
+    counts = rows.groupBy("message_id").agg(F.count(F.lit(1)).alias("_now"))
+    known = ledger.select("message_id", F.col("sink_count").alias("_before"))
+    changed = (
+        counts.join(known, "message_id", "left")
+        .filter(F.col("_before").isNull() | (F.col("_now") != F.col("_before")))
+        .select("message_id")
+    )
+    kept = rows.join(changed, "message_id", "left_semi").unionByName(
+        rows.filter(F.col("message_id").isNull())
+    )
+    adjusted = ledger.join(
+        changed.withColumn("_changed", F.lit(True)), "message_id", "left"
+    ).select(
+        *[
+            F.when(F.col("_changed"), F.lit(0).cast("long")).otherwise(F.col(c)).alias(c)
+            if c == "sink_count"
+            else F.col(c)
+            for c in ledger.columns
+        ]
+    )
+    return kept, adjusted
+
+
+DISCREPANCY_SAMPLE = 20
+
+
+def reconcile_run(
+    cfg: PipelineConfig,
+    run_id: str,
+    spark: SparkSession,
+    *,
+    data_dir: str | None = None,
+    progress: Progress = _noop,
+) -> RunSummary:
+    """Judge every message of the run and commit the results exactly once.
+
+    :raises store.ConcurrentRunError: another run advanced the pipeline meanwhile.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from recon.reconcile import counts_to_dict, ledger_update, reconcile, verdict_counts
+
+    started = time.monotonic()
+    record = _require_record(cfg, run_id)
+    data_dir = data_dir or default_data_dir()
+    with results_db() as pg:
+        store.mark_running(pg, cfg.name, run_id)
+    try:
+        window = spark.read.parquet(window_path(data_dir, cfg.name, run_id, "committed"))
+        pending = spark.read.parquet(window_path(data_dir, cfg.name, run_id, "pending"))
+        ledger = spark.read.parquet(record.base_ledger_path) if record.base_ledger_path else None
+        sink_rows = _sink_rows_for_run(spark, cfg, record).persist(StorageLevel.MEMORY_AND_DISK)
+        if not cfg.sink.ingest_seq_column:
+            sink_rows, ledger = _only_changed_ids(sink_rows, ledger)
+        unverifiable = [
+            (w.topic, w.partition, w.window_from, w.log_start_offset)
+            for w in record.windows
+            if w.unverifiable
+        ]
+        results = reconcile(window, sink_rows, ledger, pending, None, unverifiable)
+        results = results.persist(StorageLevel.MEMORY_AND_DISK)
+        counts = counts_to_dict(verdict_counts(results))
+        if counts.get(Verdict.PHANTOM, 0) > 0:
+            progress(f"run {run_id}: {counts[Verdict.PHANTOM]} phantoms: read_uncommitted pass")
+            aborted = _uncommitted_records(
+                spark, cfg, record.windows, window.unionByName(pending)
+            ).persist(StorageLevel.MEMORY_AND_DISK)
+            results.unpersist()
+            results = reconcile(window, sink_rows, ledger, pending, aborted, unverifiable)
+            results = results.persist(StorageLevel.MEMORY_AND_DISK)
+            counts = counts_to_dict(verdict_counts(results))
+
+        ledger_path = (
+            f"{data_dir.rstrip('/')}/ledger/{cfg.name}/{_safe(run_id)}-{uuid.uuid4().hex[:8]}"
+        )
+        ledger_update(ledger, results, run_id).write.mode("errorifexists").parquet(ledger_path)
+        results.write.mode("overwrite").parquet(results_path(data_dir, cfg.name, run_id))
+
+        contract = evaluate_contract(cfg.semantics, counts, cfg.tolerances, cfg.idempotent_producer)
+        violations = [v._asdict() for v in contract.violations]
+        sink_scanned = sink_rows.count()
+        flagged = results.filter(
+            (F.col("verdict") != Verdict.DELIVERED.value) | F.col("topic_duplicate")
+        )
+        rows = (
+            (
+                cfg.name, run_id, r["verdict"], r["message_id"], r["topic"], r["partition"],
+                list(r["offsets"] or []), r["first_offset"], list(r["sink_keys"] or []),
+                r["sink_count"], r["topic_duplicate"], r["detail"],
+            )
+            for r in flagged.toLocalIterator()
+        )  # fmt: skip
+        samples: dict[str, list[dict[str, Any]]] = {}
+        for verdict in [v for v, n in counts.items() if n and v != Verdict.DELIVERED]:
+            column = "topic_duplicate" if verdict == Verdict.TOPIC_DUPLICATE else "verdict"
+            cond = F.col(column) if column == "topic_duplicate" else F.col("verdict") == verdict
+            samples[verdict] = [
+                {
+                    "message_id": r["message_id"], "topic": r["topic"],
+                    "partition": r["partition"], "offsets": list(r["offsets"] or []),
+                    "sink_keys": list(r["sink_keys"] or [])[:5], "sink_count": r["sink_count"],
+                }
+                for r in results.filter(cond).orderBy("partition", "first_offset", "message_id")
+                .limit(DISCREPANCY_SAMPLE).collect()
+            ]  # fmt: skip
+        duration = time.monotonic() - started
+        outcome = store.RunOutcome(
+            status="passed" if contract.passed else "failed",
+            counts=counts,
+            contract_passed=contract.passed,
+            violations=violations,
+            ledger_path=ledger_path,
+            sink_rows_scanned=sink_scanned,
+            duration_seconds=duration,
+            topic_duplicates=counts.get(Verdict.TOPIC_DUPLICATE, 0),
+        )
+        with results_db() as pg:
+            written = store.commit_run(pg, record=record, outcome=outcome, discrepancies=rows)
+        results.unpersist()
+        sink_rows.unpersist()
+    except Exception as exc:
+        with results_db() as pg:
+            store.mark_error(pg, cfg.name, run_id, f"{type(exc).__name__}: {exc}")
+        raise
+    progress(f"run {run_id}: committed {written} discrepancy rows in {duration:.1f} s")
+    return RunSummary(
+        pipeline=cfg.name,
+        run_id=run_id,
+        semantics=cfg.semantics,
+        status=outcome.status,
+        counts=counts,
+        contract_passed=contract.passed,
+        violations=violations,
+        windows=[w.as_dict() for w in record.windows],
+        rewinds=[
+            {"partition": w.partition, "from": w.previous_committed, "to": w.committed_offset}
+            for w in record.windows
+            if w.rewound
+        ],
+        discrepancies=written,
+        sink_rows_scanned=sink_scanned,
+        duration_seconds=round(duration, 3),
+        ledger_path=ledger_path,
+        samples=samples,
+    )
+
+
+def run_pipeline(
+    cfg: PipelineConfig,
+    run_id: str,
+    spark: SparkSession,
+    *,
+    data_dir: str | None = None,
+    progress: Progress = _noop,
+) -> RunSummary:
+    """All three steps, as ``recon run`` does."""
+    snapshot_offsets(cfg, run_id, progress=progress)
+    snapshot_topic(cfg, run_id, spark, data_dir=data_dir, progress=progress)
+    return reconcile_run(cfg, run_id, spark, data_dir=data_dir, progress=progress)

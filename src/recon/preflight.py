@@ -1,0 +1,55 @@
+"""Checks that a pipeline's declared connections, topic and sink table exist, before any work.
+
+Each failure is one ``ReconError`` naming the pipeline and the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from recon.config import PipelineConfig
+from recon.connections import kafka_connection, postgres_connection
+from recon.errors import ConfigError, ConnectionNotFound, ReconError
+
+
+def get_pipeline(pipelines: Mapping[str, PipelineConfig], name: str) -> PipelineConfig:
+    if name not in pipelines:
+        known = ", ".join(sorted(pipelines)) or "none"
+        raise ConfigError(f"no pipeline '{name}' is declared (declared: {known})")
+    return pipelines[name]
+
+
+def check_pipeline(cfg: PipelineConfig) -> None:
+    """Resolve the connections and look at the topic and the sink table.
+
+    :raises ReconError: the first problem, naming the pipeline and key.
+    """
+    import psycopg2
+    from confluent_kafka.admin import AdminClient
+
+    from recon.sink_read import inspect_sink
+    from recon.snapshot import topic_partitions
+
+    for key, conn_id, resolve in (
+        ("kafka.connection", cfg.kafka.connection, kafka_connection),
+        ("sink.connection", cfg.sink.connection, postgres_connection),
+    ):
+        try:
+            resolve(conn_id)
+        except ConnectionNotFound as exc:
+            raise ConnectionNotFound(f"pipeline '{cfg.name}': {key}: {exc}") from None
+    kafka = kafka_connection(cfg.kafka.connection)
+    try:
+        topic_partitions(AdminClient(dict(kafka.config)), cfg.kafka.topic)
+    except ReconError as exc:
+        raise ReconError(f"pipeline '{cfg.name}': kafka.topic: {exc}") from None
+    sink = postgres_connection(cfg.sink.connection)
+    try:
+        pg = psycopg2.connect(connect_timeout=15, **sink.psycopg2_kwargs())
+    except psycopg2.OperationalError as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise ReconError(f"pipeline '{cfg.name}': sink.connection: {first}") from None
+    try:
+        inspect_sink(pg, cfg.sink, cfg.name)
+    finally:
+        pg.close()

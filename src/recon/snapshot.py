@@ -1,0 +1,111 @@
+"""Offset snapshot: what Kafka says about a topic and a consumer group, right now.
+
+Per partition: the log-start offset, the last stable offset (asked for explicitly with
+read_committed: the admin default gives the high watermark), the high watermark, the group's
+committed offset (``require_stable``: pending transactional offset commits are waited for), and the
+first offset younger than the settle time.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from recon.errors import ReconError
+from recon.window import PartitionOffsets
+
+NOTHING_COMMITTED = -1001  # librdkafka's OFFSET_INVALID: the group has no offset for the partition
+
+
+class KafkaSnapshotError(ReconError):
+    """Kafka could not be asked, or the topic is not there."""
+
+
+def _result(future: Any, what: str, timeout: float) -> Any:
+    from confluent_kafka import KafkaException
+
+    try:
+        return future.result(timeout=timeout)
+    except KafkaException as exc:
+        raise KafkaSnapshotError(f"{what}: {exc.args[0] if exc.args else exc}") from None
+    except TimeoutError:
+        raise KafkaSnapshotError(f"{what}: no answer within {timeout:.0f} s") from None
+
+
+def topic_partitions(admin: Any, topic: str, timeout: float = 15.0) -> list[int]:
+    """The partitions of ``topic``.
+
+    :raises KafkaSnapshotError: when Kafka does not answer or the topic does not exist.
+    """
+    from confluent_kafka import KafkaException
+
+    try:
+        metadata = admin.list_topics(topic=topic, timeout=timeout)
+    except KafkaException as exc:
+        raise KafkaSnapshotError(f"Kafka did not answer: {exc}") from None
+    info = metadata.topics.get(topic)
+    if info is None or info.error is not None or not info.partitions:
+        raise KafkaSnapshotError(f"topic '{topic}' does not exist")
+    return sorted(info.partitions)
+
+
+def take_offsets(
+    kafka_config: dict[str, Any],
+    topic: str,
+    consumer_group: str,
+    settle_seconds: float,
+    now: float | None = None,
+    timeout: float = 30.0,
+) -> list[PartitionOffsets]:
+    """Snapshot every partition of ``topic`` for ``consumer_group``.
+
+    :param kafka_config: librdkafka client settings (from the pipeline's Kafka connection).
+    :param topic: the pipeline's topic.
+    :param consumer_group: the group whose committed offsets end the window.
+    :param settle_seconds: records younger than this are pending.
+    :param now: the snapshot time in epoch seconds (default: the clock).
+    :param timeout: seconds to wait for each answer.
+    """
+    from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, TopicPartition
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.admin import OffsetSpec as _OffsetSpec  # type: ignore[attr-defined]
+
+    OffsetSpec: Any = _OffsetSpec  # untyped in confluent-kafka's stubs
+    admin = AdminClient(dict(kafka_config))
+    partitions = topic_partitions(admin, topic, timeout)
+    tps = [TopicPartition(topic, p) for p in partitions]
+    now = time.time() if now is None else now
+    settle_ms = int((now - settle_seconds) * 1000)
+
+    def offsets_for(spec: Any, **kwargs: Any) -> dict[int, int]:
+        futures = admin.list_offsets({tp: spec for tp in tps}, **kwargs)
+        return {
+            tp.partition: _result(f, f"offsets of {topic}[{tp.partition}]", timeout).offset
+            for tp, f in futures.items()
+        }
+
+    log_start = offsets_for(OffsetSpec.earliest())
+    high = offsets_for(OffsetSpec.latest())
+    stable = offsets_for(OffsetSpec.latest(), isolation_level=IsolationLevel.READ_COMMITTED)
+    settled = offsets_for(OffsetSpec.for_timestamp(settle_ms)) if settle_seconds > 0 else {}
+
+    request = ConsumerGroupTopicPartitions(consumer_group, tps)
+    futures = admin.list_consumer_group_offsets([request], require_stable=True)
+    group = _result(
+        futures[consumer_group], f"committed offsets of group '{consumer_group}'", timeout
+    )
+    committed = {
+        tp.partition: (None if tp.offset < 0 else tp.offset) for tp in group.topic_partitions
+    }
+    return [
+        PartitionOffsets(
+            topic=topic,
+            partition=p,
+            log_start_offset=log_start[p],
+            last_stable_offset=stable[p],
+            high_watermark=high[p],
+            committed_offset=committed.get(p),
+            settled_offset=settled.get(p) if settled.get(p, -1) >= 0 else None,
+        )
+        for p in partitions
+    ]

@@ -1,0 +1,99 @@
+-- The product's results in PostgreSQL, schema `recon`. Applied idempotently before every run.
+-- Every result row is keyed by (pipeline, run_id): a re-run of the same run replaces its rows.
+CREATE SCHEMA IF NOT EXISTS recon;
+
+CREATE TABLE IF NOT EXISTS recon.runs (
+    pipeline          text        NOT NULL,
+    run_id            text        NOT NULL,
+    semantics         text        NOT NULL,
+    status            text        NOT NULL,          -- running | passed | failed | error
+    started_at        timestamptz NOT NULL,
+    finished_at       timestamptz,
+    snapshot_at       timestamptz,
+    window_spec       jsonb       NOT NULL DEFAULT '[]'::jsonb, -- per partition: from, to, lso, ...
+    counts            jsonb       NOT NULL DEFAULT '{}'::jsonb, -- verdict -> count
+    topic_duplicates  bigint      NOT NULL DEFAULT 0,
+    rewinds           jsonb       NOT NULL DEFAULT '[]'::jsonb,
+    new_partitions    jsonb       NOT NULL DEFAULT '[]'::jsonb,
+    contract_passed   boolean,
+    violations        jsonb       NOT NULL DEFAULT '[]'::jsonb,
+    validation_url    text,
+    ledger_path       text,
+    sink_rows_scanned bigint      NOT NULL DEFAULT 0,
+    duration_seconds  double precision,
+    error             text,
+    -- what the run started from, so a re-run of the same run id gives the same verdicts
+    base_run_id       text,
+    base_ledger_path  text,
+    sink_seq_from     bigint,
+    sink_seq_to       bigint,
+    PRIMARY KEY (pipeline, run_id)
+);
+
+CREATE TABLE IF NOT EXISTS recon.offset_snapshots (
+    pipeline          text        NOT NULL,
+    run_id            text        NOT NULL,
+    topic             text        NOT NULL,
+    partition         integer     NOT NULL,
+    log_start_offset  bigint      NOT NULL,
+    last_stable_offset bigint     NOT NULL,
+    high_watermark    bigint      NOT NULL,
+    committed_offset  bigint,                         -- NULL: the group has committed nothing
+    settled_offset    bigint,                         -- first offset younger than the settle time
+    window_from       bigint      NOT NULL,
+    window_to         bigint      NOT NULL,
+    previous_committed bigint,
+    rewound           boolean     NOT NULL DEFAULT false,
+    new_partition     boolean     NOT NULL DEFAULT false,
+    snapshot_at       timestamptz NOT NULL,
+    PRIMARY KEY (pipeline, run_id, topic, partition)
+);
+
+CREATE TABLE IF NOT EXISTS recon.discrepancies (
+    pipeline        text        NOT NULL,
+    run_id          text        NOT NULL,
+    verdict         text        NOT NULL,
+    message_id      text,
+    topic           text,
+    partition       integer,
+    offsets         bigint[]    NOT NULL DEFAULT '{}',
+    first_offset    bigint,
+    sink_keys       text[]      NOT NULL DEFAULT '{}',
+    sink_count      bigint      NOT NULL DEFAULT 0,
+    topic_duplicate boolean     NOT NULL DEFAULT false,
+    detail          text,
+    detected_at     timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS discrepancies_run ON recon.discrepancies (pipeline, run_id);
+CREATE INDEX IF NOT EXISTS discrepancies_message ON recon.discrepancies (pipeline, message_id);
+
+-- Where the last successful run stopped, per partition, and the sink's ingest sequence. Advanced
+-- only in the transaction that commits that run's results.
+CREATE TABLE IF NOT EXISTS recon.watermarks (
+    pipeline      text    NOT NULL,
+    topic         text    NOT NULL,
+    partition     integer NOT NULL,
+    next_offset   bigint  NOT NULL,
+    committed_offset bigint,
+    run_id        text    NOT NULL,
+    PRIMARY KEY (pipeline, topic, partition)
+);
+
+CREATE TABLE IF NOT EXISTS recon.pipeline_state (
+    pipeline        text PRIMARY KEY,
+    sink_seq        bigint,        -- highest ingest sequence reconciled (NULL: scan the whole sink)
+    ledger_path     text,          -- the current ledger version
+    run_id          text NOT NULL,
+    updated_at      timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE IF NOT EXISTS recon.alerts (
+    pipeline    text        NOT NULL,
+    run_id      text        NOT NULL,
+    channel     text        NOT NULL,   -- webhook | email | airflow
+    status      text        NOT NULL,   -- sent | failed
+    sent_at     timestamptz NOT NULL DEFAULT now(),
+    summary     jsonb       NOT NULL DEFAULT '{}'::jsonb,
+    error       text,
+    PRIMARY KEY (pipeline, run_id, channel)
+);
