@@ -1,0 +1,293 @@
+"""The Great Expectations suites decide exactly as ``recon.contract.evaluate_contract``.
+
+For each claimed semantic: a results fixture that passes with every tolerance exactly at its
+threshold, and one that breaks every rule (each tolerance just past its threshold, every
+forbidden verdict present, each with a distinct count), both run through the real checkpoint on
+Spark and cross-checked against the pure-Python contract on the same counts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recon.config import KafkaSource, MessageIdSpec, PipelineConfig, SinkSpec, Tolerances
+from recon.contract import evaluate_contract
+from recon.verdicts import JUDGED, ROW_VERDICTS, SEMANTICS, Verdict
+
+pytestmark = pytest.mark.unit
+
+TOPIC = "payments"
+
+
+def _cfg(semantics: str, tolerances: Tolerances, idempotent: bool, name: str = "pay") -> Any:
+    return PipelineConfig(
+        name=name,
+        semantics=semantics,
+        schedule=None,
+        settle_seconds=0,
+        kafka=KafkaSource("kafka_default", TOPIC, "sink-group", MessageIdSpec("header", "id")),
+        sink=SinkSpec("postgres_sink", "public.payments", "message_id"),
+        tolerances=tolerances,
+        idempotent_producer=idempotent,
+    )
+
+
+def _rows(counts: dict[str, int], topic_duplicates: int = 0) -> list[tuple[Any, ...]]:
+    """Rows shaped as schemas.RESULT; ``topic_duplicates`` flags that many delivered rows."""
+    rows: list[tuple[Any, ...]] = []
+    offset = 0
+    flagged = 0
+    for verdict in ROW_VERDICTS:
+        for i in range(counts.get(verdict, 0)):
+            offset += 1
+            position = (TOPIC, i % 2, offset)
+            message_id: str | None = f"{verdict}-{i}"
+            offsets, keys, sink_count, dup = [offset], [f"k{offset}"], 1, False
+            if verdict == Verdict.LOST:
+                keys, sink_count = [], 0
+            elif verdict == Verdict.DUPLICATED:
+                keys, sink_count = [f"k{offset}", f"k{offset}b"], 2
+            elif verdict == Verdict.DELIVERED and flagged < topic_duplicates:
+                flagged += 1
+                offsets, dup = [offset, offset + 1000], True
+            elif verdict in (Verdict.PHANTOM, Verdict.UNVERIFIABLE):
+                offsets, position = [], None  # type: ignore[assignment]
+            elif verdict == Verdict.INVALID:
+                message_id, keys, sink_count = None, [], 0
+            positions = [(TOPIC, i % 2, o) for o in offsets] if position else []
+            rows.append(
+                (
+                    verdict, message_id, TOPIC if position else None,
+                    i % 2 if position else None, offsets, offsets[0] if offsets else None,
+                    sink_count, keys, dup, None, positions,
+                )
+            )  # fmt: skip
+    assert flagged == topic_duplicates, "topic duplicates need as many delivered rows"
+    return rows
+
+
+def _counts(counts: dict[str, int], topic_duplicates: int) -> dict[str, int]:
+    return {**Counter(counts), Verdict.TOPIC_DUPLICATE.value: topic_duplicates}
+
+
+@dataclass(frozen=True)
+class Case:
+    semantics: str
+    tolerances: Tolerances
+    passing: dict[str, int]
+    passing_topic_duplicates: int
+    broken: dict[str, int]
+    broken_topic_duplicates: int
+    # (verdict, observed, allowed) expected from the broken fixture, in suite order
+    expected: list[tuple[str, int, float]] = field(default_factory=list)
+
+
+CASES = [
+    Case(
+        "at_most_once",
+        Tolerances(max_loss_ratio=0.29, max_unverifiable=1, max_invalid=2),
+        # 29 lost of 100 judged: exactly max_loss_ratio (0.29 * 100 is 28.999... in floats)
+        {"delivered": 71, "lost": 29, "pending": 4, "unverifiable": 1, "invalid": 2},
+        3,
+        {"delivered": 68, "lost": 30, "duplicated": 2, "phantom": 1, "aborted_read": 3,
+         "unverifiable": 2, "invalid": 3, "pending": 1},
+        4,
+        [("lost", 30, 0.29), ("duplicated", 2, 0), ("phantom", 1, 0), ("aborted_read", 3, 0),
+         ("topic_duplicate", 4, 0), ("unverifiable", 2, 1), ("invalid", 3, 2)],
+    ),
+    Case(
+        "at_least_once",
+        Tolerances(max_duplicate_ratio=0.07),
+        {"delivered": 93, "duplicated": 7, "pending": 3},
+        2,
+        {"delivered": 91, "duplicated": 8, "lost": 1, "phantom": 2, "aborted_read": 3,
+         "unverifiable": 1, "invalid": 4},
+        5,
+        [("lost", 1, 0), ("duplicated", 8, 0.07), ("phantom", 2, 0), ("aborted_read", 3, 0),
+         ("topic_duplicate", 5, 0), ("unverifiable", 1, 0), ("invalid", 4, 0)],
+    ),
+    Case(
+        "exactly_once",
+        Tolerances(max_unverifiable=2, max_invalid=1),
+        {"delivered": 20, "pending": 2, "unverifiable": 2, "invalid": 1},
+        2,
+        {"delivered": 10, "lost": 1, "duplicated": 2, "phantom": 3, "aborted_read": 4,
+         "unverifiable": 3, "invalid": 2},
+        5,
+        [("lost", 1, 0), ("duplicated", 2, 0), ("phantom", 3, 0), ("aborted_read", 4, 0),
+         ("topic_duplicate", 5, 0), ("unverifiable", 3, 2), ("invalid", 2, 1)],
+    ),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def gx_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tmp_path_factory.mktemp("gx") / "gx")
+
+
+def _validate(spark: Any, gx_dir: str, cfg: Any, rows: list[tuple[Any, ...]], run_id: str) -> Any:
+    from recon import schemas
+    from recon.validation import validate_run
+
+    results = spark.createDataFrame(rows, schemas.RESULT)
+    return validate_run(spark, results, cfg, run_id, gx_dir=gx_dir)
+
+
+def _violations(result: Any) -> list[tuple[str, int, float]]:
+    return [(v.verdict, v.count, v.allowed) for v in result.violations]
+
+
+def _gx_failures(outcome: Any) -> list[tuple[str, int, float]]:
+    return [(f["verdict"], f["observed"], f["allowed"]) for f in outcome.failures]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.semantics for c in CASES])
+def test_suite_passes_at_every_threshold(spark: Any, gx_dir: str, case: Case) -> None:
+    # topic duplicates are allowed when the producer is not declared idempotent
+    cfg = _cfg(case.semantics, case.tolerances, idempotent=False)
+    rows = _rows(case.passing, case.passing_topic_duplicates)
+    contract = evaluate_contract(
+        case.semantics,
+        _counts(case.passing, case.passing_topic_duplicates),
+        case.tolerances,
+        idempotent_producer=False,
+    )
+    outcome = _validate(spark, gx_dir, cfg, rows, f"pass-{case.semantics}")
+
+    assert contract.passed, contract.violations
+    assert outcome.passed, outcome.failures
+    assert outcome.failures == []
+    assert os.path.isfile(outcome.data_docs_path)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.semantics for c in CASES])
+def test_suite_breaks_on_every_forbidden_verdict(spark: Any, gx_dir: str, case: Case) -> None:
+    cfg = _cfg(case.semantics, case.tolerances, idempotent=True)
+    rows = _rows(case.broken, case.broken_topic_duplicates)
+    contract = evaluate_contract(
+        case.semantics,
+        _counts(case.broken, case.broken_topic_duplicates),
+        case.tolerances,
+        idempotent_producer=True,
+    )
+    outcome = _validate(spark, gx_dir, cfg, rows, f"broken-{case.semantics}")
+
+    assert not outcome.passed
+    assert _gx_failures(outcome) == case.expected
+    # the pure-Python contract agrees, verdict by verdict, count by count
+    assert not contract.passed
+    assert _violations(contract) == _gx_failures(outcome)
+    assert {f["expectation"] for f in outcome.failures} <= {
+        "expect_column_values_to_not_be_in_set",
+        "expect_column_values_to_be_in_set",
+        "expect_table_row_count_to_be_between",
+    }
+    page = Path(outcome.data_docs_path).read_text(encoding="utf-8")
+    assert f"broken-{case.semantics}" in page
+
+
+def test_empty_run_passes_and_revalidation_replaces_the_run(spark: Any, gx_dir: str) -> None:
+    cfg = _cfg("exactly_once", Tolerances(), idempotent=True, name="empty")
+    first = _validate(spark, gx_dir, cfg, [], "again")
+    second = _validate(spark, gx_dir, cfg, [], "again")
+
+    assert first.passed and second.passed
+    assert first.validation_id != second.validation_id  # a new validation time
+    assert not os.path.exists(first.data_docs_path)
+    assert os.path.isfile(second.data_docs_path)
+    stored = list(Path(gx_dir, "uncommitted", "validations").rglob("*empty.json"))
+    assert len(stored) == 1, stored
+    assert "again" in Path(second.data_docs_index).read_text(encoding="utf-8")
+    assert second.validation_id.startswith("exactly_once/again/")
+
+
+# --- without Spark ------------------------------------------------------------------------------
+
+
+def _placeholders(value: Any) -> set[str]:
+    if isinstance(value, dict):
+        if "$PARAMETER" in value:
+            return {value["$PARAMETER"]}
+        return set().union(*(_placeholders(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_placeholders(v) for v in value))
+    return set()
+
+
+@pytest.mark.parametrize("semantics", SEMANTICS)
+def test_suite_files_express_the_contract_table(semantics: str) -> None:
+    from recon.validation import load_suite, suite_parameters
+
+    suite = load_suite(semantics)
+    rules = {e["meta"].get("verdict"): e for e in suite["expectations"] if "verdict" in e["meta"]}
+    tolerated = {"at_most_once": "lost", "at_least_once": "duplicated"}.get(semantics)
+
+    assert set(rules) == {v for v in (*ROW_VERDICTS, Verdict.TOPIC_DUPLICATE.value)} - {
+        Verdict.DELIVERED.value,
+        Verdict.PENDING.value,
+    }
+    for verdict in (Verdict.LOST, Verdict.DUPLICATED, Verdict.PHANTOM, Verdict.ABORTED_READ):
+        kwargs = rules[verdict]["kwargs"]
+        assert kwargs["value_set"] == [verdict]
+        if verdict == tolerated:
+            assert kwargs["mostly"] == {"$PARAMETER": f"{verdict}_mostly"}
+            assert kwargs["row_condition"]["parameter"] == list(JUDGED)
+        else:
+            assert "mostly" not in kwargs, f"{semantics} must forbid {verdict}"
+    assert len(suite["expectations"]) <= 9  # each costs a Spark aggregate
+    cfg = _cfg(semantics, Tolerances(), idempotent=True)
+    used = _placeholders(suite["expectations"])
+    assert used <= set(suite_parameters(cfg))
+    assert used == set(suite["meta"]["recon"]["parameters"])
+
+
+def test_suite_parameters_follow_the_pipeline() -> None:
+    from recon.validation import suite_parameters
+
+    tolerances = Tolerances(max_loss_ratio=0.1, max_unverifiable=3, max_invalid=4)
+    assert suite_parameters(_cfg("at_most_once", tolerances, idempotent=False)) == {
+        "lost_mostly": 0.9,
+        "duplicated_mostly": 1.0,
+        "topic_duplicate_allowed": [False, True],
+        "max_unverifiable": 3,
+        "max_invalid": 4,
+    }
+    idempotent = suite_parameters(_cfg("exactly_once", Tolerances(), idempotent=True))
+    assert idempotent["topic_duplicate_allowed"] == [False]
+
+
+def test_mostly_decides_like_the_contract_at_every_threshold() -> None:
+    """GX's own ``mostly`` test with our parameter agrees with the contract's exact rule."""
+    from great_expectations.expectations.expectation import _mostly_success
+
+    from recon.validation import _mostly
+
+    ratios = [i / 1000 for i in range(0, 1001, 7)] + [0.29, 0.07, 0.1, 0.3, 0.333, 1 / 3]
+    for ratio in ratios:
+        mostly = _mostly(ratio)
+        exact = Fraction(str(ratio))
+        for judged in range(1, 700):
+            threshold = int(exact * judged)
+            for count in {max(threshold - 1, 0), threshold, min(threshold + 1, judged)}:
+                expected = count <= exact * judged
+                assert _mostly_success(judged, count, mostly) == expected, (ratio, judged, count)
+
+
+def test_unknown_or_stale_suites_are_refused(tmp_path: Path, monkeypatch: Any) -> None:
+    from recon.validation import ValidationError, load_suite
+
+    with pytest.raises(ValidationError, match="unknown semantics"):
+        load_suite("maybe_once")
+    stale = {"name": "exactly_once", "meta": {"recon": {"suite_version": 0}}, "expectations": []}
+    (tmp_path / "exactly_once.json").write_text(json.dumps(stale), encoding="utf-8")
+    monkeypatch.setenv("RECON_EXPECTATIONS_DIR", str(tmp_path))
+    with pytest.raises(ValidationError, match="suite_version"):
+        load_suite("exactly_once")
