@@ -21,6 +21,8 @@ export RECON_PG_RESULTS_DB="${RECON_PG_RESULTS_DB:-recon}"
 export RECON_PG_OS_USER="${RECON_PG_OS_USER:-recon-pg}"
 export RECON_AIRFLOW_PORT="${RECON_AIRFLOW_PORT:-38080}"
 export RECON_SPARK_MASTER="${RECON_SPARK_MASTER:-local[*]}"
+# The pipeline declarations the DAGs and `recon` read: the demo's, unless you name yours.
+export RECON_PIPELINES="${RECON_PIPELINES:-$RECON_ROOT/demo/pipelines.yaml}"
 
 export RECON_JARS_KAFKA="$RECON_STATE/jars/kafka"
 export RECON_JARS_SPARK="$RECON_STATE/jars/spark"
@@ -64,3 +66,6 @@ export AIRFLOW__API__WORKERS=1
 export AIRFLOW__CORE__EXECUTION_API_SERVER_URL="http://127.0.0.1:$RECON_AIRFLOW_PORT/execution/"
 export AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL=30
 export AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK=False
+# Data Docs are served by the reconciliation page of the Airflow UI.
+export RECON_DATA_DOCS_BASE_URL="${RECON_DATA_DOCS_BASE_URL:-http://127.0.0.1:$RECON_AIRFLOW_PORT/recon/docs}"
+export RECON_AIRFLOW_BASE_URL="${RECON_AIRFLOW_BASE_URL:-http://127.0.0.1:$RECON_AIRFLOW_PORT}"

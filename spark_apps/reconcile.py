@@ -3,7 +3,8 @@
     spark-submit --master local[*] spark_apps/reconcile.py --pipeline payments \
         --run-id scheduled__2026-01-01T00:00:00+00:00 --step all
 
-Steps: ``snapshot_offsets``, ``snapshot_topic``, ``reconcile`` or ``all``. The same functions
+Steps: ``snapshot_offsets``, ``snapshot_topic``, ``reconcile``, ``validate`` (exit 1 when the
+contract is broken) or ``all``. The same functions
 ``recon run`` and the Airflow tasks call (``recon.engine``); the master comes from spark-submit.
 """
 
@@ -14,7 +15,7 @@ import dataclasses
 import json
 import sys
 
-STEPS = ("snapshot_offsets", "snapshot_topic", "reconcile", "all")
+STEPS = ("snapshot_offsets", "snapshot_topic", "reconcile", "validate", "all")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -52,6 +53,12 @@ def main(argv: list[str] | None = None) -> int:
                 engine.snapshot_topic(cfg, args.run_id, spark, data_dir=args.data_dir,
                                       progress=progress)  # fmt: skip
                 return 0
+            if args.step == "validate":
+                outcome = engine.validate_step(cfg, args.run_id, spark, data_dir=args.data_dir,
+                                               progress=progress)  # fmt: skip
+                print(json.dumps({"passed": outcome.passed, "failures": outcome.failures},
+                                 default=str))  # fmt: skip
+                return 0 if outcome.passed else 1
             if args.step == "all":
                 engine.snapshot_offsets(cfg, args.run_id, progress=progress)
                 engine.snapshot_topic(cfg, args.run_id, spark, data_dir=args.data_dir,

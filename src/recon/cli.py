@@ -39,6 +39,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--data-dir", help="where windows and the ledger live (default: .state/data)")
     run.add_argument("--json", action="store_true", help="print the summary as JSON")
 
+    reset = sub.add_parser(
+        "reset", help="forget a pipeline's watermarks and ledger pointer (history is kept)"
+    )
+    reset.add_argument("--pipeline", required=True)
+
     runs = sub.add_parser("runs", help="a pipeline's run history")
     runs.add_argument("--pipeline", required=True)
     runs.add_argument("--limit", type=int, default=20)
@@ -62,7 +67,12 @@ def _format_summary(summary: Any) -> str:
             + ", ".join(f"p{r['partition']} {r['from']}->{r['to']}" for r in summary.rewinds)
         )
     for v in summary.violations:
-        lines.append(f"  violation: {v['verdict']}={v['count']}: {v['reason']}")
+        what = v.get("verdict") or v.get("rule")
+        lines.append(
+            f"  violation: {what}: observed {v.get('observed')}, allowed {v.get('allowed')}"
+        )
+    if summary.validation_url:
+        lines.append(f"  Data Docs: {summary.validation_url}")
     for verdict, sample in summary.samples.items():
         for s in sample[:5]:
             where = f"{s['topic']}[{s['partition']}]@{','.join(map(str, s['offsets']))}"
@@ -105,6 +115,11 @@ def _run(args: argparse.Namespace) -> int:
         summary = run_pipeline(cfg, run_id, spark, data_dir=args.data_dir, progress=_progress)
     finally:
         spark.stop()
+    if not summary.contract_passed:
+        from recon.alerting import alert_for_run
+
+        sent = alert_for_run(cfg, run_id)["channels"]
+        _progress("alerts: " + (", ".join(f"{c} {s}" for c, s in sent.items()) or "none"))
     if args.json:
         print(json.dumps(dataclasses.asdict(summary), default=str, indent=2))
     else:
@@ -133,9 +148,23 @@ def _runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _reset(args: argparse.Namespace) -> int:
+    from recon import store
+    from recon.config import load_pipelines
+    from recon.engine import results_db
+    from recon.preflight import get_pipeline
+
+    cfg = get_pipeline(load_pipelines(args.pipelines), args.pipeline)
+    with results_db() as pg:
+        store.ensure_schema(pg)
+        removed = store.reset_pipeline(pg, cfg.name)
+    print(f"pipeline {cfg.name}: reset ({removed} partition watermarks removed)")
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    handlers = {"check-config": _check_config, "run": _run, "runs": _runs}
+    handlers = {"check-config": _check_config, "run": _run, "runs": _runs, "reset": _reset}
     try:
         return handlers[args.command](args)
     except ReconError as exc:

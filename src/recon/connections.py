@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -82,8 +83,29 @@ def _env_name(conn_id: str) -> str:
     return "AIRFLOW_CONN_" + conn_id.upper()
 
 
+Resolver = Callable[[str], RawConnection]
+_resolver: Resolver | None = None
+
+
+def set_resolver(resolver: Resolver | None) -> None:
+    """Resolve connection ids another way (the Airflow plugin registers Airflow's own lookup);
+    ``None`` restores the environment lookup."""
+    global _resolver
+    _resolver = resolver
+
+
 def raw_connection(conn_id: str) -> RawConnection:
-    """Read connection ``conn_id`` from ``AIRFLOW_CONN_<ID>``.
+    """Resolve connection ``conn_id``: the registered resolver, else ``AIRFLOW_CONN_<ID>``.
+
+    :raises ConnectionNotFound: when the connection is absent or unreadable.
+    """
+    if _resolver is not None:
+        return _resolver(conn_id)
+    return env_connection(conn_id)
+
+
+def env_connection(conn_id: str) -> RawConnection:
+    """Read connection ``conn_id`` from ``AIRFLOW_CONN_<ID>`` (JSON or URI form).
 
     :raises ConnectionNotFound: when the variable is absent or unreadable.
     """
@@ -163,3 +185,17 @@ def postgres_connection(conn_id: str) -> PostgresConnection:
 
 def kafka_connection(conn_id: str) -> KafkaConnection:
     return kafka_from_raw(raw_connection(conn_id))
+
+
+def connection_env(raw: RawConnection) -> tuple[str, str]:
+    """``(AIRFLOW_CONN_<ID>, JSON)`` for handing a resolved connection to a child process."""
+    payload = {
+        "conn_type": raw.conn_type,
+        "host": raw.host,
+        "port": raw.port,
+        "login": raw.login,
+        "password": raw.password,
+        "schema": raw.schema,
+        "extra": raw.extra,
+    }
+    return _env_name(raw.conn_id), json.dumps({k: v for k, v in payload.items() if v is not None})

@@ -230,6 +230,7 @@ class RunSummary:
     duration_seconds: float
     ledger_path: str
     samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    validation_url: str | None = None
 
 
 def _uncommitted_records(
@@ -420,6 +421,34 @@ def reconcile_run(
     )
 
 
+def validate_step(
+    cfg: PipelineConfig,
+    run_id: str,
+    spark: SparkSession,
+    *,
+    data_dir: str | None = None,
+    progress: Progress = _noop,
+) -> Any:
+    """Run the Great Expectations checkpoint of the claimed semantic over the run's results and
+    record its decision and Data Docs link on ``recon.runs``.
+
+    :returns: the ``recon.validation.ValidationOutcome``.
+    """
+    from recon.validation import record_validation, validate_run
+
+    _require_record(cfg, run_id)
+    data_dir = data_dir or default_data_dir()
+    results = spark.read.parquet(results_path(data_dir, cfg.name, run_id))
+    outcome = validate_run(spark, results, cfg, run_id)
+    with results_db() as pg:
+        record_validation(pg, cfg.name, run_id, outcome)
+    progress(
+        f"run {run_id}: validation {'passed' if outcome.passed else 'FAILED'}; "
+        f"Data Docs: {outcome.data_docs_path}"
+    )
+    return outcome
+
+
 def run_pipeline(
     cfg: PipelineConfig,
     run_id: str,
@@ -428,7 +457,13 @@ def run_pipeline(
     data_dir: str | None = None,
     progress: Progress = _noop,
 ) -> RunSummary:
-    """All three steps, as ``recon run`` does."""
+    """Every step, as ``recon run`` does: snapshot, read, reconcile, validate."""
     snapshot_offsets(cfg, run_id, progress=progress)
     snapshot_topic(cfg, run_id, spark, data_dir=data_dir, progress=progress)
-    return reconcile_run(cfg, run_id, spark, data_dir=data_dir, progress=progress)
+    summary = reconcile_run(cfg, run_id, spark, data_dir=data_dir, progress=progress)
+    outcome = validate_step(cfg, run_id, spark, data_dir=data_dir, progress=progress)
+    summary.contract_passed = outcome.passed
+    summary.status = "passed" if outcome.passed else "failed"
+    summary.violations = outcome.failures
+    summary.validation_url = outcome.data_docs_path
+    return summary

@@ -331,3 +331,18 @@ def list_runs(pg: Any, pipeline: str, limit: int = 20) -> list[dict[str, Any]]:
         )
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def reset_pipeline(pg: Any, pipeline: str) -> int:
+    """Forget where the pipeline stands (watermarks, sink sequence, ledger pointer), so the next
+    run starts from the beginning, as for a re-created topic. Run history is kept.
+
+    :returns: the number of partition watermarks removed.
+    """
+    with pg.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"recon:run:{pipeline}",))
+        cur.execute("DELETE FROM recon.watermarks WHERE pipeline = %s", (pipeline,))
+        removed = int(cur.rowcount)
+        cur.execute("DELETE FROM recon.pipeline_state WHERE pipeline = %s", (pipeline,))
+    pg.commit()
+    return removed

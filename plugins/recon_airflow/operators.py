@@ -1,0 +1,182 @@
+"""Thin operators: each resolves the pipeline and its connections at run time and calls one step
+of ``recon.engine`` (in-process, or under spark-submit for the Spark steps).
+
+Every operator validates its arguments at construction (the DAG file fails to import with a
+clear message otherwise) and is idempotent per Airflow run id: a retry, clear or backfill
+replaces the run's own results.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowFailException
+
+SPARK_STEPS = ("snapshot_topic", "reconcile", "validate")
+APP = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "spark_apps",
+                   "reconcile.py")  # fmt: skip
+
+
+def _load(pipeline: str, pipelines_file: str | None) -> Any:
+    from recon.config import load_pipelines
+    from recon.preflight import get_pipeline
+
+    return get_pipeline(load_pipelines(pipelines_file), pipeline)
+
+
+def _check_name(pipeline: str) -> None:
+    if not pipeline or not isinstance(pipeline, str):
+        raise ValueError("pipeline must be a non-empty string")
+
+
+class SnapshotOffsetsOperator(BaseOperator):
+    """Snapshot the topic's offsets and the group's committed offsets; fix the run's window.
+
+    :param pipeline: the pipeline's name in the YAML.
+    :param pipelines_file: the YAML (default: ``$RECON_PIPELINES``).
+    """
+
+    template_fields: Sequence[str] = ("pipeline",)
+    ui_color = "#e8f1fb"
+
+    def __init__(self, *, pipeline: str, pipelines_file: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        _check_name(pipeline)
+        self.pipeline = pipeline
+        self.pipelines_file = pipelines_file
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from recon import engine
+        from recon.errors import ReconError
+        from recon.preflight import check_pipeline
+        from recon_airflow.hooks import use_airflow_connections
+
+        use_airflow_connections()
+        try:
+            cfg = _load(self.pipeline, self.pipelines_file)
+            check_pipeline(cfg)
+            record = engine.snapshot_offsets(cfg, context["run_id"], progress=self.log.info)
+        except ReconError as exc:
+            # A user mistake (config, missing topic/table/connection): fail without retries.
+            raise AirflowFailException(str(exc)) from None
+        return {
+            "partitions": len(record.windows),
+            "window_offsets": sum(w.window_to - w.read_from for w in record.windows),
+            "rewinds": [w.partition for w in record.windows if w.rewound],
+        }
+
+
+class ReconSparkSubmitOperator(SparkSubmitOperator):
+    """One Spark step of a run (``snapshot_topic``, ``reconcile`` or ``validate``) under
+    spark-submit, on the master of the Spark connection (``local[*]`` or ``spark://host:port``).
+
+    The child process cannot ask Airflow for connections: the ones it needs are resolved here
+    and handed over as ``AIRFLOW_CONN_*`` variables (Airflow masks their secrets in logs).
+
+    :param pipeline: the pipeline's name in the YAML.
+    :param step: one of ``snapshot_topic``, ``reconcile``, ``validate``.
+    :param pipelines_file: the YAML (default: ``$RECON_PIPELINES``).
+    :param results_conn_id: the results database's connection id.
+    """
+
+    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "pipeline")
+
+    def __init__(
+        self,
+        *,
+        pipeline: str,
+        step: str,
+        pipelines_file: str | None = None,
+        results_conn_id: str = "postgres_recon",
+        conn_id: str = "spark_default",
+        **kwargs: Any,
+    ) -> None:
+        _check_name(pipeline)
+        if step not in SPARK_STEPS:
+            raise ValueError(f"step must be one of {', '.join(SPARK_STEPS)}, not {step!r}")
+        from recon.spark import spark_extra_jars
+
+        args = ["--pipeline", pipeline, "--run-id", "{{ run_id }}", "--step", step]
+        if pipelines_file:
+            args += ["--pipelines", pipelines_file]
+        super().__init__(
+            application=APP,
+            application_args=args,
+            conn_id=conn_id,
+            jars=",".join(spark_extra_jars()) or None,
+            name=f"recon-{pipeline}-{step}",
+            conf={
+                "spark.driver.host": "127.0.0.1",
+                "spark.ui.showConsoleProgress": "false",
+                "spark.sql.session.timeZone": "UTC",
+                "spark.sql.shuffle.partitions": os.environ.get(
+                    "RECON_SPARK_SHUFFLE_PARTITIONS", "8"
+                ),
+            },
+            **kwargs,
+        )
+        self.pipeline = pipeline
+        self.step = step
+        self.pipelines_file = pipelines_file
+        self.results_conn_id = results_conn_id
+
+    def execute(self, context: Any) -> None:
+        from recon.errors import ReconError
+        from recon_airflow.hooks import connections_env
+
+        try:
+            cfg = _load(self.pipeline, self.pipelines_file)
+            conn_ids = sorted({cfg.kafka.connection, cfg.sink.connection, self.results_conn_id})
+            env = connections_env(conn_ids)
+        except ReconError as exc:
+            raise AirflowFailException(str(exc)) from None
+        env["RECON_RESULTS_CONN_ID"] = self.results_conn_id
+        env["PYSPARK_PYTHON"] = os.environ.get("PYSPARK_PYTHON") or _python()
+        self.env_vars = {**(self.env_vars or {}), **env}
+        super().execute(context)
+
+
+def _python() -> str:
+    import sys
+
+    return sys.executable
+
+
+class AlertOperator(BaseOperator):
+    """After validation: when the run broke the claimed contract, send the data-quality alerts
+    (once per run, however often this task runs) and fail, so the DAG run shows red.
+
+    :param pipeline: the pipeline's name in the YAML.
+    :param pipelines_file: the YAML (default: ``$RECON_PIPELINES``).
+    """
+
+    template_fields: Sequence[str] = ("pipeline",)
+    ui_color = "#fdecea"
+
+    def __init__(self, *, pipeline: str, pipelines_file: str | None = None, **kwargs: Any) -> None:
+        kwargs.setdefault("trigger_rule", "all_done")
+        super().__init__(**kwargs)
+        _check_name(pipeline)
+        self.pipeline = pipeline
+        self.pipelines_file = pipelines_file
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from recon.alerting import alert_for_run
+        from recon_airflow.hooks import use_airflow_connections
+
+        use_airflow_connections()
+        cfg = _load(self.pipeline, self.pipelines_file)
+        result = alert_for_run(cfg, context["run_id"], dag_id=context["dag"].dag_id)
+        if result["status"] == "error":
+            raise AirflowFailException(f"the run did not finish: {result.get('error')}")
+        if not result["contract_passed"]:
+            raise AirflowFailException(
+                f"pipeline '{cfg.name}' broke its {cfg.semantics} contract: "
+                + ", ".join(f"{k}={v}" for k, v in result["violations"].items())
+                + f"; alerts: {result['channels']}"
+            )
+        return result
