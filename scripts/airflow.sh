@@ -25,6 +25,11 @@ init() {
     airflow db migrate >"$dir/migrate.log" 2>&1 || die "airflow db migrate failed: see $dir/migrate.log"
     echo "$want" > "$stamp"
   fi
+  if ! airflow pools get recon_spark >/dev/null 2>&1; then
+    # Spark steps of all pipelines share two slots: more concurrent drivers thrash 2 cores.
+    airflow pools set recon_spark "${RECON_SPARK_SLOTS:-2}" "Spark steps of reconciliation runs" \
+      >/dev/null 2>&1 || die "could not create the Airflow pool recon_spark"
+  fi
 }
 
 start() {

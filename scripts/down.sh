@@ -4,6 +4,7 @@
 set -uo pipefail
 . "$(dirname "$0")/env.sh"
 here="$(dirname "$0")"
+bash "$here/catcher.sh" stop
 bash "$here/airflow.sh" stop
 bash "$here/kafka.sh" stop
 bash "$here/postgres.sh" stop

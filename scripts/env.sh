@@ -20,6 +20,9 @@ export RECON_PG_AIRFLOW_DB="${RECON_PG_AIRFLOW_DB:-airflow}"
 export RECON_PG_RESULTS_DB="${RECON_PG_RESULTS_DB:-recon}"
 export RECON_PG_OS_USER="${RECON_PG_OS_USER:-recon-pg}"
 export RECON_AIRFLOW_PORT="${RECON_AIRFLOW_PORT:-38080}"
+export RECON_SMTP_PORT="${RECON_SMTP_PORT:-38025}"
+export RECON_WEBHOOK_PORT="${RECON_WEBHOOK_PORT:-38090}"
+export RECON_INBOX="${RECON_INBOX:-$RECON_STATE/inbox}"
 export RECON_SPARK_MASTER="${RECON_SPARK_MASTER:-local[*]}"
 # The pipeline declarations the DAGs and `recon` read: the demo's, unless you name yours.
 export RECON_PIPELINES="${RECON_PIPELINES:-$RECON_ROOT/demo/pipelines.yaml}"
@@ -46,6 +49,9 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 export AIRFLOW_CONN_KAFKA_DEFAULT="${AIRFLOW_CONN_KAFKA_DEFAULT:-{\"conn_type\": \"kafka\", \"extra\": {\"bootstrap.servers\": \"$RECON_KAFKA_BOOTSTRAP\"}}}"
 export AIRFLOW_CONN_POSTGRES_SINK="${AIRFLOW_CONN_POSTGRES_SINK:-{\"conn_type\": \"postgres\", \"host\": \"$RECON_PG_HOST\", \"port\": $RECON_PG_PORT, \"login\": \"$RECON_PG_USER\", \"password\": \"${RECON_PG_PASSWORD:-}\", \"schema\": \"$RECON_PG_SINK_DB\"}}"
 export AIRFLOW_CONN_POSTGRES_RECON="${AIRFLOW_CONN_POSTGRES_RECON:-{\"conn_type\": \"postgres\", \"host\": \"$RECON_PG_HOST\", \"port\": $RECON_PG_PORT, \"login\": \"$RECON_PG_USER\", \"password\": \"${RECON_PG_PASSWORD:-}\", \"schema\": \"$RECON_PG_RESULTS_DB\"}}"
+# Alerts go to the demo's local catcher (scripts/catcher.sh) unless you point these elsewhere.
+export AIRFLOW_CONN_RECON_ALERT_WEBHOOK="${AIRFLOW_CONN_RECON_ALERT_WEBHOOK:-{\"conn_type\": \"http\", \"host\": \"127.0.0.1\", \"port\": $RECON_WEBHOOK_PORT, \"schema\": \"http\", \"extra\": {\"endpoint\": \"/recon-alerts\"}}}"
+export AIRFLOW_CONN_SMTP_DEFAULT="${AIRFLOW_CONN_SMTP_DEFAULT:-{\"conn_type\": \"smtp\", \"host\": \"127.0.0.1\", \"port\": $RECON_SMTP_PORT, \"extra\": {\"from_email\": \"recon@localhost\", \"to\": [\"data-platform@localhost\"], \"disable_tls\": true, \"disable_ssl\": true}}}"
 export AIRFLOW_CONN_SPARK_DEFAULT="${AIRFLOW_CONN_SPARK_DEFAULT:-{\"conn_type\": \"spark\", \"host\": \"$RECON_SPARK_MASTER\"}}"
 
 # Airflow: its home and metadata database are the project's own; dags/ and plugins/ are this repo's.
@@ -57,6 +63,7 @@ export AIRFLOW__CORE__EXECUTOR=LocalExecutor
 # LocalExecutor forks `parallelism` workers: the default 32 is too many for 2 cores.
 export AIRFLOW__CORE__PARALLELISM="${AIRFLOW__CORE__PARALLELISM:-4}"
 export AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION=False
+export RECON_SPARK_POOL="${RECON_SPARK_POOL:-recon_spark}"
 export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS="admin:admin"
 export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE="$AIRFLOW_HOME/passwords.json"
 export AIRFLOW__API__HOST=127.0.0.1

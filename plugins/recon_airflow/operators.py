@@ -95,6 +95,9 @@ class ReconSparkSubmitOperator(SparkSubmitOperator):
         conn_id: str = "spark_default",
         **kwargs: Any,
     ) -> None:
+        # A pool caps concurrent Spark drivers; RECON_SPARK_POOL names it (scripts/airflow.sh
+        # creates recon_spark), else Airflow's default pool.
+        kwargs.setdefault("pool", os.environ.get("RECON_SPARK_POOL", "default_pool"))
         _check_name(pipeline)
         if step not in SPARK_STEPS:
             raise ValueError(f"step must be one of {', '.join(SPARK_STEPS)}, not {step!r}")

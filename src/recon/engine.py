@@ -353,7 +353,12 @@ def reconcile_run(
         results.write.mode("overwrite").parquet(results_path(data_dir, cfg.name, run_id))
 
         contract = evaluate_contract(cfg.semantics, counts, cfg.tolerances, cfg.idempotent_producer)
-        violations = [v._asdict() for v in contract.violations]
+        # Same keys as the checkpoint's failures (recon.validation), which replace these.
+        violations = [
+            {"verdict": v.verdict, "rule": v.verdict, "observed": v.count, "allowed": v.allowed,
+             "reason": v.reason}
+            for v in contract.violations
+        ]  # fmt: skip
         sink_scanned = sink_rows.count()
         flagged = results.filter(
             (F.col("verdict") != Verdict.DELIVERED.value) | F.col("topic_duplicate")

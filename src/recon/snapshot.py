@@ -27,9 +27,27 @@ def _result(future: Any, what: str, timeout: float) -> Any:
     try:
         return future.result(timeout=timeout)
     except KafkaException as exc:
-        raise KafkaSnapshotError(f"{what}: {exc.args[0] if exc.args else exc}") from None
+        error = exc.args[0] if exc.args else exc
+        if getattr(error, "retriable", lambda: False)():
+            raise _Retriable(f"{what}: {error}") from None
+        raise KafkaSnapshotError(f"{what}: {error}") from None
     except TimeoutError:
         raise KafkaSnapshotError(f"{what}: no answer within {timeout:.0f} s") from None
+
+
+class _Retriable(KafkaSnapshotError):
+    """A transient broker state (a coordinator still loading after a restart)."""
+
+
+def _with_retries(call: Any, attempts: int = 10, delay: float = 1.0) -> Any:
+    for attempt in range(attempts):
+        try:
+            return call()
+        except _Retriable:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(delay)
+    raise AssertionError("unreachable")
 
 
 def topic_partitions(admin: Any, topic: str, timeout: float = 15.0) -> list[int]:
@@ -78,22 +96,27 @@ def take_offsets(
     settle_ms = int((now - settle_seconds) * 1000)
 
     def offsets_for(spec: Any, **kwargs: Any) -> dict[int, int]:
-        futures = admin.list_offsets({tp: spec for tp in tps}, **kwargs)
-        return {
-            tp.partition: _result(f, f"offsets of {topic}[{tp.partition}]", timeout).offset
-            for tp, f in futures.items()
-        }
+        def ask() -> dict[int, int]:
+            futures = admin.list_offsets({tp: spec for tp in tps}, **kwargs)
+            return {
+                tp.partition: _result(f, f"offsets of {topic}[{tp.partition}]", timeout).offset
+                for tp, f in futures.items()
+            }
+
+        return dict(_with_retries(ask))
 
     log_start = offsets_for(OffsetSpec.earliest())
     high = offsets_for(OffsetSpec.latest())
     stable = offsets_for(OffsetSpec.latest(), isolation_level=IsolationLevel.READ_COMMITTED)
     settled = offsets_for(OffsetSpec.for_timestamp(settle_ms)) if settle_seconds > 0 else {}
 
-    request = ConsumerGroupTopicPartitions(consumer_group, tps)
-    futures = admin.list_consumer_group_offsets([request], require_stable=True)
-    group = _result(
-        futures[consumer_group], f"committed offsets of group '{consumer_group}'", timeout
-    )
+    def group_offsets() -> Any:
+        request = ConsumerGroupTopicPartitions(consumer_group, tps)
+        futures = admin.list_consumer_group_offsets([request], require_stable=True)
+        what = f"committed offsets of group '{consumer_group}'"
+        return _result(futures[consumer_group], what, timeout)
+
+    group = _with_retries(group_offsets)
     committed = {
         tp.partition: (None if tp.offset < 0 else tp.offset) for tp in group.topic_partitions
     }

@@ -115,14 +115,24 @@ def delete_groups(conf: dict[str, Any], groups: Iterable[str]) -> None:
     """Delete consumer groups, ignoring ones that do not exist."""
     admin = AdminClient(quiet(conf))
     wanted = list(groups)
-    if not wanted:
-        return
-    for future in admin.delete_consumer_groups(wanted).values():
-        try:
-            future.result(timeout=30)
-        except KafkaException as exc:
-            if exc.args[0].code() not in (KafkaError.GROUP_ID_NOT_FOUND,):
+    deadline = time.monotonic() + 60
+    while wanted:
+        retry = []
+        for group, future in admin.delete_consumer_groups(wanted).items():
+            try:
+                future.result(timeout=30)
+            except KafkaException as exc:
+                code = exc.args[0].code()
+                if code == KafkaError.GROUP_ID_NOT_FOUND:
+                    continue
+                # A broker that just (re)started is still loading its group coordinator.
+                if exc.args[0].retriable() and time.monotonic() < deadline:
+                    retry.append(group)
+                    continue
                 raise
+        wanted = retry
+        if wanted:
+            time.sleep(1)
 
 
 def committed_offsets(

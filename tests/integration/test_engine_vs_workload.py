@@ -95,7 +95,7 @@ def _discrepancy_rows(pipeline: str, run_id: str) -> list[tuple[Any, ...]]:
         cur.execute(
             "SELECT verdict, message_id, topic, partition, offsets, sink_keys, sink_count, "
             "topic_duplicate FROM recon.discrepancies WHERE pipeline = %s AND run_id = %s "
-            "ORDER BY verdict, message_id, partition, offsets",
+            "ORDER BY verdict, message_id, partition, offsets, sink_keys",
             (pipeline, run_id),
         )
         return cur.fetchall()
