@@ -1,0 +1,76 @@
+"""A whole reconciliation DAG run (`airflow dags test`) on a real pipeline fed by the workload."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+import psycopg2
+import pytest
+
+from recon.connections import postgres_connection
+from recon_workload import remove_run, run_scenario
+
+pytestmark = pytest.mark.system
+
+PIPELINE = """
+pipelines:
+  {name}:
+    semantics: exactly_once
+    schedule: "*/15 * * * *"
+    settle_seconds: 0
+    kafka:
+      connection: kafka_default
+      topic: {topic}
+      consumer_group: {group}
+      message_id: {{header: message_id}}
+    sink:
+      connection: postgres_sink
+      table: {table}
+      message_id_column: message_id
+      ingest_seq_column: id
+    idempotent_producer: true
+    retries: 0
+    tags: [system-test]
+"""
+
+
+def test_dags_test_runs_every_task_and_commits_the_verdicts(tmp_path: Path) -> None:
+    tag = uuid.uuid4().hex[:6]
+    truth = run_scenario(
+        "exactly_once_idempotent_consumer", messages=150, run_tag=tag, progress=False
+    )
+    name = f"systest_{tag}"
+    pipelines = tmp_path / "pipelines.yaml"
+    pipelines.write_text(
+        PIPELINE.format(
+            name=name, topic=truth.topic, group=truth.consumer_group, table=truth.sink_table
+        )  # fmt: skip
+    )
+    env = {**os.environ, "RECON_PIPELINES": str(pipelines)}
+    try:
+        result = subprocess.run(
+            ["airflow", "dags", "test", f"recon_{name}"],
+            env=env, capture_output=True, text=True, timeout=900,
+        )  # fmt: skip
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-30:])
+        assert result.returncode == 0, tail
+        assert "state=success" in result.stdout + result.stderr, tail
+
+        kwargs = postgres_connection("postgres_recon").psycopg2_kwargs()
+        with psycopg2.connect(**kwargs) as pg, pg.cursor() as cur:
+            cur.execute(
+                "SELECT status, contract_passed, counts, validation_url FROM recon.runs "
+                "WHERE pipeline = %s",
+                (name,),
+            )
+            rows = cur.fetchall()
+        assert len(rows) == 1
+        status, passed, counts, url = rows[0]
+        assert (status, passed) == ("passed", True)
+        assert counts["delivered"] == truth.counts["delivered"] == 150
+        assert url and "/recon/docs/" in url
+    finally:
+        remove_run("exactly_once_idempotent_consumer", tag)
