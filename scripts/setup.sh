@@ -75,4 +75,6 @@ export AIRFLOW__API_AUTH__JWT_SECRET='$jwt'
 export AIRFLOW__API__SECRET_KEY='$jwt'
 EOS
 fi
+# --- the browser for the UI test (Debian's chromium, playwright-core from npm) -----------------
+bash "$RECON_ROOT/scripts/browser-deps.sh"
 say "setup complete"

@@ -346,3 +346,13 @@ def reset_pipeline(pg: Any, pipeline: str) -> int:
         cur.execute("DELETE FROM recon.pipeline_state WHERE pipeline = %s", (pipeline,))
     pg.commit()
     return removed
+
+
+def forget_pipeline(pg: Any, pipeline: str) -> None:
+    """Delete everything stored for a pipeline (runs, snapshots, discrepancies, alerts, state):
+    for pipelines that no longer exist, such as a test's."""
+    with pg.cursor() as cur:
+        for table in ("discrepancies", "offset_snapshots", "alerts", "watermarks",
+                      "pipeline_state", "runs"):  # fmt: skip
+            cur.execute(f"DELETE FROM recon.{table} WHERE pipeline = %s", (pipeline,))
+    pg.commit()

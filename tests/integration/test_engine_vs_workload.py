@@ -13,6 +13,7 @@ import pytest
 
 from recon.config import load_pipelines
 from recon.engine import results_db, results_path, run_pipeline
+from recon.store import forget_pipeline
 from recon_workload import SCENARIOS, remove_run, run_scenario
 
 pytestmark = pytest.mark.integration
@@ -150,3 +151,5 @@ def test_every_verdict_equals_the_ground_truth(
         assert _discrepancy_rows(name, "run-1") == before
     finally:
         remove_run(scenario, tag)
+        with results_db() as pg:
+            forget_pipeline(pg, name)

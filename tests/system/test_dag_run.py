@@ -11,6 +11,8 @@ import psycopg2
 import pytest
 
 from recon.connections import postgres_connection
+from recon.engine import results_db
+from recon.store import forget_pipeline
 from recon_workload import remove_run, run_scenario
 
 pytestmark = pytest.mark.system
@@ -74,3 +76,5 @@ def test_dags_test_runs_every_task_and_commits_the_verdicts(tmp_path: Path) -> N
         assert url and "/recon/docs/" in url
     finally:
         remove_run("exactly_once_idempotent_consumer", tag)
+        with results_db() as pg:
+            forget_pipeline(pg, name)

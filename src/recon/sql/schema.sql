@@ -97,3 +97,5 @@ CREATE TABLE IF NOT EXISTS recon.alerts (
     error       text,
     PRIMARY KEY (pipeline, run_id, channel)
 );
+
+CREATE INDEX IF NOT EXISTS runs_pipeline_started ON recon.runs (pipeline, started_at DESC);

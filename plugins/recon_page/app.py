@@ -1,0 +1,244 @@
+"""The FastAPI app Airflow's api-server mounts at ``/recon`` (see ``plugins/recon_page_plugin.py``).
+
+Routes (each one checks the Airflow token itself, see :mod:`recon_page.auth`):
+
+``/recon/``                           the page (``?pipeline=P`` shows one pipeline)
+``/recon/api/pipelines``              every pipeline's latest run, JSON
+``/recon/api/runs?pipeline=P``        the pipeline's latest runs (at most 50), JSON
+``/recon/api/discrepancies?pipeline=P``  its latest discrepancy rows (at most 100), JSON
+``/recon/docs/<path>``                the Great Expectations Data Docs site
+
+Without a valid token the JSON routes answer 401; the HTML routes send a browser without a token
+to Airflow's login page (and answer 401 to a bad ``Authorization`` header).
+"""
+
+from __future__ import annotations
+
+import logging
+import mimetypes
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
+from psycopg2 import Error as DatabaseError
+
+from recon_page import data, docs, render
+from recon_page.auth import (
+    NotAuthenticated,
+    authenticate,
+    dag_id,
+    login_url,
+    may_read_all_dags,
+    readable_pipelines,
+)
+
+log = logging.getLogger(__name__)
+
+MOUNT_PATH = "/recon"
+#: Without ``?pipeline=``, sections for at most this many pipelines (most recently run first).
+MAX_SECTIONS = 20
+
+PAGE_CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+    "frame-ancestors 'self'; base-uri 'none'; form-action 'none'"
+)
+# Data Docs pages carry GX's own scripts: run them in an opaque origin, away from Airflow's cookie.
+DOCS_CSP = (
+    "sandbox allow-scripts allow-popups allow-popups-to-escape-sandbox; frame-ancestors 'self'"
+)
+
+app = FastAPI(title="Delivery reconciliation", docs_url=None, redoc_url=None, openapi_url=None)
+
+
+class LoginRequired(Exception):
+    """A browser without a (valid) Airflow session cookie: send it to Airflow's login."""
+
+
+async def api_user(request: Request) -> Any:
+    return await authenticate(request)
+
+
+async def browser_user(request: Request) -> Any:
+    try:
+        return await authenticate(request)
+    except NotAuthenticated as exc:
+        if exc.explicit:
+            raise
+        raise LoginRequired(exc.reason) from None
+
+
+ApiUser = Annotated[Any, Depends(api_user)]
+BrowserUser = Annotated[Any, Depends(browser_user)]
+
+
+@app.exception_handler(NotAuthenticated)
+async def _not_authenticated(request: Request, exc: NotAuthenticated) -> Response:
+    return JSONResponse(
+        {"detail": exc.reason}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
+    )
+
+
+@app.exception_handler(LoginRequired)
+async def _login_required(request: Request, exc: LoginRequired) -> Response:
+    try:
+        target = login_url(request)
+    except Exception:  # no auth manager: refuse plainly
+        log.warning("no login URL from the auth manager", exc_info=True)
+        return JSONResponse({"detail": str(exc)}, status_code=401)
+    return RedirectResponse(target, status_code=307)
+
+
+@app.middleware("http")
+async def _headers(
+    request: Request, call_next: Callable[[Request], Awaitable[Response]]
+) -> Response:
+    response = await call_next(request)
+    response.headers.setdefault("Cache-Control", "no-store")
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    response.headers.setdefault("Referrer-Policy", "same-origin")
+    return response
+
+
+def _links(request: Request) -> render.Links:
+    prefix = str(request.scope.get("root_path") or MOUNT_PATH).rstrip("/")
+    airflow = prefix[: -len(MOUNT_PATH)] if prefix.endswith(MOUNT_PATH) else ""
+    return render.Links(prefix=prefix, airflow=airflow)
+
+
+#: What makes a route answer 503 instead of 500.
+DB_ERRORS = (data.ResultsUnavailable, DatabaseError)
+
+
+def _unavailable(exc: Exception) -> HTTPException:
+    # The reason goes to the log only: driver messages can name hosts and users.
+    log.error("results database unavailable: %s", data.redact(str(exc)))
+    return HTTPException(status_code=503, detail="the results database is not reachable")
+
+
+def _visible_latest(conn: Any, user: Any) -> list[data.Run]:
+    latest = data.latest_runs_by_pipeline(conn)
+    allowed = readable_pipelines(user, [r.pipeline for r in latest])
+    return [r for r in latest if r.pipeline in allowed]
+
+
+def _run_json(run: data.Run, links: render.Links) -> dict[str, Any]:
+    out = asdict(run)
+    out.pop("validation_url")
+    out["dag_id"] = dag_id(run.pipeline)
+    out["links"] = {
+        "dag_run": links.dag_run(run.pipeline, run.run_id),
+        "data_docs": links.docs(run),
+    }
+    return jsonable_encoder(out)
+
+
+@app.get("/", response_class=HTMLResponse)
+def page(request: Request, user: BrowserUser, pipeline: str | None = None) -> HTMLResponse:
+    links = _links(request)
+    try:
+        with data.results_db() as conn:
+            latest = _visible_latest(conn, user)
+            if pipeline is not None:
+                shown = [r for r in latest if r.pipeline == pipeline]
+                if not shown:
+                    raise HTTPException(status_code=404, detail="no such pipeline")
+            else:
+                shown = latest[:MAX_SECTIONS]
+            views = [
+                render.PipelineView(
+                    latest=r,
+                    runs=data.runs(conn, r.pipeline),
+                    discrepancies=data.discrepancies(conn, r.pipeline),
+                )
+                for r in shown
+            ]
+    except DB_ERRORS as exc:
+        raise _unavailable(exc) from None
+    html = render.page(latest, views, links, selected=pipeline, omitted=len(latest) - len(views))
+    return HTMLResponse(html, headers={"Content-Security-Policy": PAGE_CSP})
+
+
+@app.get("/api/pipelines")
+def api_pipelines(request: Request, user: ApiUser) -> dict[str, Any]:
+    links = _links(request)
+    try:
+        with data.results_db() as conn:
+            latest = _visible_latest(conn, user)
+    except DB_ERRORS as exc:
+        raise _unavailable(exc) from None
+    return {
+        "pipelines": [
+            {
+                "pipeline": r.pipeline,
+                "semantics": r.semantics,
+                "dag_id": dag_id(r.pipeline),
+                "latest_run": _run_json(r, links),
+                "links": {
+                    "page": links.page(r.pipeline),
+                    "runs": links.runs_api(r.pipeline),
+                    "dag": links.dag(r.pipeline),
+                },
+            }
+            for r in latest
+        ]
+    }
+
+
+def _readable(user: Any, pipeline: str) -> None:
+    if pipeline not in readable_pipelines(user, [pipeline]):
+        raise HTTPException(status_code=404, detail="no such pipeline")
+
+
+@app.get("/api/runs")
+def api_runs(
+    request: Request,
+    user: ApiUser,
+    pipeline: str,
+    limit: Annotated[int, Query(ge=1, le=data.MAX_RUNS)] = data.MAX_RUNS,
+) -> dict[str, Any]:
+    links = _links(request)
+    _readable(user, pipeline)
+    try:
+        with data.results_db() as conn:
+            runs = data.runs(conn, pipeline, limit)
+    except DB_ERRORS as exc:
+        raise _unavailable(exc) from None
+    if not runs:
+        raise HTTPException(status_code=404, detail="no such pipeline")
+    return {"pipeline": pipeline, "runs": [_run_json(r, links) for r in runs]}
+
+
+@app.get("/api/discrepancies")
+def api_discrepancies(
+    user: ApiUser,
+    pipeline: str,
+    limit: Annotated[int, Query(ge=1, le=data.MAX_DISCREPANCIES)] = data.MAX_DISCREPANCIES,
+) -> dict[str, Any]:
+    _readable(user, pipeline)
+    try:
+        with data.results_db() as conn:
+            rows = data.discrepancies(conn, pipeline, limit)
+    except DB_ERRORS as exc:
+        raise _unavailable(exc) from None
+    return {"pipeline": pipeline, "discrepancies": jsonable_encoder([asdict(d) for d in rows])}
+
+
+@app.get("/docs")
+def docs_root_redirect(request: Request, user: BrowserUser) -> RedirectResponse:
+    return RedirectResponse(f"{_links(request).prefix}/docs/", status_code=307)
+
+
+@app.get("/docs/{path:path}")
+def data_docs(user: BrowserUser, path: str = "") -> FileResponse:
+    if not may_read_all_dags(user):
+        raise HTTPException(status_code=403, detail="reading DAGs is not allowed for this user")
+    target = docs.resolve(path)
+    if target is None:
+        raise HTTPException(status_code=404, detail="no such Data Docs page")
+    media_type = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+    return FileResponse(
+        target, media_type=media_type, headers={"Content-Security-Policy": DOCS_CSP}
+    )

@@ -1,0 +1,369 @@
+"""The page, rendered on the server: self-contained HTML (inline CSS, SVG charts, no script).
+
+Every value from the database passes through :func:`html.escape` (``_e``) on its way out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from html import escape
+from urllib.parse import quote
+
+from recon_page import chart, hints
+from recon_page.auth import dag_id
+from recon_page.data import MAX_DISCREPANCIES, MAX_RUNS, Discrepancy, Run
+from recon_page.docs import docs_href
+
+TITLE = "Delivery reconciliation"
+
+
+@dataclass(frozen=True)
+class Links:
+    """Where things are: ``prefix`` is this app's mount path, ``airflow`` the UI's root path."""
+
+    prefix: str
+    airflow: str
+
+    def page(self, pipeline: str | None = None) -> str:
+        return f"{self.prefix}/" + (f"?pipeline={quote(pipeline, safe='')}" if pipeline else "")
+
+    def dag(self, pipeline: str) -> str:
+        return f"{self.airflow}/dags/{quote(dag_id(pipeline), safe='')}"
+
+    def dag_run(self, pipeline: str, run_id: str) -> str:
+        return f"{self.dag(pipeline)}/runs/{quote(run_id, safe='')}"
+
+    def runs_api(self, pipeline: str) -> str:
+        return f"{self.prefix}/api/runs?pipeline={quote(pipeline, safe='')}"
+
+    def docs(self, run: Run) -> str | None:
+        return docs_href(run.validation_url, self.prefix)
+
+
+@dataclass(frozen=True)
+class PipelineView:
+    latest: Run
+    runs: Sequence[Run]
+    discrepancies: Sequence[Discrepancy]
+
+
+def _e(value: object) -> str:
+    return escape("" if value is None else str(value))
+
+
+def _a(href: str, text: str, *, top: bool = False, new: bool = False) -> str:
+    target = ' target="_top"' if top else (' target="_blank" rel="noopener"' if new else "")
+    return f'<a href="{_e(href)}"{target}>{_e(text)}</a>'
+
+
+def _time(t: datetime | None, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
+    return t.astimezone(UTC).strftime(fmt) if t else "—"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def _anchor(pipeline: str) -> str:
+    return "p-" + quote(pipeline, safe="")
+
+
+def _status(run: Run) -> str:
+    return f'<span class="status status-{_e(run.status)}">{_e(run.status)}</span>'
+
+
+def _verdict(name: str) -> str:
+    color = chart.VERDICT_COLORS.get(name, "#999")
+    swatch = f'<span class="swatch" style="background:{color}"></span>'
+    return f'<span class="verdict">{swatch}{_e(name)}</span>'
+
+
+def _counts(run: Run, names: Sequence[str]) -> int:
+    return sum(run.counts.get(n, 0) for n in names)
+
+
+def _num(n: int) -> str:
+    return f'<td class="num{" bad" if n else ""}">{n:,}</td>'
+
+
+def overview(latest: Sequence[Run], links: Links) -> str:
+    rows = []
+    for run in latest:
+        rows.append(
+            "<tr>"
+            f"<td>{_a(links.page(run.pipeline) + '#' + _anchor(run.pipeline), run.pipeline)}</td>"
+            f"<td>{_e(run.semantics)}</td><td>{_status(run)}</td>"
+            f'<td class="t">{_time(run.started_at)}</td>'
+            f'<td class="num">{run.counts.get("delivered", 0):,}</td>'
+            + _num(_counts(run, ("lost",)))
+            + _num(_counts(run, ("duplicated",)))
+            + _num(_counts(run, ("phantom", "aborted_read")))
+            + _num(_counts(run, ("unverifiable", "invalid")))
+            + f'<td class="num">{run.counts.get("pending", 0):,}</td>'
+            f"<td>{_a(links.dag(run.pipeline), 'DAG', top=True)}</td></tr>"
+        )
+    head = (
+        "<tr><th>Pipeline</th><th>Claimed semantic</th><th>Latest run</th><th>Started (UTC)</th>"
+        '<th class="num">Delivered</th><th class="num">Lost</th><th class="num">Duplicated</th>'
+        '<th class="num">Phantom / aborted</th><th class="num">Unverifiable / invalid</th>'
+        '<th class="num">Pending</th><th></th></tr>'
+    )
+    table = f'<table class="overview"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+    return f'<div class="scroll">{table}</div>'
+
+
+def _facts(view: PipelineView, links: Links) -> str:
+    run = view.latest
+    contract = (
+        "—"
+        if run.contract_passed is None
+        else ("kept" if run.contract_passed else '<strong class="bad">broken</strong>')
+    )
+    facts = [
+        ("Claimed semantic", f"<code>{_e(run.semantics)}</code>"),
+        ("Contract", contract),
+        ("Latest run", f"<code>{_e(run.run_id)}</code>"),
+        ("Started", _time(run.started_at) + " UTC"),
+        ("Duration", _duration(run.duration_seconds)),
+    ]
+    if run.rewinds:
+        facts.append(("Consumer-group rewinds", f'<strong class="bad">{len(run.rewinds)}</strong>'))
+    dl = "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts)
+    out = [f'<dl class="facts">{dl}</dl>']
+    if run.violations:
+        items = "".join(
+            f"<li>{_verdict(str(v.get('verdict') or v.get('rule') or '?'))} "
+            f"{_e(v.get('observed', v.get('count')))} "
+            f"(allowed {_e(v.get('allowed'))}): "
+            f"{_e(v.get('reason') or v.get('expectation') or '')}</li>"
+            for v in run.violations
+        )
+        out.append(f'<ul class="violations">{items}</ul>')
+    if run.error:
+        out.append(f'<pre class="error">{_e(run.error)}</pre>')
+    link_list = [_a(links.dag_run(run.pipeline, run.run_id), "DAG run", top=True)]
+    link_list.append(_a(links.dag(run.pipeline), "DAG", top=True))
+    if docs := links.docs(run):
+        link_list.append(_a(docs, "Data Docs", new=True))
+    link_list.append(_a(links.runs_api(run.pipeline), "JSON", new=True))
+    out.append(f'<p class="links">{" · ".join(link_list)}</p>')
+    return "".join(out)
+
+
+def _charts(runs: Sequence[Run]) -> str:
+    bars = [
+        chart.Bar(
+            label=_time(r.started_at, "%m-%d %H:%M"),
+            title=f"{r.run_id} ({r.status})",
+            values=r.counts,
+            note=None if r.counts else r.status,
+        )
+        for r in reversed(runs)
+    ]
+    figures = []
+    for series, caption in (
+        (chart.ALL_SERIES, "Messages per verdict, per run"),
+        (chart.PROBLEM_SERIES, "Discrepancies per run"),
+    ):
+        svg = chart.stacked_bars(bars, series, title=caption)
+        figures.append(
+            f"<figure><figcaption>{caption}</figcaption>{svg}{chart.legend(series)}</figure>"
+        )
+    return f'<div class="charts">{"".join(figures)}</div>'
+
+
+def _todo(view: PipelineView) -> str:
+    by_verdict: dict[str, list[Discrepancy]] = {}
+    for d in view.discrepancies:
+        by_verdict.setdefault(d.verdict, []).append(d)
+    if any(d.topic_duplicate for d in view.discrepancies):
+        by_verdict["topic_duplicate"] = [d for d in view.discrepancies if d.topic_duplicate]
+    if not by_verdict:
+        return ""
+    items = []
+    for verdict, rows in by_verdict.items():
+        if verdict in ("lost", "aborted_read", "unverifiable", "topic_duplicate"):
+            parts: dict[str, list[int]] = {}
+            for d in rows:
+                key = f"{d.topic or '?'}[{'?' if d.partition is None else d.partition}]"
+                parts.setdefault(key, []).extend(d.offsets)
+            where = "; ".join(f"{k} @ {hints._list(sorted(v), 12)}" for k, v in parts.items())
+        else:
+            keys = [
+                k
+                for d in rows
+                for k in (d.sink_keys[1:] if verdict == "duplicated" else d.sink_keys)
+            ]
+            where = ("sink keys " + hints._list(keys, 12)) if keys else ""
+        items.append(
+            f'<li>{_verdict(verdict)} <span class="n">{len(rows)} shown</span> '
+            f"{_e(hints.VERDICT_HINTS.get(verdict, ''))}"
+            + (f' <span class="where">{_e(where)}</span>' if where else "")
+            + "</li>"
+        )
+    return f'<h3>What to do</h3><ul class="todo">{"".join(items)}</ul>'
+
+
+def _discrepancy_table(view: PipelineView) -> str:
+    if not view.discrepancies:
+        return (
+            '<h3>Latest discrepancies</h3><p class="none">No discrepancies in the latest runs.</p>'
+        )
+    rows = "".join(
+        "<tr>"
+        f'<td class="run"><code>{_e(d.run_id)}</code></td><td>{_verdict(d.verdict)}'
+        + (' <span class="flag">topic dup</span>' if d.topic_duplicate else "")
+        + f"</td><td><code>{_e(d.message_id)}</code></td>"
+        f'<td class="t">{_e(d.topic)}</td><td class="num">{_e(d.partition)}</td>'
+        f"<td><code>{_e(hints._list(d.offsets))}</code></td>"
+        f"<td><code>{_e(hints._list(d.sink_keys))}</code></td>"
+        f'<td class="num">{d.sink_count:,}</td>'
+        f'<td class="hint">{_e(hints.row_hint(d))}</td>'
+        f'<td class="t">{_time(d.detected_at)}</td></tr>'
+        for d in view.discrepancies
+    )
+    head = (
+        "<tr><th>Run</th><th>Verdict</th><th>messageId</th><th>Topic</th><th>Partition</th>"
+        "<th>Offsets</th><th>Sink keys</th><th>Sink rows</th><th>Repair hint</th>"
+        "<th>Detected (UTC)</th></tr>"
+    )
+    return (
+        f"<h3>Latest discrepancies <small>({len(view.discrepancies)} shown, at most "
+        f"{MAX_DISCREPANCIES}, newest run first)</small></h3>"
+        f'<div class="scroll"><table class="discrepancies"><thead>{head}</thead>'
+        f"<tbody>{rows}</tbody></table></div>"
+    )
+
+
+def _runs_table(view: PipelineView, links: Links) -> str:
+    rows = []
+    for r in view.runs:
+        counts = ", ".join(f"{k} {v:,}" for k, v in sorted(r.counts.items()) if v) or "—"
+        docs = links.docs(r)
+        rows.append(
+            f"<tr><td>{_a(links.dag_run(r.pipeline, r.run_id), r.run_id, top=True)}</td>"
+            f'<td>{_status(r)}</td><td class="t">{_time(r.started_at)}</td>'
+            f"<td>{_duration(r.duration_seconds)}</td><td>{_e(counts)}</td>"
+            f"<td>{_a(docs, 'Data Docs', new=True) if docs else '—'}</td></tr>"
+        )
+    head = (
+        "<tr><th>Run</th><th>Status</th><th>Started (UTC)</th><th>Duration</th>"
+        "<th>Counts</th><th>Validation</th></tr>"
+    )
+    return (
+        f"<details><summary>Runs ({len(view.runs)} shown, at most {MAX_RUNS})</summary>"
+        f'<div class="scroll"><table class="runs"><thead>{head}</thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div></details>"
+    )
+
+
+def pipeline_section(view: PipelineView, links: Links) -> str:
+    name = view.latest.pipeline
+    return (
+        f'<section class="pipeline" id="{_e(_anchor(name))}">'
+        f"<h2>{_e(name)} {_status(view.latest)}</h2>"
+        + _facts(view, links)
+        + _charts(view.runs)
+        + _todo(view)
+        + _discrepancy_table(view)
+        + _runs_table(view, links)
+        + "</section>"
+    )
+
+
+def page(
+    latest: Sequence[Run],
+    views: Sequence[PipelineView],
+    links: Links,
+    *,
+    selected: str | None = None,
+    omitted: int = 0,
+    now: datetime | None = None,
+) -> str:
+    """The whole page: an overview of every pipeline, then a section per shown pipeline."""
+    generated = _time(now or datetime.now(UTC))
+    if not latest:
+        body = '<p class="none">No reconciliation runs yet.</p>'
+    else:
+        body = overview(latest, links)
+        if selected:
+            body += f'<p class="note">{_a(links.page(), "Show all pipelines")}</p>'
+        elif omitted:
+            body += (
+                f'<p class="note">{omitted} more pipeline(s) without a section here: '
+                "pick one in the table.</p>"
+            )
+        body += "".join(pipeline_section(v, links) for v in views)
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{TITLE}</title><style>{CSS}</style></head><body>"
+        f"<header><h1>{TITLE}</h1><p>Kafka → consumer → PostgreSQL: does each pipeline keep the "
+        f"delivery semantic it claims? Generated {generated} UTC.</p></header>"
+        f"<main>{body}</main></body></html>"
+    )
+
+
+CSS = """
+:root{color-scheme:light;--fg:#1f2933;--muted:#616e7c;--line:#d9e2ec;--bg:#f5f7fa;--bad:#c62828}
+*{box-sizing:border-box}
+body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);
+background:var(--bg)}
+header{background:#102a43;color:#fff;padding:14px 24px}
+header h1{margin:0;font-size:22px}
+header p{margin:4px 0 0;color:#bcccdc}
+main{padding:16px 24px;max-width:1400px}
+h2{font-size:19px;margin:0 0 8px;display:flex;gap:10px;align-items:center}
+h3{font-size:15px;margin:18px 0 6px}
+h3 small{color:var(--muted);font-weight:normal}
+table{border-collapse:collapse;width:100%;background:#fff}
+th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
+th{background:#e4e7eb;font-weight:600}
+tbody tr:nth-child(even){background:#fafbfc}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+td.bad{color:var(--bad);font-weight:600}
+code{font:12px/1.4 ui-monospace,Menlo,Consolas,monospace}
+td.t,td code{white-space:nowrap}
+td.run code{white-space:normal;word-break:break-all}
+td.run{min-width:160px;max-width:250px}
+td.hint{min-width:260px}
+.scroll{overflow-x:auto}
+section.pipeline{background:#fff;border:1px solid var(--line);border-radius:8px;padding:16px;
+margin:18px 0}
+.status{font-size:12px;font-weight:700;text-transform:uppercase;padding:2px 8px;border-radius:10px;
+background:#e4e7eb;color:#3e4c59}
+.status-passed,.status-reconciled{background:#e3f9e5;color:#1b5e20}
+.status-failed,.status-error{background:#ffebee;color:var(--bad)}
+.status-running{background:#e3f2fd;color:#0d47a1}
+.facts{display:flex;flex-wrap:wrap;gap:6px 28px;margin:0 0 8px}
+.facts dt{color:var(--muted);font-size:12px}
+.facts dd{margin:0}
+.bad{color:var(--bad)}
+.violations,.todo{margin:6px 0;padding-left:18px}
+.todo li{margin:3px 0}
+.todo .n{color:var(--muted);font-size:12px}
+.todo .where{display:block;font:12px ui-monospace,Menlo,Consolas,monospace;color:#334e68}
+pre.error{background:#fff5f5;border:1px solid #f5c6cb;padding:8px;white-space:pre-wrap}
+.links a{margin-right:2px}
+.charts{display:flex;flex-wrap:wrap;gap:16px}
+figure{margin:0;flex:1 1 520px;min-width:320px}
+figcaption{font-weight:600;margin-bottom:4px}
+svg.chart{background:#fff;border:1px solid var(--line);border-radius:4px}
+svg .grid{stroke:#eef2f6}
+svg .axis{stroke:#9aa5b1}
+svg .tick,svg .xlabel,svg .empty{font-size:11px;fill:var(--muted)}
+svg .bar-empty{fill:#cfd8dc}
+.legend{list-style:none;display:flex;flex-wrap:wrap;gap:4px 14px;padding:0;margin:6px 0 0;
+font-size:12px}
+.swatch{display:inline-block;width:11px;height:11px;border-radius:2px;margin-right:5px;
+vertical-align:-1px}
+.verdict{white-space:nowrap}
+.flag{font-size:11px;background:#f3e5f5;color:#6a1b9a;border-radius:8px;padding:0 6px}
+details summary{cursor:pointer;font-weight:600;margin:16px 0 6px}
+.note,.none{color:var(--muted)}
+a{color:#0b69a3}
+"""

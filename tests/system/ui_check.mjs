@@ -1,0 +1,84 @@
+// Drives headless Chromium (Debian's package) with playwright-core: logs into the Airflow UI with
+// its login form, opens "Delivery reconciliation" from the navigation, checks the chart and the
+// discrepancies of one pipeline inside the page's frame, and saves screenshots.
+//
+// Input (environment): RECON_UI_BASE_URL, RECON_UI_USER, RECON_UI_PASSWORD, RECON_UI_PIPELINE,
+// RECON_UI_SCREENSHOT (the UI view), RECON_UI_SCREENSHOT_FULL (the page alone, full length),
+// RECON_UI_USER_DATA_DIR (fresh, empty), RECON_NODE_DIR (where playwright-core is installed),
+// CHROMIUM (default /usr/bin/chromium).
+// Output: one JSON line on stdout, {"ok": true, ...} or {"ok": false, "error": ..., "step": ...}.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+
+const env = (name, fallback) => {
+  const value = process.env[name] ?? fallback;
+  if (value === undefined) throw new Error(`${name} is not set`);
+  return value;
+};
+const base = env('RECON_UI_BASE_URL').replace(/\/$/, '');
+const pipeline = env('RECON_UI_PIPELINE');
+const require = createRequire(path.join(env('RECON_NODE_DIR'), 'package.json'));
+const { chromium } = require('playwright-core');
+
+const result = { ok: false, step: 'launch' };
+const context = await chromium.launchPersistentContext(env('RECON_UI_USER_DATA_DIR'), {
+  executablePath: env('CHROMIUM', '/usr/bin/chromium'),
+  headless: true,
+  args: [
+    '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  ],
+  viewport: { width: 1440, height: 1600 },
+  timeout: 60_000,
+});
+try {
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.setDefaultTimeout(30_000);
+
+  result.step = 'login';
+  await page.goto(`${base}/`);
+  await page.waitForURL(/\/auth\/login/);
+  await page.locator('input[name="username"]').fill(env('RECON_UI_USER'));
+  await page.locator('input[name="password"]').fill(env('RECON_UI_PASSWORD'));
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL((url) => !url.pathname.startsWith('/auth/'));
+  result.cookie = (await context.cookies(base)).some((c) => c.name === '_token');
+
+  result.step = 'navigate';
+  const nav = page.getByRole('link', { name: /Delivery reconciliation/ }).or(
+    page.getByRole('button', { name: /Delivery reconciliation/ }),
+  );
+  await nav.first().click();
+  await page.waitForURL(/\/plugin\/recon/);
+  result.ui_url = page.url();
+
+  result.step = 'page';
+  const frame = page.frameLocator('iframe[src*="/recon/"]');
+  await frame.locator('h1', { hasText: 'Delivery reconciliation' }).waitFor();
+  const section = frame.locator(`section.pipeline[id="p-${encodeURIComponent(pipeline)}"]`);
+  await section.waitFor();
+  result.heading = (await section.locator('h2').innerText()).trim();
+  result.bars = await section.locator('svg.chart rect.bar').count();
+  result.legend_items = await section.locator('ul.legend li').count();
+  result.discrepancy_rows = await section.locator('table.discrepancies tbody tr').count();
+  result.verdicts = [
+    ...new Set(await section.locator('svg.chart rect.bar').evaluateAll(
+      (rects) => rects.map((r) => r.getAttribute('data-verdict')),
+    )),
+  ].sort();
+  await page.screenshot({ path: env('RECON_UI_SCREENSHOT') });
+
+  result.step = 'direct';
+  const direct = await context.newPage();
+  await direct.goto(`${base}/recon/?pipeline=${encodeURIComponent(pipeline)}`);
+  result.direct_bars = await direct.locator('svg.chart rect.bar').count();
+  await direct.screenshot({ path: env('RECON_UI_SCREENSHOT_FULL'), fullPage: true });
+
+  result.ok = true;
+  result.step = 'done';
+} catch (err) {
+  result.error = String(err?.message ?? err).split('\n').slice(0, 6).join('\n');
+} finally {
+  await context.close();
+}
+console.log(JSON.stringify(result));
