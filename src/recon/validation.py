@@ -378,6 +378,8 @@ def validate_run(
 def data_docs_url(path: str) -> str:
     """A link to a Data Docs page: under ``$RECON_DATA_DOCS_BASE_URL`` when the site is served
     (the path relative to the site folder is appended), else a ``file://`` URL."""
+    if path.startswith(("http://", "https://", "file://")):
+        return path  # already a link (as stored on recon.runs)
     base = os.environ.get("RECON_DATA_DOCS_BASE_URL")
     if base and path:
         marker = f"{os.sep}uncommitted{os.sep}data_docs{os.sep}{SITE_NAME}{os.sep}"

@@ -1,0 +1,151 @@
+"""`recon run` on the broken exactly-once scenario: exit 1, a failed validation with its Data
+Docs on disk, and exactly one email and one webhook naming the aborted reads and their positions,
+delivered to a real SMTP server and HTTP receiver on loopback; the same run id again sends
+nothing new."""
+
+from __future__ import annotations
+
+import email
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psycopg2
+import pytest
+
+from recon.connections import postgres_connection
+from recon.engine import results_db
+from recon.store import forget_pipeline
+from recon_workload import remove_run, run_scenario
+
+pytestmark = pytest.mark.integration
+
+PIPELINE = """
+pipelines:
+  {name}:
+    semantics: exactly_once
+    schedule: null
+    settle_seconds: 0
+    kafka:
+      connection: kafka_default
+      topic: {topic}
+      consumer_group: {group}
+      message_id: {{header: message_id}}
+    sink:
+      connection: postgres_sink
+      table: {table}
+      message_id_column: message_id
+      ingest_seq_column: id
+    idempotent_producer: true
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_port(port: int) -> None:
+    for _ in range(60):
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.25)
+    raise AssertionError(f"port {port} did not open")
+
+
+def test_broken_exactly_once_fails_with_docs_and_one_alert_per_channel(tmp_path: Path) -> None:
+    smtp_port, http_port = _free_port(), _free_port()
+    inbox = tmp_path / "inbox"
+    catcher = subprocess.Popen(
+        [sys.executable, "-m", "recon_workload.catcher", "--smtp-port", str(smtp_port),
+         "--http-port", str(http_port), "--inbox", str(inbox)],
+    )  # fmt: skip
+    tag = uuid.uuid4().hex[:6]
+    name = f"cli_broken_{tag}"
+    try:
+        _wait_port(smtp_port)
+        _wait_port(http_port)
+        truth = run_scenario("broken_exactly_once", messages=120, run_tag=tag, progress=False)
+        assert truth.counts["aborted_read"] > 0
+        pipelines = tmp_path / "pipelines.yaml"
+        pipelines.write_text(
+            PIPELINE.format(
+                name=name, topic=truth.topic, group=truth.consumer_group, table=truth.sink_table
+            )  # fmt: skip
+        )
+        env = {
+            **os.environ,
+            "AIRFLOW_CONN_RECON_ALERT_WEBHOOK": json.dumps({
+                "conn_type": "http", "host": "127.0.0.1", "port": http_port, "schema": "http",
+                "extra": {"endpoint": "/alerts"},
+            }),
+            "AIRFLOW_CONN_SMTP_DEFAULT": json.dumps({
+                "conn_type": "smtp", "host": "127.0.0.1", "port": smtp_port,
+                "extra": {"from_email": "recon@test", "to": ["oncall@test"], "disable_tls": True},
+            }),
+        }  # fmt: skip
+        command = [
+            "recon", "--pipelines", str(pipelines), "run", "--pipeline", name,
+            "--run-id", "cli-1", "--data-dir", str(tmp_path / "data"),
+        ]  # fmt: skip
+        first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+        assert first.returncode == 1, first.stdout + first.stderr[-3000:]
+        assert "CONTRACT BROKEN" in first.stdout
+
+        kwargs = postgres_connection("postgres_recon").psycopg2_kwargs()
+        with psycopg2.connect(**kwargs) as pg, pg.cursor() as cur:
+            cur.execute(
+                "SELECT status, contract_passed, validation_url FROM recon.runs "
+                "WHERE pipeline = %s AND run_id = 'cli-1'",
+                (name,),
+            )
+            status, passed, url = cur.fetchone()
+            cur.execute(
+                "SELECT message_id, partition, offsets FROM recon.discrepancies "
+                "WHERE pipeline = %s AND run_id = 'cli-1' AND verdict = 'aborted_read'",
+                (name,),
+            )
+            aborted = cur.fetchall()
+        assert (status, passed) == ("failed", False)
+        assert len(aborted) == truth.counts["aborted_read"]
+        docs_root = Path(os.environ["RECON_STATE"]) / "gx/uncommitted/data_docs/local_site"
+        relative = url.split("/recon/docs/", 1)[1]
+        from urllib.parse import unquote
+
+        assert (docs_root / unquote(relative)).is_file(), url
+
+        mails = sorted(inbox.glob("mail-*.eml"))
+        hooks = sorted(inbox.glob("webhook-*.json"))
+        assert len(mails) == 1 and len(hooks) == 1, sorted(p.name for p in inbox.iterdir())
+        body = json.loads(hooks[0].read_text())["body"]
+        text = json.dumps(body)
+        message = email.message_from_bytes(mails[0].read_bytes())
+        mail_text = "\n".join(
+            part.get_payload(decode=True).decode()
+            for part in message.walk()
+            if part.get_content_type() == "text/plain"
+        )
+        for content in (text, mail_text):
+            assert "aborted_read" in content and name in content
+            shown = [m for m, _, _ in aborted if m in content]
+            assert shown, "no aborted messageId named in the alert"
+            m, partition, offsets = next(a for a in aborted if a[0] == shown[0])
+            assert f"{truth.topic}/{partition}@{offsets[0]}" in content.replace("\\/", "/")
+
+        again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+        assert again.returncode == 1
+        assert len(list(inbox.glob("mail-*.eml"))) == 1
+        assert len(list(inbox.glob("webhook-*.json"))) == 1
+    finally:
+        catcher.terminate()
+        catcher.wait(timeout=30)
+        remove_run("broken_exactly_once", tag)
+        with results_db() as pg:
+            forget_pipeline(pg, name)
