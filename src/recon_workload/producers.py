@@ -21,7 +21,10 @@ from recon_workload.progress import Progress
 # A lost ack must time out fast for a small run to stay short: librdkafka bounds a ProduceRequest
 # by socket.timeout.ms (request.timeout.ms is only the broker-side ack timeout).
 RETRYING = {"acks": "all", "retries": 10, "socket.timeout.ms": 2000, "retry.backoff.ms": 100}
-IDEMPOTENT = {**RETRYING, "enable.idempotence": True}
+# One request in flight: a re-sent request after a lost ack is then always the newest, which the
+# broker answers as a duplicate; with five, a timed-out older batch can come back behind newer
+# ones and librdkafka fails fatally (OUT_OF_ORDER_SEQUENCE_NUMBER, "rewound sequence number").
+IDEMPOTENT = {**RETRYING, "enable.idempotence": True, "max.in.flight": 1}
 AT_LEAST_ONCE = {**RETRYING, "enable.idempotence": False, "max.in.flight": 5}
 FIRE_AND_FORGET = {
     "acks": "0",
