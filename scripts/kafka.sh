@@ -84,7 +84,10 @@ import sys
 from confluent_kafka.admin import AdminClient
 a = AdminClient({"bootstrap.servers": "$RECON_KAFKA_BOOTSTRAP"})
 md = a.list_topics(timeout=2)
-sys.exit(0 if md.brokers else 1)
+if not md.brokers:
+    sys.exit(1)
+# Ready means the group coordinator answers too, not only metadata.
+a.describe_consumer_groups(["recon-readiness-probe"])["recon-readiness-probe"].result(timeout=5)
 EOPY
     then say "Kafka is up"; return 0; fi
     sleep 1

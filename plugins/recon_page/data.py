@@ -111,7 +111,15 @@ def connect_kwargs() -> dict[str, Any]:
         # Not in the environment: a connection defined in Airflow (database or secrets backend).
         from airflow.models.connection import Connection
 
-        conn = Connection.get_connection_from_secrets(conn_id)
+        try:
+            conn = Connection.get_connection_from_secrets(conn_id)
+        except Exception as exc:
+            # Names only, never values: which connection variables this process can see.
+            seen = sorted(k for k in os.environ if k.startswith("AIRFLOW_CONN_"))
+            raise ResultsUnavailable(
+                f"connection '{conn_id}' is neither in the environment nor in Airflow "
+                f"({type(exc).__name__}); connection variables here: {seen}"
+            ) from None
         return {
             "host": conn.host,
             "port": conn.port or 5432,

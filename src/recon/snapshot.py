@@ -28,11 +28,24 @@ def _result(future: Any, what: str, timeout: float) -> Any:
         return future.result(timeout=timeout)
     except KafkaException as exc:
         error = exc.args[0] if exc.args else exc
-        if getattr(error, "retriable", lambda: False)():
+        if getattr(error, "retriable", lambda: False)() or _transient(error):
             raise _Retriable(f"{what}: {error}") from None
         raise KafkaSnapshotError(f"{what}: {error}") from None
     except TimeoutError:
         raise KafkaSnapshotError(f"{what}: no answer within {timeout:.0f} s") from None
+
+
+def _transient(error: Any) -> bool:
+    """Coordinator states a restarting broker passes through; librdkafka does not flag them all
+    as retriable."""
+    from confluent_kafka import KafkaError
+
+    codes = (
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+    )
+    return bool(getattr(error, "code", lambda: None)() in codes)
 
 
 class _Retriable(KafkaSnapshotError):

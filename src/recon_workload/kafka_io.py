@@ -111,6 +111,17 @@ def delete_topics(conf: dict[str, Any], names: Iterable[str]) -> None:
         time.sleep(0.3)
 
 
+COORDINATOR_NOT_READY = (
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+)
+
+
+def _coordinator_not_ready(error: KafkaError) -> bool:
+    return bool(error.retriable()) or error.code() in COORDINATOR_NOT_READY
+
+
 def delete_groups(conf: dict[str, Any], groups: Iterable[str]) -> None:
     """Delete consumer groups, ignoring ones that do not exist."""
     admin = AdminClient(quiet(conf))
@@ -126,7 +137,7 @@ def delete_groups(conf: dict[str, Any], groups: Iterable[str]) -> None:
                 if code == KafkaError.GROUP_ID_NOT_FOUND:
                     continue
                 # A broker that just (re)started is still loading its group coordinator.
-                if exc.args[0].retriable() and time.monotonic() < deadline:
+                if _coordinator_not_ready(exc.args[0]) and time.monotonic() < deadline:
                     retry.append(group)
                     continue
                 raise

@@ -384,7 +384,7 @@ def test_undefined_channel_is_skipped_and_failed_channel_retried(
 
 
 def test_validation_outcome_is_recorded_on_the_run(pg: Any, pipeline: str) -> None:
-    from recon.validation import ValidationOutcome, record_validation
+    from recon.validation import ValidationOutcome, data_docs_url, record_validation
 
     with pg.cursor() as cur:
         cur.execute(
@@ -406,7 +406,10 @@ def test_validation_outcome_is_recorded_on_the_run(pg: Any, pipeline: str) -> No
                 "WHERE pipeline = %s AND run_id = 'r1'",
                 (pipeline,),
             )
-            assert cur.fetchone() == ("failed", False, "file://" + page)
+            # A link under RECON_DATA_DOCS_BASE_URL when the site is served, else file://.
+            expected = data_docs_url(page)
+            assert expected.endswith("validations/exactly_once/r1/t/b.html")
+            assert cur.fetchone() == ("failed", False, expected)
         pg.commit()
     finally:
         with pg.cursor() as cur:
