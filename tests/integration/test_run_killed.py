@@ -1,0 +1,113 @@
+"""A run killed before its commit advances nothing; re-running the same run id then gives the
+verdicts an undisturbed run gives."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from recon.engine import results_db
+from recon.store import forget_pipeline
+from recon_workload import remove_run, run_scenario
+
+pytestmark = pytest.mark.integration
+
+PIPELINE = """
+  {name}:
+    semantics: at_least_once
+    schedule: null
+    settle_seconds: 0
+    kafka:
+      connection: kafka_default
+      topic: {topic}
+      consumer_group: {group}
+      message_id: {{json_field: id}}
+    sink:
+      connection: postgres_sink
+      table: {table}
+      message_id_column: message_id
+      ingest_seq_column: id
+    tolerances: {{max_duplicate_ratio: 1.0}}
+"""
+
+
+def _state(pipeline: str) -> tuple[object, ...]:
+    with results_db() as pg, pg.cursor() as cur:
+        cur.execute("SELECT count(*) FROM recon.watermarks WHERE pipeline = %s", (pipeline,))
+        marks = cur.fetchone()[0]
+        cur.execute("SELECT count(*) FROM recon.pipeline_state WHERE pipeline = %s", (pipeline,))
+        state = cur.fetchone()[0]
+        cur.execute("SELECT count(*) FROM recon.discrepancies WHERE pipeline = %s", (pipeline,))
+        rows = cur.fetchone()[0]
+        cur.execute("SELECT status, counts FROM recon.runs WHERE pipeline = %s", (pipeline,))
+        runs = cur.fetchall()
+    return marks, state, rows, runs
+
+
+def test_killed_before_commit_advances_nothing(tmp_path: Path) -> None:
+    tag = uuid.uuid4().hex[:6]
+    truth = run_scenario("at_least_once", messages=120, run_tag=tag, progress=False)
+    name, control = f"killed_{tag}", f"control_{tag}"
+    pipelines = tmp_path / "pipelines.yaml"
+    blocks = [
+        PIPELINE.format(
+            name=n, topic=truth.topic, group=truth.consumer_group, table=truth.sink_table
+        )  # fmt: skip
+        for n in (name, control)
+    ]
+    pipelines.write_text("pipelines:" + "".join(blocks))
+    base = ["recon", "--pipelines", str(pipelines), "run", "--data-dir", str(tmp_path / "d")]
+    try:
+        victim = subprocess.Popen(
+            [*base, "--pipeline", name, "--run-id", "r1"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        # The reconcile step marks the run `running` again when it starts judging: the results
+        # commit is at least several seconds of Spark work away.
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            with results_db() as pg, pg.cursor() as cur:
+                cur.execute(
+                    "SELECT status, base_run_id FROM recon.runs WHERE pipeline = %s "
+                    "AND run_id = 'r1' AND snapshot_at IS NOT NULL",
+                    (name,),
+                )
+                row = cur.fetchone()
+            window_written = any((tmp_path / "d" / "windows" / name).glob("r1/pending/_SUCCESS"))
+            if row and window_written:
+                break
+            assert victim.poll() is None, "the run ended before it could be killed"
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the run never reached its reconcile step")
+        os.killpg(victim.pid, signal.SIGKILL)
+        victim.wait(timeout=30)
+
+        marks, state, rows, runs = _state(name)
+        assert (marks, state, rows) == (0, 0, 0), "a killed run advanced or committed something"
+        assert [r[0] for r in runs] == ["running"] and runs[0][1] == {}
+
+        def run(pipeline: str) -> subprocess.CompletedProcess[str]:
+            command = [*base, "--pipeline", pipeline, "--run-id", "r1", "--json"]
+            return subprocess.run(command, capture_output=True, text=True, timeout=600)
+
+        again, undisturbed = run(name), run(control)
+        assert again.returncode == 0, again.stderr[-2000:]
+        assert undisturbed.returncode == 0, undisturbed.stderr[-2000:]
+        marks, state, rows, runs = _state(name)
+        assert marks == 3 and state == 1
+        _, _, control_rows, control_runs = _state(control)
+        assert rows == control_rows
+        assert runs[0][1] == control_runs[0][1]
+        assert runs[0][1]["duplicated"] == truth.counts["duplicated"]
+    finally:
+        remove_run("at_least_once", tag)
+        with results_db() as pg:
+            forget_pipeline(pg, name)
+            forget_pipeline(pg, control)
