@@ -44,15 +44,19 @@ say() { printf '==> %s\n' "$*"; }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# ${VAR:-{json}} would end at the JSON's first brace and append the rest when VAR is already set
+# (env.sh is sourced again by child scripts): set a default only when the variable is empty.
+default_conn() { if [ -z "${!1:-}" ]; then export "$1=$2"; fi; }
+
 # The connections the project's own stack offers, in Airflow's AIRFLOW_CONN_<ID> form: Airflow,
 # the CLI and the tests resolve the same ids. The password comes from secrets.env above.
-export AIRFLOW_CONN_KAFKA_DEFAULT="${AIRFLOW_CONN_KAFKA_DEFAULT:-{\"conn_type\": \"kafka\", \"extra\": {\"bootstrap.servers\": \"$RECON_KAFKA_BOOTSTRAP\"}}}"
-export AIRFLOW_CONN_POSTGRES_SINK="${AIRFLOW_CONN_POSTGRES_SINK:-{\"conn_type\": \"postgres\", \"host\": \"$RECON_PG_HOST\", \"port\": $RECON_PG_PORT, \"login\": \"$RECON_PG_USER\", \"password\": \"${RECON_PG_PASSWORD:-}\", \"schema\": \"$RECON_PG_SINK_DB\"}}"
-export AIRFLOW_CONN_POSTGRES_RECON="${AIRFLOW_CONN_POSTGRES_RECON:-{\"conn_type\": \"postgres\", \"host\": \"$RECON_PG_HOST\", \"port\": $RECON_PG_PORT, \"login\": \"$RECON_PG_USER\", \"password\": \"${RECON_PG_PASSWORD:-}\", \"schema\": \"$RECON_PG_RESULTS_DB\"}}"
+default_conn AIRFLOW_CONN_KAFKA_DEFAULT "{\"conn_type\": \"kafka\", \"extra\": {\"bootstrap.servers\": \"$RECON_KAFKA_BOOTSTRAP\"}}"
+default_conn AIRFLOW_CONN_POSTGRES_SINK "{\"conn_type\": \"postgres\", \"host\": \"$RECON_PG_HOST\", \"port\": $RECON_PG_PORT, \"login\": \"$RECON_PG_USER\", \"password\": \"${RECON_PG_PASSWORD:-}\", \"schema\": \"$RECON_PG_SINK_DB\"}"
+default_conn AIRFLOW_CONN_POSTGRES_RECON "{\"conn_type\": \"postgres\", \"host\": \"$RECON_PG_HOST\", \"port\": $RECON_PG_PORT, \"login\": \"$RECON_PG_USER\", \"password\": \"${RECON_PG_PASSWORD:-}\", \"schema\": \"$RECON_PG_RESULTS_DB\"}"
 # Alerts go to the demo's local catcher (scripts/catcher.sh) unless you point these elsewhere.
-export AIRFLOW_CONN_RECON_ALERT_WEBHOOK="${AIRFLOW_CONN_RECON_ALERT_WEBHOOK:-{\"conn_type\": \"http\", \"host\": \"127.0.0.1\", \"port\": $RECON_WEBHOOK_PORT, \"schema\": \"http\", \"extra\": {\"endpoint\": \"/recon-alerts\"}}}"
-export AIRFLOW_CONN_SMTP_DEFAULT="${AIRFLOW_CONN_SMTP_DEFAULT:-{\"conn_type\": \"smtp\", \"host\": \"127.0.0.1\", \"port\": $RECON_SMTP_PORT, \"extra\": {\"from_email\": \"recon@localhost\", \"to\": [\"data-platform@localhost\"], \"disable_tls\": true, \"disable_ssl\": true}}}"
-export AIRFLOW_CONN_SPARK_DEFAULT="${AIRFLOW_CONN_SPARK_DEFAULT:-{\"conn_type\": \"spark\", \"host\": \"$RECON_SPARK_MASTER\"}}"
+default_conn AIRFLOW_CONN_RECON_ALERT_WEBHOOK "{\"conn_type\": \"http\", \"host\": \"127.0.0.1\", \"port\": $RECON_WEBHOOK_PORT, \"schema\": \"http\", \"extra\": {\"endpoint\": \"/recon-alerts\"}}"
+default_conn AIRFLOW_CONN_SMTP_DEFAULT "{\"conn_type\": \"smtp\", \"host\": \"127.0.0.1\", \"port\": $RECON_SMTP_PORT, \"extra\": {\"from_email\": \"recon@localhost\", \"to\": [\"data-platform@localhost\"], \"disable_tls\": true, \"disable_ssl\": true}}"
+default_conn AIRFLOW_CONN_SPARK_DEFAULT "{\"conn_type\": \"spark\", \"host\": \"$RECON_SPARK_MASTER\"}"
 
 # Airflow: its home and metadata database are the project's own; dags/ and plugins/ are this repo's.
 export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN="postgresql+psycopg2://$RECON_PG_USER:${RECON_PG_PASSWORD:-}@$RECON_PG_HOST:$RECON_PG_PORT/$RECON_PG_AIRFLOW_DB"
