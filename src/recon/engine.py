@@ -31,7 +31,7 @@ from recon.kafka_read import OffsetRange, extract_message_ids, read_kafka_ranges
 from recon.sink_read import inspect_sink, read_sink_rows, sink_query
 from recon.snapshot import take_offsets
 from recon.verdicts import Verdict
-from recon.window import PartitionWindow, plan_windows
+from recon.window import PartitionWindow, plan_windows, rewinds
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -413,11 +413,7 @@ def reconcile_run(
         contract_passed=contract.passed,
         violations=violations,
         windows=[w.as_dict() for w in record.windows],
-        rewinds=[
-            {"partition": w.partition, "from": w.previous_committed, "to": w.committed_offset}
-            for w in record.windows
-            if w.rewound
-        ],
+        rewinds=rewinds(record.windows),
         discrepancies=written,
         sink_rows_scanned=sink_scanned,
         duration_seconds=round(duration, 3),

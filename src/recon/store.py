@@ -17,6 +17,7 @@ from typing import Any
 
 from recon.errors import ReconError
 from recon.window import PartitionWindow, Watermark
+from recon.window import rewinds as window_rewinds
 
 
 class ConcurrentRunError(ReconError):
@@ -113,11 +114,7 @@ def record_snapshot(
 ) -> None:
     """Store a new run's snapshot (replacing any earlier attempt of the same run id)."""
     window_spec = [w.as_dict() for w in windows]
-    rewinds = [
-        {"partition": w.partition, "from": w.previous_committed, "to": w.committed_offset}
-        for w in windows
-        if w.rewound
-    ]
+    rewinds = window_rewinds(list(windows))
     new_parts = [w.partition for w in windows if w.new_partition]
     with pg.cursor() as cur:
         cur.execute(

@@ -128,3 +128,12 @@ def plan_windows(
             )
         )
     return windows
+
+
+def rewinds(windows: list[PartitionWindow]) -> list[dict[str, Any]]:
+    """The partitions whose committed offset moved backwards since the previous run."""
+    return [
+        {"partition": w.partition, "from": w.previous_committed, "to": w.committed_offset}
+        for w in windows
+        if w.rewound
+    ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from recon.window import PartitionOffsets, Watermark, plan_windows
+from recon.window import PartitionOffsets, Watermark, plan_windows, rewinds
 
 pytestmark = pytest.mark.unit
 
@@ -67,3 +67,11 @@ def test_partition_added_after_first_run_is_new() -> None:
 def test_configured_start_offsets_apply_to_first_run_only() -> None:
     (w,) = plan_windows([offsets(committed=100)], {}, {0: 30})
     assert w.window_from == 30
+
+
+def test_rewinds_lists_only_partitions_that_went_back() -> None:
+    windows = plan_windows(
+        [offsets(0, committed=40), offsets(1, committed=95)],
+        {("t", 0): Watermark(90, 90), ("t", 1): Watermark(90, 90)},
+    )
+    assert rewinds(windows) == [{"partition": 0, "from": 90, "to": 40}]
