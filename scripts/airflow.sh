@@ -34,7 +34,7 @@ init() {
 
 start() {
   if running; then say "Airflow already running at $url"; print_login; return 0; fi
-  port_open "$RECON_AIRFLOW_PORT" && die "port $RECON_AIRFLOW_PORT is in use by another process: stop it or set RECON_AIRFLOW_PORT"
+  port_taken "$RECON_AIRFLOW_PORT" && die "port $RECON_AIRFLOW_PORT is in use by another process: stop it or set RECON_AIRFLOW_PORT"
   init
   say "starting Airflow (log: $log)"
   # Its own session and process group: `standalone` forks bare `airflow` children, and stopping the

@@ -10,7 +10,7 @@ case "${1:-}" in
   start)
     if running; then exit 0; fi
     for p in "$RECON_SMTP_PORT" "$RECON_WEBHOOK_PORT"; do
-      port_open "$p" && die "port $p is in use by another process: stop it or set RECON_SMTP_PORT / RECON_WEBHOOK_PORT"
+      port_taken "$p" && die "port $p is in use by another process: stop it or set RECON_SMTP_PORT / RECON_WEBHOOK_PORT"
     done
     mkdir -p "$dir" "$RECON_INBOX"
     setsid python -m recon_workload.catcher --smtp-port "$RECON_SMTP_PORT" \

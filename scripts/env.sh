@@ -11,6 +11,9 @@ export RECON_KAFKA_PORT="${RECON_KAFKA_PORT:-39092}"
 export RECON_KAFKA_CONTROLLER_PORT="${RECON_KAFKA_CONTROLLER_PORT:-39093}"
 export RECON_KAFKA_FAULTY_PORT="${RECON_KAFKA_FAULTY_PORT:-39094}"
 export RECON_KAFKA_PROXY_PORT="${RECON_KAFKA_PROXY_PORT:-39095}"
+# SASL_PLAINTEXT (mechanism PLAIN) listener: user RECON_KAFKA_SASL_USER, password in secrets.env.
+export RECON_KAFKA_SASL_PORT="${RECON_KAFKA_SASL_PORT:-39096}"
+export RECON_KAFKA_SASL_USER="${RECON_KAFKA_SASL_USER:-recon}"
 export RECON_KAFKA_BOOTSTRAP="${RECON_KAFKA_BOOTSTRAP:-127.0.0.1:$RECON_KAFKA_PORT}"
 export RECON_PG_PORT="${RECON_PG_PORT:-35432}"
 export RECON_PG_HOST="${RECON_PG_HOST:-127.0.0.1}"
@@ -43,6 +46,18 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 say() { printf '==> %s\n' "$*"; }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# A port another process listens on. Our ports lie in Linux's ephemeral range, so an outgoing
+# connection may hold one for a moment: try to bind (as the servers do), for up to 10 s.
+port_taken() {
+  local _
+  for _ in $(seq 1 20); do
+    python3 -c 'import socket,sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))' "$1" 2>/dev/null && return 1
+    sleep 0.5
+  done
+  return 0
+}
 
 # ${VAR:-{json}} would end at the JSON's first brace and append the rest when VAR is already set
 # (env.sh is sourced again by child scripts): set a default only when the variable is empty.

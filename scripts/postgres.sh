@@ -59,7 +59,7 @@ EOC
 start() {
   init
   if running; then say "PostgreSQL already running on $RECON_PG_HOST:$RECON_PG_PORT"; else
-    port_open "$RECON_PG_PORT" && die "port $RECON_PG_PORT is in use by another process: stop it or set RECON_PG_PORT"
+    port_taken "$RECON_PG_PORT" && die "port $RECON_PG_PORT is in use by another process: stop it or set RECON_PG_PORT"
     say "starting PostgreSQL on $RECON_PG_HOST:$RECON_PG_PORT (log: $log)"
     touch "$log"; chown "$RECON_PG_OS_USER" "$log"
     # setsid: the server must outlive the shell that started it and not receive its signals.
@@ -80,10 +80,19 @@ stop() {
   fi
 }
 
+# A crash and recovery (mode immediate), or a clean restart (fast): for the fault tests.
+restart() {
+  local mode="${1:-fast}"
+  say "restarting PostgreSQL (mode $mode)"
+  as_owner "$bindir/pg_ctl" -D "$data" -m "$mode" -w -t 60 stop >/dev/null 2>&1 || true
+  start
+}
+
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
+  restart) restart "${2:-fast}" ;;
   status) if running; then echo "PostgreSQL running on $RECON_PG_HOST:$RECON_PG_PORT"; else echo "PostgreSQL stopped"; exit 3; fi ;;
   psql) shift; psql_admin "$@" ;;
-  *) die "usage: $0 start|stop|status|psql [args]" ;;
+  *) die "usage: $0 start|stop|restart [fast|immediate]|status|psql [args]" ;;
 esac
