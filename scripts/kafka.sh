@@ -15,15 +15,21 @@ running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
 
 write_config() {
   mkdir -p "$dir/data"
+  [ -n "${RECON_KAFKA_SASL_PASSWORD:-}" ] || die "no Kafka SASL password in $RECON_STATE/secrets.env: run 'make setup'"
+  # The SASL listener's password is in this file: readable by this user only.
+  : > "$props"; chmod 600 "$props"
   cat > "$props" <<EOP
 process.roles=broker,controller
 node.id=1
 controller.quorum.bootstrap.servers=127.0.0.1:$RECON_KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$RECON_KAFKA_PORT,CONTROLLER://127.0.0.1:$RECON_KAFKA_CONTROLLER_PORT,FAULTY://127.0.0.1:$RECON_KAFKA_FAULTY_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$RECON_KAFKA_PORT,FAULTY://127.0.0.1:$RECON_KAFKA_PROXY_PORT
+listeners=PLAINTEXT://127.0.0.1:$RECON_KAFKA_PORT,CONTROLLER://127.0.0.1:$RECON_KAFKA_CONTROLLER_PORT,FAULTY://127.0.0.1:$RECON_KAFKA_FAULTY_PORT,SASL_PLAINTEXT://127.0.0.1:$RECON_KAFKA_SASL_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$RECON_KAFKA_PORT,FAULTY://127.0.0.1:$RECON_KAFKA_PROXY_PORT,SASL_PLAINTEXT://127.0.0.1:$RECON_KAFKA_SASL_PORT
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,FAULTY:PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,FAULTY:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
+sasl.enabled.mechanisms=PLAIN
+listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN
+listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_$RECON_KAFKA_SASL_USER="$RECON_KAFKA_SASL_PASSWORD";
 log.dirs=$dir/data
 num.partitions=1
 offsets.topic.replication.factor=1
@@ -62,8 +68,8 @@ java_run() {
 start() {
   if running; then say "Kafka already running on $RECON_KAFKA_BOOTSTRAP"; return 0; fi
   [ -d "$RECON_JARS_KAFKA" ] || die "Kafka jars missing: run 'make setup' first"
-  for p in "$RECON_KAFKA_PORT" "$RECON_KAFKA_CONTROLLER_PORT" "$RECON_KAFKA_FAULTY_PORT"; do
-    port_open "$p" && die "port $p is in use by another process: stop it or set RECON_KAFKA_PORT / RECON_KAFKA_CONTROLLER_PORT"
+  for p in "$RECON_KAFKA_PORT" "$RECON_KAFKA_CONTROLLER_PORT" "$RECON_KAFKA_FAULTY_PORT" "$RECON_KAFKA_SASL_PORT"; do
+    port_taken "$p" && die "port $p is in use by another process: stop it or set RECON_KAFKA_PORT / RECON_KAFKA_CONTROLLER_PORT / RECON_KAFKA_FAULTY_PORT / RECON_KAFKA_SASL_PORT"
   done
   write_config
   if [ ! -f "$dir/data/meta.properties" ]; then
@@ -72,13 +78,28 @@ start() {
     java_run kafka.tools.StorageTool format --standalone -t "$cluster_id" -c "$props" >>"$log" 2>&1 \
       || die "formatting Kafka storage failed: see $log"
   fi
+  local attempt
+  for attempt in 1 2 3; do
+    launch && return 0
+    # An outgoing connection that took one of our (ephemeral-range) ports for a moment makes the
+    # acceptor fail: that passes; anything else is a real failure.
+    tail -n 200 "$log" | grep -q "Unable to start acceptor" \
+      || die "Kafka exited while starting: see $log and $dir/kafka.out"
+    say "a Kafka port was briefly taken (attempt $attempt): starting again"
+    sleep 3
+  done
+  die "Kafka could not bind its ports: see $log"
+}
+
+# Starts the broker and waits until it serves; returns 1 if it exited meanwhile.
+launch() {
   say "starting Kafka on $RECON_KAFKA_BOOTSTRAP (log: $log)"
   setsid bash -c 'exec "$@"' _ java -Xms256m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true \
     -Dlog4j2.configurationFile="$dir/log4j2.properties" -cp "$RECON_JARS_KAFKA/*" \
     kafka.Kafka "$props" >>"$dir/kafka.out" 2>&1 < /dev/null &
   echo $! > "$pidfile"
   for _ in $(seq 1 120); do
-    if ! running; then die "Kafka exited while starting: see $log and $dir/kafka.out"; fi
+    if ! running; then rm -f "$pidfile"; return 1; fi
     if "$RECON_VENV/bin/python" - <<EOPY 2>/dev/null
 import sys
 from confluent_kafka.admin import AdminClient

@@ -75,6 +75,11 @@ export AIRFLOW__API_AUTH__JWT_SECRET='$jwt'
 export AIRFLOW__API__SECRET_KEY='$jwt'
 EOS
 fi
+# Secrets added after a checkout's first setup are appended, never regenerated.
+if ! grep -q RECON_KAFKA_SASL_PASSWORD "$RECON_STATE/secrets.env"; then
+  kpw=$(head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 20)
+  echo "export RECON_KAFKA_SASL_PASSWORD='$kpw'" >> "$RECON_STATE/secrets.env"
+fi
 # --- the browser for the UI test (Debian's chromium, playwright-core from npm) -----------------
 bash "$RECON_ROOT/scripts/browser-deps.sh"
 say "setup complete"

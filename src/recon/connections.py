@@ -75,8 +75,75 @@ class KafkaConnection:
         return str(self.config["bootstrap.servers"])
 
     def spark_options(self) -> dict[str, str]:
-        """The connection's client settings as Spark Kafka source options (``kafka.`` prefix)."""
-        return {f"kafka.{k}": str(v) for k, v in self.config.items()}
+        """The connection's client settings as Spark Kafka source options (``kafka.`` prefix).
+
+        The extras use librdkafka's names (as Airflow's Kafka provider does); Spark's source is the
+        Java client, so SASL credentials become a JAAS line and PEM files a PEM trust/key store.
+        """
+        return {f"kafka.{k}": v for k, v in java_client_config(self.config).items()}
+
+
+#: librdkafka settings whose Java client name differs.
+_JAVA_NAMES = {"sasl.mechanisms": "sasl.mechanism"}
+#: librdkafka-only settings: translated below or meaningless to the Java client.
+_LIBRDKAFKA_ONLY = frozenset(
+    {
+        "sasl.username", "sasl.password", "ssl.ca.location", "ssl.certificate.location",
+        "ssl.key.location", "ssl.key.password", "enable.ssl.certificate.verification",
+        "client.id", "debug", "socket.keepalive.enable", "statistics.interval.ms",
+    }
+)  # fmt: skip
+_LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+
+
+def _jaas_quoted(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def java_client_config(config: ClientConfig) -> dict[str, str]:
+    """librdkafka client settings -> the Java client's, for Spark's Kafka source.
+
+    :param config: settings with librdkafka names, as a Kafka connection's extra holds them.
+    :raises ConnectionNotFound: SASL credentials for a mechanism without a username/password
+        login module (give ``sasl.jaas.config`` for those).
+    """
+    java: dict[str, str] = {}
+    for key, value in config.items():
+        if key not in _LIBRDKAFKA_ONLY:
+            java[_JAVA_NAMES.get(key, key)] = str(value)
+    username, password = config.get("sasl.username"), config.get("sasl.password")
+    if username is not None and "sasl.jaas.config" not in java:
+        mechanism = str(java.get("sasl.mechanism", "PLAIN")).upper()
+        module = _LOGIN_MODULES.get(mechanism)
+        if module is None:
+            raise ConnectionNotFound(
+                f"SASL mechanism '{mechanism}' takes no username/password: put the Java client's "
+                "'sasl.jaas.config' in the connection's extra"
+            )
+        java["sasl.mechanism"] = mechanism
+        java["sasl.jaas.config"] = (
+            f"{module} required username={_jaas_quoted(str(username))} "
+            f"password={_jaas_quoted(str(password or ''))};"
+        )
+    if "ssl.ca.location" in config:
+        java["ssl.truststore.type"] = "PEM"
+        java["ssl.truststore.location"] = str(config["ssl.ca.location"])
+    if "ssl.certificate.location" in config and "ssl.key.location" in config:
+        # The Java client's PEM key store takes the chain and key inline, not as file names.
+        with open(str(config["ssl.certificate.location"]), encoding="utf-8") as cert:
+            java["ssl.keystore.certificate.chain"] = cert.read()
+        with open(str(config["ssl.key.location"]), encoding="utf-8") as key_file:
+            java["ssl.keystore.key"] = key_file.read()
+        java["ssl.keystore.type"] = "PEM"
+        if "ssl.key.password" in config:
+            java["ssl.key.password"] = str(config["ssl.key.password"])
+    if str(config.get("enable.ssl.certificate.verification", "true")).lower() == "false":
+        java["ssl.endpoint.identification.algorithm"] = ""
+    return java
 
 
 def _env_name(conn_id: str) -> str:
@@ -169,6 +236,11 @@ def postgres_from_raw(raw: RawConnection) -> PostgresConnection:
 
 def kafka_from_raw(raw: RawConnection) -> KafkaConnection:
     config: ClientConfig = {str(k): str(v) for k, v in raw.extra.items()}
+    # The connection's own login/password fields are SASL credentials: Airflow masks them.
+    if raw.login and "sasl.username" not in config:
+        config["sasl.username"] = raw.login
+        if raw.password:
+            config["sasl.password"] = raw.password
     if "bootstrap.servers" not in config:
         if raw.host:
             config["bootstrap.servers"] = f"{raw.host}:{raw.port or 9092}"

@@ -49,6 +49,9 @@ def spark_session(app_name: str = "recon", master: str | None = None) -> SparkSe
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
+        # Kafka SASL credentials travel as a JAAS option: keep them out of plans, logs and the UI.
+        .config("spark.redaction.regex", "(?i)secret|password|token|access[.]?key|jaas")
+        .config("spark.sql.redaction.options.regex", "(?i)url|jaas|password|secret")
         .config("spark.driver.memory", os.environ.get("RECON_SPARK_DRIVER_MEMORY", "2g"))
     )
     return builder.getOrCreate()

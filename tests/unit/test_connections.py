@@ -6,7 +6,12 @@ import json
 
 import pytest
 
-from recon.connections import kafka_connection, postgres_connection, raw_connection
+from recon.connections import (
+    java_client_config,
+    kafka_connection,
+    postgres_connection,
+    raw_connection,
+)
 from recon.errors import ConnectionNotFound
 
 pytestmark = pytest.mark.unit
@@ -69,3 +74,46 @@ def test_kafka_without_bootstrap_is_an_error(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("AIRFLOW_CONN_K2", json.dumps({"conn_type": "kafka", "extra": {}}))
     with pytest.raises(ConnectionNotFound, match="bootstrap.servers"):
         kafka_connection("k2")
+
+
+def test_sasl_credentials_become_a_jaas_line_for_spark() -> None:
+    config = {
+        "bootstrap.servers": "h:1", "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "app", "sasl.password": 'p"w\\x',
+    }  # fmt: skip
+    java = java_client_config(config)
+    assert "sasl.username" not in java and "sasl.password" not in java
+    assert java["sasl.mechanism"] == "SCRAM-SHA-512"
+    assert java["sasl.jaas.config"] == (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="app" password="p\\"w\\\\x";'
+    )
+    assert java["security.protocol"] == "SASL_PLAINTEXT"
+
+
+def test_explicit_jaas_config_wins_and_unknown_mechanism_is_an_error() -> None:
+    given = {"bootstrap.servers": "h:1", "sasl.username": "a", "sasl.jaas.config": "X required;"}
+    assert java_client_config(given)["sasl.jaas.config"] == "X required;"
+    with pytest.raises(ConnectionNotFound, match="GSSAPI"):
+        java_client_config({"sasl.mechanism": "GSSAPI", "sasl.username": "a"})
+
+
+def test_connection_login_is_the_sasl_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_K3",
+        json.dumps({"conn_type": "kafka", "login": "u", "password": "s3cret",
+                    "extra": {"bootstrap.servers": "h:1", "sasl.mechanism": "PLAIN"}}),
+    )  # fmt: skip
+    conn = kafka_connection("k3")
+    assert conn.config["sasl.username"] == "u" and conn.config["sasl.password"] == "s3cret"
+    assert "s3cret" not in repr(conn)
+    assert 'password="s3cret"' in conn.spark_options()["kafka.sasl.jaas.config"]
+
+
+def test_pem_ca_file_becomes_a_pem_truststore() -> None:
+    java = java_client_config({"bootstrap.servers": "h:1", "ssl.ca.location": "/etc/ca.pem",
+                               "enable.ssl.certificate.verification": "false"})  # fmt: skip
+    assert java["ssl.truststore.type"] == "PEM"
+    assert java["ssl.truststore.location"] == "/etc/ca.pem"
+    assert java["ssl.endpoint.identification.algorithm"] == ""
+    assert "ssl.ca.location" not in java
