@@ -28,7 +28,7 @@ def check_pipeline(cfg: PipelineConfig) -> None:
     from confluent_kafka.admin import AdminClient
 
     from recon.sink_read import inspect_sink
-    from recon.snapshot import topic_partitions
+    from recon.snapshot import KafkaUnreachable, topic_partitions
 
     for key, conn_id, resolve in (
         ("kafka.connection", cfg.kafka.connection, kafka_connection),
@@ -41,6 +41,11 @@ def check_pipeline(cfg: PipelineConfig) -> None:
     kafka = kafka_connection(cfg.kafka.connection)
     try:
         topic_partitions(AdminClient(dict(kafka.config)), cfg.kafka.topic)
+    except KafkaUnreachable as exc:
+        raise ReconError(
+            f"pipeline '{cfg.name}': kafka.connection: '{kafka.conn_id}' at "
+            f"{kafka.bootstrap_servers}: {exc}"
+        ) from None
     except ReconError as exc:
         raise ReconError(f"pipeline '{cfg.name}': kafka.topic: {exc}") from None
     sink = postgres_connection(cfg.sink.connection)

@@ -32,48 +32,69 @@ def _result(future: Any, what: str, timeout: float) -> Any:
             raise _Retriable(f"{what}: {error}") from None
         raise KafkaSnapshotError(f"{what}: {error}") from None
     except TimeoutError:
-        raise KafkaSnapshotError(f"{what}: no answer within {timeout:.0f} s") from None
+        raise _Retriable(f"{what}: no answer within {timeout:.0f} s") from None
 
 
 def _transient(error: Any) -> bool:
-    """Coordinator states a restarting broker passes through; librdkafka does not flag them all
-    as retriable."""
+    """States a restarting broker passes through; librdkafka does not flag them all as
+    retriable."""
     from confluent_kafka import KafkaError
 
     codes = (
         KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
         KafkaError.NOT_COORDINATOR,
         KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._TIMED_OUT,
     )
     return bool(getattr(error, "code", lambda: None)() in codes)
 
 
+class KafkaUnreachable(KafkaSnapshotError):
+    """No broker answered (down, wrong address, or refused our credentials)."""
+
+
 class _Retriable(KafkaSnapshotError):
-    """A transient broker state (a coordinator still loading after a restart)."""
+    """A transient broker state (a broker restarting, a coordinator still loading)."""
 
 
-def _with_retries(call: Any, attempts: int = 10, delay: float = 1.0) -> Any:
-    for attempt in range(attempts):
+def _with_retries(call: Any, retry_for: float, delay: float = 1.0) -> Any:
+    """``call()`` until it succeeds or ``retry_for`` seconds have passed (at least one try)."""
+    deadline = time.monotonic() + retry_for
+    while True:
         try:
             return call()
         except _Retriable:
-            if attempt == attempts - 1:
+            if time.monotonic() + delay > deadline:
                 raise
             time.sleep(delay)
-    raise AssertionError("unreachable")
 
 
-def topic_partitions(admin: Any, topic: str, timeout: float = 15.0) -> list[int]:
+def topic_partitions(
+    admin: Any, topic: str, timeout: float = 15.0, retry_for: float = 0.0
+) -> list[int]:
     """The partitions of ``topic``.
 
+    :param retry_for: keep asking an unreachable broker this many seconds (a restart).
     :raises KafkaSnapshotError: when Kafka does not answer or the topic does not exist.
     """
     from confluent_kafka import KafkaException
 
+    def ask() -> Any:
+        try:
+            return admin.list_topics(topic=topic, timeout=timeout)
+        except KafkaException as exc:
+            raise _Retriable(f"Kafka did not answer: {exc}") from None
+
     try:
-        metadata = admin.list_topics(topic=topic, timeout=timeout)
-    except KafkaException as exc:
-        raise KafkaSnapshotError(f"Kafka did not answer: {exc}") from None
+        metadata = _with_retries(ask, retry_for)
+    except _Retriable as exc:
+        raise KafkaUnreachable(str(exc)) from None
     info = metadata.topics.get(topic)
     if info is None or info.error is not None or not info.partitions:
         raise KafkaSnapshotError(f"topic '{topic}' does not exist")
@@ -87,6 +108,7 @@ def take_offsets(
     settle_seconds: float,
     now: float | None = None,
     timeout: float = 30.0,
+    retry_for: float = 120.0,
 ) -> list[PartitionOffsets]:
     """Snapshot every partition of ``topic`` for ``consumer_group``.
 
@@ -96,6 +118,8 @@ def take_offsets(
     :param settle_seconds: records younger than this are pending.
     :param now: the snapshot time in epoch seconds (default: the clock).
     :param timeout: seconds to wait for each answer.
+    :param retry_for: how long transient errors (a broker restarting) are retried per request.
+    :raises KafkaSnapshotError: Kafka did not answer in time, or refused.
     """
     from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, TopicPartition
     from confluent_kafka.admin import AdminClient
@@ -103,7 +127,7 @@ def take_offsets(
 
     OffsetSpec: Any = _OffsetSpec  # untyped in confluent-kafka's stubs
     admin = AdminClient(dict(kafka_config))
-    partitions = topic_partitions(admin, topic, timeout)
+    partitions = topic_partitions(admin, topic, timeout, retry_for)
     tps = [TopicPartition(topic, p) for p in partitions]
     now = time.time() if now is None else now
     settle_ms = int((now - settle_seconds) * 1000)
@@ -116,7 +140,7 @@ def take_offsets(
                 for tp, f in futures.items()
             }
 
-        return dict(_with_retries(ask))
+        return dict(_with_retries(ask, retry_for))
 
     log_start = offsets_for(OffsetSpec.earliest())
     high = offsets_for(OffsetSpec.latest())
@@ -129,7 +153,7 @@ def take_offsets(
         what = f"committed offsets of group '{consumer_group}'"
         return _result(futures[consumer_group], what, timeout)
 
-    group = _with_retries(group_offsets)
+    group = _with_retries(group_offsets, retry_for)
     committed = {
         tp.partition: (None if tp.offset < 0 else tp.offset) for tp in group.topic_partitions
     }
