@@ -2,7 +2,8 @@
 
 1. :func:`snapshot_offsets`: Kafka offsets and the sink's ingest sequence -> the run's window,
    stored in ``recon.offset_snapshots`` / ``recon.runs``. A run id that already has a snapshot
-   keeps it, so a retry reads exactly the same window.
+   keeps it, so a retry reads exactly the same window, unless it never committed and another
+   run committed since: then it takes a fresh one.
 2. :func:`snapshot_topic`: Spark reads the window (read_committed) and the pending records,
    extracts messageIds, writes Parquet under ``<data dir>/windows/<pipeline>/<run id>/``.
 3. :func:`reconcile_run`: window + the run's sink rows + the ledger version the run started from
@@ -113,10 +114,14 @@ def snapshot_offsets(
     with results_db() as pg:
         store.ensure_schema(pg)
         existing = store.find_run(pg, cfg.name, run_id)
-        if existing is not None:
+        base = store.load_state(pg, cfg.name)
+        if existing is not None and (existing.committed or existing.base_run_id == base.run_id):
             progress(f"run {run_id}: reusing its snapshot of {existing.snapshot_at:%F %T}")
             return existing
-        base = store.load_state(pg, cfg.name)
+        if existing is not None:
+            # Another run committed since this one's snapshot: its window was judged there, and
+            # judging it again would count it twice.
+            progress(f"run {run_id}: run {base.run_id} committed after its snapshot: taking anew")
         kafka = kafka_connection(cfg.kafka.connection)
         snapshot_time = time.time() if now is None else now
         offsets = take_offsets(

@@ -51,6 +51,8 @@ class RunRecord:
     base_ledger_path: str | None
     sink_seq_from: int | None
     sink_seq_to: int | None
+    #: results of this run id were committed at least once (a re-run replaces them)
+    committed: bool = False
 
 
 def ensure_schema(pg: Any) -> None:
@@ -83,8 +85,9 @@ def load_state(pg: Any, pipeline: str) -> PipelineState:
 def find_run(pg: Any, pipeline: str, run_id: str) -> RunRecord | None:
     with pg.cursor() as cur:
         cur.execute(
-            "SELECT status, snapshot_at, base_run_id, base_ledger_path, sink_seq_from, sink_seq_to "
-            "FROM recon.runs WHERE pipeline = %s AND run_id = %s",
+            "SELECT status, snapshot_at, base_run_id, base_ledger_path, sink_seq_from, "
+            "sink_seq_to, ledger_path IS NOT NULL FROM recon.runs "
+            "WHERE pipeline = %s AND run_id = %s",
             (pipeline, run_id),
         )
         row = cur.fetchone()
@@ -98,7 +101,9 @@ def find_run(pg: Any, pipeline: str, run_id: str) -> RunRecord | None:
             (pipeline, run_id),
         )
         windows = [PartitionWindow(*r) for r in cur.fetchall()]
-    return RunRecord(pipeline, run_id, row[0], row[1], windows, row[2], row[3], row[4], row[5])
+    return RunRecord(
+        pipeline, run_id, row[0], row[1], windows, row[2], row[3], row[4], row[5], row[6]
+    )
 
 
 def record_snapshot(
@@ -264,12 +269,14 @@ def commit_run(
             row = cur.fetchone()
             current = row[0] if row else None
             # The state moves on only from the run this one started from; a re-run of the run
-            # that made the current state rewrites it with the same values.
+            # that made the current state rewrites it with the same values. A run that committed
+            # before may replace its own results (a cleared old run) but never moves the state.
             advance = current in (record.base_run_id, run_id)
-            if not advance and record.status not in ("passed", "failed", "error"):
+            if not advance and not record.committed:
                 raise ConcurrentRunError(
                     f"pipeline '{pipeline}': run '{current}' committed after run '{run_id}' took "
-                    "its snapshot; this run's results were not committed (re-run it)"
+                    "its snapshot; this run's results were not committed (run it again: it takes "
+                    "a fresh snapshot)"
                 )
             cur.execute(
                 "DELETE FROM recon.discrepancies WHERE pipeline = %s AND run_id = %s",
