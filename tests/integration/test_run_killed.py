@@ -11,30 +11,13 @@ import uuid
 from pathlib import Path
 
 import pytest
+from faultkit import PIPELINE
 
 from recon.engine import results_db
 from recon.store import forget_pipeline
 from recon_workload import remove_run, run_scenario
 
 pytestmark = pytest.mark.integration
-
-PIPELINE = """
-  {name}:
-    semantics: at_least_once
-    schedule: null
-    settle_seconds: 0
-    kafka:
-      connection: kafka_default
-      topic: {topic}
-      consumer_group: {group}
-      message_id: {{json_field: id}}
-    sink:
-      connection: postgres_sink
-      table: {table}
-      message_id_column: message_id
-      ingest_seq_column: id
-    tolerances: {{max_duplicate_ratio: 1.0}}
-"""
 
 
 def _state(pipeline: str) -> tuple[object, ...]:
@@ -57,7 +40,11 @@ def test_killed_before_commit_advances_nothing(tmp_path: Path) -> None:
     pipelines = tmp_path / "pipelines.yaml"
     blocks = [
         PIPELINE.format(
-            name=n, topic=truth.topic, group=truth.consumer_group, table=truth.sink_table
+            name=n,
+            topic=truth.topic,
+            group=truth.consumer_group,
+            table=truth.sink_table,
+            kafka_conn="kafka_default",
         )  # fmt: skip
         for n in (name, control)
     ]

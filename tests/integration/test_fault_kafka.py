@@ -1,0 +1,83 @@
+"""The Kafka broker killed while a run takes its offset snapshot, and while Spark reads the window.
+
+The broker is first frozen (SIGSTOP) so the run is provably waiting on it, then killed (SIGKILL)
+and started again. Whatever the run then does (finish after the broker is back, or fail), nothing
+partial is visible, and the pipeline ends with the verdicts of an undisturbed run.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from faultkit import (
+    assert_nothing_committed,
+    assert_same_as_undisturbed,
+    freeze_kafka,
+    kill_kafka,
+    recon_run,
+    snapshot_recorded,
+    start_kafka,
+    start_recon_run,
+    synthetic,
+    wait_for,
+)
+
+pytestmark = pytest.mark.integration
+
+EXIT_CONTRACT_BROKEN = 1  # the synthetic pipeline loses messages: at_least_once is broken
+
+
+def _finished_after_fault(victim: Any, name: str) -> bool:
+    """Whether the disturbed run committed; if not, it left nothing behind."""
+    code, err = victim.finish()
+    print(f"disturbed run: exit {code}\n{err[-3000:]}")
+    if code == EXIT_CONTRACT_BROKEN:
+        return True
+    assert_nothing_committed(name)
+    return False
+
+
+@pytest.mark.parametrize("phase", ["offset_snapshot", "window_read"])
+def test_broker_killed(
+    phase: str, tmp_path: Path, kafka_config: dict[str, str], pg_kwargs: dict[str, Any]
+) -> None:
+    name, control = f"kafka_killed_{phase}", f"kafka_killed_{phase}_control"
+    # The window read must outlast the moment the broker is frozen: a hundred thousand records.
+    n = 2_000 if phase == "offset_snapshot" else 100_000
+    with synthetic(kafka_config, pg_kwargs, n, name, control, pending=40) as s:
+        pipelines = tmp_path / "pipelines.yaml"
+        pipelines.write_text(s.pipelines_yaml(name, control))
+        data = tmp_path / "data"
+        window_done = data / "windows" / name / "r1" / "committed" / "_SUCCESS"
+        victim = start_recon_run(pipelines, name, "r1", data)
+        if phase == "offset_snapshot":
+            # Past the pre-flight checks the run starts Spark, then takes the snapshot.
+            wait_for("Spark to start", lambda: victim.said("Spark's default log4j"), alive=victim)
+            pid = freeze_kafka()
+            try:
+                wait_for("the Spark session", lambda: victim.said("setLogLevel"), alive=victim)
+                # The run now asks a frozen broker for offsets: no snapshot can be recorded.
+                time.sleep(3)
+                assert victim.poll() is None
+                assert not snapshot_recorded(name, "r1")
+            finally:
+                kill_kafka(pid)
+        else:
+            wait_for("the run's snapshot", lambda: snapshot_recorded(name, "r1"), alive=victim)
+            pid = freeze_kafka()
+            try:
+                assert not window_done.exists(), "the window was read before the broker froze"
+                time.sleep(5)
+                assert not window_done.exists()
+            finally:
+                kill_kafka(pid)
+        start_kafka()
+        if not _finished_after_fault(victim, name):
+            again = recon_run(pipelines, name, "r1", data)
+            assert again.returncode == EXIT_CONTRACT_BROKEN, again.stderr[-2000:]
+        undisturbed = recon_run(pipelines, control, "r1", data)
+        assert undisturbed.returncode == EXIT_CONTRACT_BROKEN, undisturbed.stderr[-2000:]
+        assert_same_as_undisturbed(name, control, s.expected)
