@@ -29,6 +29,9 @@ export RECON_INBOX="${RECON_INBOX:-$RECON_STATE/inbox}"
 export RECON_SPARK_MASTER="${RECON_SPARK_MASTER:-local[*]}"
 # The pipeline declarations the DAGs and `recon` read: the demo's, unless you name yours.
 export RECON_PIPELINES="${RECON_PIPELINES:-$RECON_ROOT/demo/pipelines.yaml}"
+# More declarations, one DAG per pipeline of every *.yaml here (dags/recon_pipelines_dir.py): a
+# team's own files, or a system test's, seen by the running scheduler without a restart.
+export RECON_PIPELINES_DIR="${RECON_PIPELINES_DIR:-$RECON_STATE/pipelines.d}"
 
 export RECON_JARS_KAFKA="$RECON_STATE/jars/kafka"
 export RECON_JARS_SPARK="$RECON_STATE/jars/spark"

@@ -28,6 +28,8 @@ from recon.errors import ConfigError
 from recon.verdicts import SEMANTICS
 
 ENV_VAR = "RECON_PIPELINES"
+#: A directory whose ``*.yaml`` files declare more pipelines (a team's own, a test's).
+DIR_ENV_VAR = "RECON_PIPELINES_DIR"
 DEFAULT_FILE = "pipelines.yaml"
 MAX_REPORTED_ERRORS = 50
 
@@ -191,6 +193,35 @@ def load_pipelines(path: str | os.PathLike[str] | None = None) -> dict[str, Pipe
     except OSError as exc:
         raise ConfigError(f"{file_path}: cannot read the pipeline file ({exc.strerror})") from None
     return parse_pipelines(text, source=file_path)
+
+
+def load_pipeline_dir(
+    directory: str | os.PathLike[str] | None = None, *, taken: Mapping[str, str] | None = None
+) -> list[tuple[str, PipelineConfig]]:
+    """Read every ``*.yaml`` file of a directory (sorted by name), each validated as
+    :func:`load_pipelines` does. An unset variable or an absent directory declares nothing.
+
+    :param directory: the directory; ``None`` means ``$RECON_PIPELINES_DIR``.
+    :param taken: pipeline names already declared elsewhere, by the file that declares them.
+    :returns: ``(file, pipeline)`` pairs: each pipeline runs with the file it came from.
+    :raises ConfigError: a file's own problems, or a name declared twice (naming both files).
+    """
+    folder = os.fspath(directory) if directory is not None else os.environ.get(DIR_ENV_VAR, "")
+    if not folder or not os.path.isdir(folder):
+        return []
+    seen = dict(taken or {})
+    found: list[tuple[str, PipelineConfig]] = []
+    for entry in sorted(os.listdir(folder)):
+        path = os.path.join(folder, entry)
+        if not entry.endswith(".yaml") or not os.path.isfile(path):
+            continue
+        for name, cfg in load_pipelines(path).items():
+            if name in seen:
+                # Two DAGs with one id would replace each other at every parse.
+                raise ConfigError(f"{path}: pipeline '{name}' is already declared in {seen[name]}")
+            seen[name] = path
+            found.append((path, cfg))
+    return found
 
 
 def parse_pipelines(text: str, source: str = DEFAULT_FILE) -> dict[str, PipelineConfig]:

@@ -134,3 +134,8 @@ def seeded_pipeline() -> Iterator[tuple[str, list[str]]]:
         pg.rollback()
         delete_pipeline(pg, pipeline)
         pg.close()
+
+
+# A session fixture shared by test_airflow_faults.py and test_no_secret_leaks.py: one DAG run costs
+# minutes of spark-submit, so the leak search reuses the fault tests' run.
+from fault_runs import retried_run  # noqa: E402, F401

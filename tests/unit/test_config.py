@@ -18,6 +18,7 @@ from recon.config import (
     SinkSpec,
     Tolerances,
     cron_problem,
+    load_pipeline_dir,
     load_pipelines,
     parse_pipelines,
 )
@@ -133,6 +134,32 @@ def test_default_path_is_repo_root(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("RECON_PIPELINES", raising=False)
     monkeypatch.setenv("RECON_ROOT", str(tmp_path))
     assert list(load_pipelines()) == ["payments"]
+
+
+def test_a_directory_adds_every_yaml_file_with_its_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "b.yaml").write_text(doc().replace("payments:", "second:", 1))
+    (tmp_path / "a.yaml").write_text(doc())
+    (tmp_path / "notes.txt").write_text("not a pipeline file")
+    monkeypatch.setenv("RECON_PIPELINES_DIR", str(tmp_path))
+    found = [(Path(path).name, cfg.name) for path, cfg in load_pipeline_dir()]
+    assert found == [("a.yaml", "payments"), ("b.yaml", "second")]
+    monkeypatch.setenv("RECON_PIPELINES_DIR", str(tmp_path / "absent"))
+    assert load_pipeline_dir() == []
+
+
+def test_a_name_declared_twice_names_both_files(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(doc())
+    with pytest.raises(
+        ConfigError, match="a.yaml: pipeline 'payments' is already declared in main"
+    ):
+        load_pipeline_dir(tmp_path, taken={"payments": "main.yaml"})
+    (tmp_path / "b.yaml").write_text(doc())
+    with pytest.raises(
+        ConfigError, match="b.yaml: pipeline 'payments' is already declared in .*a.yaml"
+    ):
+        load_pipeline_dir(tmp_path)
 
 
 def test_missing_file_names_the_file(tmp_path: Path) -> None:

@@ -88,3 +88,41 @@ def test_broken_yaml_is_an_import_error_naming_the_key(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert result.returncode != 0
     assert "pipeline 'p1'" in result.stderr and "semantics" in result.stderr
+
+
+EXTRA = """
+pipelines:
+  extra:
+    semantics: at_least_once
+    schedule: null
+    settle_seconds: 0
+    kafka: {connection: kafka_default, topic: t, consumer_group: g, message_id: {key: true}}
+    sink: {connection: postgres_sink, table: public.t, message_id_column: id}
+"""
+
+
+def _import_dir_dags(folder: Path) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "RECON_PIPELINES": str(ROOT / "demo" / "pipelines.yaml"),
+        "RECON_PIPELINES_DIR": str(folder),
+    }
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT / 'plugins')!r}); "
+        f"sys.path.insert(0, {str(DAGS)!r}); import recon_pipelines_dir as m; "
+        "d = m.recon_extra; print(d.dag_id, d.get_task('reconcile').pipelines_file)"
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+
+
+def test_a_pipelines_directory_adds_dags_that_run_with_their_own_file(tmp_path: Path) -> None:
+    extra = tmp_path / "extra.yaml"
+    extra.write_text(EXTRA)
+    result = _import_dir_dags(tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["recon_extra", str(extra)]
+    # A name the main file declares too would make two DAGs with one id: refused, naming both.
+    (tmp_path / "clash.yaml").write_text(EXTRA.replace("extra:", "orders_at_most_once:"))
+    result = _import_dir_dags(tmp_path)
+    assert result.returncode != 0
+    assert "already declared in" in result.stderr and "demo/pipelines.yaml" in result.stderr

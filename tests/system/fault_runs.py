@@ -1,0 +1,168 @@
+"""A reconciliation DAG run under the real scheduler whose ``reconcile`` task is SIGKILLed
+mid-step on its first try and succeeds on its retry: shared (session scope) by the fault tests,
+which go on to clear it, and by the secret-leak test, which searches everything it left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import dagrun_kit as kit
+import psutil
+import pytest
+
+from recon.engine import results_db
+from recon.store import forget_pipeline
+from recon_workload import ScenarioResult, remove_run, run_scenario
+from recon_workload.names import RunNames
+
+SCENARIO = "at_least_once"
+MESSAGES = 150
+KILLED_TASK = "reconcile"
+
+
+@dataclass
+class RetriedRun:
+    """The DAG run, the ground truth of its data, and what was seen between the kill and the
+    retry."""
+
+    pipeline: str
+    dag_id: str
+    run_id: str
+    truth: ScenarioResult
+    airflow: kit.Airflow
+    killed_pids: list[int]
+    after_kill: dict[str, Any] = field(default_factory=dict)
+
+
+def spark_step_processes(pipeline: str, step: str) -> list[psutil.Process]:
+    """The spark-submit JVM of one step of this pipeline's run (``--name recon-<p>-<step>``)."""
+    wanted = f"recon-{pipeline}-{step}"
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if "org.apache.spark.deploy.SparkSubmit" in cmd and wanted in cmd:
+            found.append(proc)
+    return found
+
+
+def _db_now() -> datetime:
+    return kit.query("SELECT now()")[0][0]  # type: ignore[no-any-return]
+
+
+def kill_when_judging(pipeline: str, run_id: str, timeout: float = 420) -> list[int]:
+    """SIGKILL the reconcile step once it has started judging (it marks the run `running` again
+    when it starts, and its results commit is several seconds of Spark work later)."""
+    deadline = time.monotonic() + timeout
+    seen_at: datetime | None = None
+    while time.monotonic() < deadline:
+        procs = spark_step_processes(pipeline, KILLED_TASK)
+        if procs and seen_at is None:
+            seen_at = _db_now()
+        if procs and seen_at is not None:
+            started = kit.query(
+                "SELECT started_at, status FROM recon.runs WHERE pipeline = %s AND run_id = %s",
+                pipeline,
+                run_id,
+            )
+            if started and started[0][0] >= seen_at:
+                assert started[0][1] == "running", f"the run already ended: {started[0]}"
+                victims = [p for proc in procs for p in (proc, *proc.children(recursive=True))]
+                for victim in victims:
+                    with contextlib.suppress(psutil.NoSuchProcess):
+                        victim.send_signal(signal.SIGKILL)
+                psutil.wait_procs(victims, timeout=30)
+                return [v.pid for v in victims]
+        time.sleep(0.2)
+    raise AssertionError(
+        f"the {KILLED_TASK} step of {pipeline}/{run_id} never started judging within "
+        f"{timeout:.0f} s: see {kit.task_log_dir('recon_' + pipeline, run_id)}"
+    )
+
+
+def wait_task_state(
+    airflow: kit.Airflow, dag_id: str, run_id: str, task: str, want: str, timeout: float = 120
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ti = airflow.task_instances(dag_id, run_id).get(task)
+        if ti and ti["state"] == want:
+            return ti
+        time.sleep(1)
+    raise AssertionError(f"{dag_id}/{run_id}: task {task} is not {want} after {timeout:.0f} s")
+
+
+@pytest.fixture(scope="session")
+def retried_run(airflow_url: str) -> Iterator[RetriedRun]:
+    tag = uuid.uuid4().hex[:6]
+    names = RunNames(SCENARIO, tag)
+    pipeline = f"faults_retry_{tag}"
+    dag_id, run_id = f"recon_{pipeline}", f"faults__retried_{tag}"
+    text = kit.PIPELINE.format(
+        name=pipeline, semantics="at_least_once", schedule="null", topic=names.topic(),
+        group=names.group(), table=names.qualified_table,
+        tolerances="{max_duplicate_ratio: 1.0}", retries=1,
+    )  # fmt: skip
+    airflow = kit.Airflow(airflow_url)
+    try:
+        # Declared first: the dag-processor parses the file while the workload runs.
+        with kit.declared(pipeline, text):
+            truth = run_scenario(SCENARIO, messages=MESSAGES, run_tag=tag, progress=False)
+            assert truth.counts["duplicated"] > 0, truth.summary  # else nothing to double-count
+            airflow.wait_for_dag(dag_id)
+            airflow.trigger(dag_id, run_id)
+            killed = kill_when_judging(pipeline, run_id)
+            run = RetriedRun(pipeline, dag_id, run_id, truth, airflow, killed)
+            # Between the kill and the retry (30 s later): what a reader of recon.* would see.
+            run.after_kill = {
+                "runs": kit.runs(pipeline),
+                "watermarks": kit.watermarks(pipeline),
+                "discrepancies": kit.discrepancies(pipeline),
+                "state": kit.query(
+                    "SELECT run_id FROM recon.pipeline_state WHERE pipeline = %s", pipeline
+                ),
+                "ti": wait_task_state(airflow, dag_id, run_id, KILLED_TASK, "up_for_retry"),
+            }
+            final = airflow.wait_run(dag_id, run_id, timeout=600)
+            logs = kit.task_log_dir(dag_id, run_id)
+            assert final["state"] == "success", f"the run ended {final['state']}: see {logs}"
+            yield run
+    finally:
+        remove_run(SCENARIO, tag)
+        with results_db() as pg:
+            forget_pipeline(pg, pipeline)
+
+
+def group_offsets(truth: ScenarioResult, partitions: int = 3) -> dict[int, int]:
+    """The consumer group's committed offset per partition, now."""
+    from recon_workload.kafka_io import base_config, committed_offsets
+
+    found = committed_offsets(base_config(), truth.consumer_group, truth.topic, partitions)
+    assert all(v is not None for v in found.values()), found
+    return {p: int(v) for p, v in found.items() if v is not None}
+
+
+def environment_secrets() -> dict[str, str]:
+    """Every secret the stack holds (.state/secrets.env) by name, and the connections' passwords."""
+    import json
+
+    secrets = {}
+    for name in ("RECON_PG_PASSWORD", "RECON_AIRFLOW_ADMIN_PASSWORD",
+                 "AIRFLOW__API_AUTH__JWT_SECRET", "AIRFLOW__API__SECRET_KEY"):  # fmt: skip
+        value = os.environ.get(name, "")
+        assert len(value) >= 8, f"{name} is unset or too short to search for: run `make setup`"
+        secrets[name] = value
+    for name, value in os.environ.items():
+        if name.startswith("AIRFLOW_CONN_") and value.startswith("{"):
+            password = json.loads(value).get("password")
+            if password:
+                secrets[f"{name}.password"] = password
+    return secrets
