@@ -1,11 +1,12 @@
 # The two commands that matter: `make demo` and `make test`. Both install what is missing first.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help setup up down test lint demo unit integration system
+.PHONY: help setup up down test lint demo bench unit integration system
 
 help:
 	@echo "make demo   set up, start the stack, run the demo"
 	@echo "make test   set up, run lint and every test tier against the real stack"
+	@echo "make bench  set up, measure the product against its peers, write docs/benchmarks.md"
 	@echo "make setup | up | down | lint | unit | integration | system"
 
 setup:
@@ -25,6 +26,9 @@ test: setup
 
 demo: setup
 	@bash scripts/demo.sh
+
+bench: setup
+	@bash scripts/bench.sh
 
 unit integration system: setup
 	@bash scripts/up.sh && scripts/with-env.sh python -m pytest -m $@

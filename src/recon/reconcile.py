@@ -172,7 +172,6 @@ def ledger_update(ledger: DataFrame | None, results: DataFrame, run_id: str) -> 
     :param run_id: recorded as ``first_run_id`` for messages new to the ledger.
     :returns: a DataFrame shaped as ``schemas.LEDGER``, one row per messageId.
     """
-    old = _conform_ledger(ledger if ledger is not None else _empty(results, schemas.LEDGER))
     new = results.filter(
         F.col("message_id").isNotNull() & F.col("verdict").isin(*LEDGER_VERDICTS)
     ).select(
@@ -183,6 +182,10 @@ def ledger_update(ledger: DataFrame | None, results: DataFrame, run_id: str) -> 
         .otherwise(F.col("positions"))
         .alias("n_positions"),
     )
+    if ledger is None:
+        # First run: nothing to keep, so no join (and no shuffle) against an empty ledger.
+        return _first_ledger(new, run_id)
+    old = _conform_ledger(ledger)
     joined = old.join(new, "message_id", "full_outer")
     keep_old = F.col("n_verdict").isNull() | (
         (F.col("n_verdict") == Verdict.PENDING.value) & F.col("verdict").isin(*JUDGED)
@@ -203,6 +206,22 @@ def ledger_update(ledger: DataFrame | None, results: DataFrame, run_id: str) -> 
         F.coalesce(F.col("first_run_id"), F.lit(run_id)).alias("first_run_id"),
         pick("verdict", F.col("n_verdict")),
         pick("positions", F.col("n_positions")),
+    )
+
+
+def _first_ledger(new: DataFrame, run_id: str) -> DataFrame:
+    """:func:`ledger_update` without an earlier ledger: this run's entries as they are."""
+    first = F.try_element_at("n_positions", F.lit(1))
+    return new.select(
+        "message_id",
+        first["topic"].alias("topic"),
+        first["partition"].alias("partition"),
+        first["offset"].alias("first_offset"),
+        F.array_sort(F.transform("n_positions", lambda p: p["offset"])).alias("offsets"),
+        F.col("n_sink_count").alias("sink_count"),
+        F.lit(run_id).alias("first_run_id"),
+        F.col("n_verdict").alias("verdict"),
+        F.col("n_positions").alias("positions"),
     )
 
 
@@ -448,10 +467,6 @@ def _empty_positions() -> Column:
 
 def _id_ok() -> Column:
     return F.col("message_id").isNotNull() & (F.trim(F.col("message_id")) != "")
-
-
-def _empty(like: DataFrame, schema: StructType) -> DataFrame:
-    return like.sparkSession.createDataFrame([], schema)
 
 
 def _conform(df: DataFrame, schema: StructType, name: str) -> DataFrame:

@@ -1,0 +1,23 @@
+"""``make bench``: the product against a hand-written Python reconciler, DuckDB and the raw I/O
+floor, on the same data, on this machine. ``python -m bench.run`` drives it; the figures land in
+``docs/benchmarks.md``."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+_START = time.monotonic()
+
+
+def progress(line: str, transient: bool = False) -> None:
+    """One line on stderr with the time since the bench started (transient lines overwrite)."""
+    elapsed = time.monotonic() - _START
+    text = f"[bench {elapsed // 60:02.0f}:{elapsed % 60:02.0f}] {line}"
+    if transient and sys.stderr.isatty():
+        sys.stderr.write("\r" + text[:150].ljust(150))
+    elif not transient:
+        if sys.stderr.isatty():
+            sys.stderr.write("\r" + " " * 150 + "\r")
+        sys.stderr.write(text + "\n")
+    sys.stderr.flush()

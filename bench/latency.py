@@ -1,0 +1,72 @@
+"""P5: one pipeline's whole reconciliation DAG run, snapshot to alert, with ``airflow dags test``.
+
+The run executes every task as the scheduler would (the Spark steps under spark-submit), so the
+figure includes three JVM starts and the Great Expectations checkpoint. The data carries the
+usual fault mix, so the contract is broken and the alert task sends its webhook and email to the
+local catcher: the DAG run ends ``failed`` by design, and the bench checks that the alert was sent.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from typing import Any
+
+import yaml
+
+from bench import generate, progress
+from bench.measure import run
+
+
+def _script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    root = os.environ["RECON_ROOT"]
+    return subprocess.run(["bash", os.path.join(root, "scripts", name), *args],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+
+
+def dag_run(ds: generate.Dataset) -> dict[str, Any]:
+    from recon.engine import results_db
+    from recon.store import ensure_schema, forget_pipeline
+
+    pipeline = "bench_p5_latency"
+    path = os.path.join(generate.state_dir(), "pipelines-p5.yaml")
+    decl = {**generate.pipeline_yaml(ds), "retries": 0}
+    with open(path, "w", encoding="utf-8") as fh:
+        yaml.safe_dump({"pipelines": {pipeline: decl}}, fh)
+    with results_db() as pg:
+        ensure_schema(pg)
+        forget_pipeline(pg, pipeline)
+    init = _script("airflow.sh", "init")
+    if init.returncode != 0:
+        raise RuntimeError(f"airflow init failed: {init.stderr[-2000:]}")
+    catcher_was_running = _script("catcher.sh", "status").returncode == 0
+    _script("catcher.sh", "start")
+    try:
+        progress(f"P5: airflow dags test recon_{pipeline} ({ds.messages:,} messages)")
+        started = time.monotonic()
+        try:
+            measured = run(["airflow", "dags", "test", f"recon_{pipeline}"],
+                           env={"RECON_PIPELINES": path})  # fmt: skip
+            state = "success"
+        except RuntimeError as exc:  # a broken contract fails the alert task, by design
+            state = "failed"
+            detail = str(exc)
+            measured = None
+        seconds = time.monotonic() - started
+    finally:
+        if not catcher_was_running:
+            _script("catcher.sh", "stop")
+    with results_db() as pg, pg.cursor() as cur:
+        cur.execute("SELECT status, contract_passed, counts, duration_seconds FROM recon.runs "
+                    "WHERE pipeline = %s", (pipeline,))  # fmt: skip
+        runs = cur.fetchall()
+        cur.execute("SELECT channel FROM recon.alerts WHERE pipeline = %s", (pipeline,))
+        alerts = sorted(r[0] for r in cur.fetchall())
+    if len(runs) != 1 or runs[0][1] is not False or not alerts:
+        raise SystemExit(f"P5: the DAG run did not end in an alert: runs {runs}, alerts {alerts}, "
+                         f"dags test: {state} {detail if state == 'failed' else ''}")  # fmt: skip
+    return {"messages": ds.messages, "seconds": round(seconds, 1), "dag_state": state,
+            "status": runs[0][0], "counts": runs[0][2], "reconcile_seconds": runs[0][3],
+            "alerts": alerts,
+            "peak_rss_mb": measured.peak_rss_mb if measured else None}  # fmt: skip

@@ -1,0 +1,162 @@
+"""The two peers, each the code a competent engineer writes by hand for the same question.
+
+    python -m bench.peers python|duckdb --dataset NAME
+
+(a) ``python``: confluent-kafka batch consume of the window, ``json.loads`` of each value for its
+    ``id``, a Counter of topic ids; the sink's ids through ``COPY ... TO STDOUT`` into a Counter;
+    verdicts from the two Counters.
+(b) ``duckdb``: the same consume, the raw values handed to DuckDB as an Arrow table (DuckDB parses
+    the JSON); the sink's ids through ``COPY`` into Arrow (DuckDB cannot load its postgres
+    extension here); verdicts with SQL group-bys.
+
+Both print one JSON line with the verdict counts a peer can compute: delivered, lost,
+duplicated, phantom, topic_duplicate, invalid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+BATCH = 10_000
+
+
+def read_window(topic: str, ends: dict[int, int]) -> Iterator[list[Any]]:
+    """Batches of records of ``[0, end)`` per partition, as confluent-kafka hands them over."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from bench.generate import kafka_conf
+
+    consumer = Consumer(
+        {**kafka_conf(), "group.id": "bench-peer", "enable.auto.commit": False,
+         "isolation.level": "read_committed", "fetch.max.bytes": 52_428_800,
+         "max.partition.fetch.bytes": 10_485_760, "queued.max.messages.kbytes": 262_144}
+    )  # fmt: skip
+    consumer.assign([TopicPartition(topic, p, 0) for p, end in ends.items() if end > 0])
+    remaining = {p for p, end in ends.items() if end > 0}
+    try:
+        while remaining:
+            batch = consumer.consume(num_messages=BATCH, timeout=1.0)
+            kept = []
+            for msg in batch:
+                if msg.error():
+                    continue
+                p, offset = msg.partition() or 0, msg.offset() or 0
+                if p not in remaining:
+                    continue
+                if offset >= ends[p] - 1:
+                    remaining.discard(p)
+                    consumer.pause([TopicPartition(topic, p)])
+                if offset < ends[p]:
+                    kept.append(msg)
+            yield kept
+    finally:
+        consumer.close()
+
+
+def copy_sink_ids(table: str, fmt: str = "text") -> io.BytesIO:
+    """Every sink row's messageId, one per line, through one ``COPY ... TO STDOUT``."""
+    from bench.generate import sink_connect
+
+    out = io.BytesIO()
+    with sink_connect() as pg, pg.cursor() as cur:
+        option = " WITH (FORMAT csv)" if fmt == "csv" else ""
+        cur.copy_expert(f"COPY (SELECT message_id FROM public.{table}) TO STDOUT{option}", out)
+    out.seek(0)
+    return out
+
+
+def python_peer(topic: str, table: str, ends: dict[int, int]) -> dict[str, int]:
+    topic_ids: Counter[str] = Counter()
+    invalid = 0
+    loads = json.loads
+    for batch in read_window(topic, ends):
+        for msg in batch:
+            try:
+                mid = loads(msg.value())["id"]
+            except (ValueError, KeyError, TypeError):
+                invalid += 1
+                continue
+            topic_ids[mid] += 1
+    sink_ids: Counter[str] = Counter(
+        line.rstrip("\n") for line in io.TextIOWrapper(copy_sink_ids(table), encoding="utf-8")
+    )
+    counts = Counter({"invalid": invalid})
+    for mid, copies in topic_ids.items():
+        rows = sink_ids.get(mid, 0)
+        counts["lost" if rows == 0 else "delivered" if rows == 1 else "duplicated"] += 1
+        if copies > 1:
+            counts["topic_duplicate"] += 1
+    counts["phantom"] = sum(1 for mid in sink_ids if mid not in topic_ids)
+    return dict(counts)
+
+
+def duckdb_peer(topic: str, table: str, ends: dict[int, int]) -> dict[str, int]:
+    import duckdb
+    import pyarrow as pa
+    from pyarrow import csv
+
+    batches = []
+    for batch in read_window(topic, ends):
+        if batch:
+            values = pa.array([m.value() for m in batch], pa.binary())
+            batches.append(pa.RecordBatch.from_arrays([values], ["value"]))
+    records = pa.Table.from_batches(batches, pa.schema([("value", pa.binary())]))
+    sink = csv.read_csv(
+        copy_sink_ids(table, "csv"),
+        read_options=csv.ReadOptions(column_names=["message_id"]),
+        convert_options=csv.ConvertOptions(column_types={"message_id": pa.string()}),
+    )
+    db = duckdb.connect()
+    db.register("records", records)
+    db.register("sink", sink)
+    db.execute(
+        "CREATE TEMP TABLE t AS SELECT json_extract_string(decode(value), '$.id') AS id "
+        "FROM records"
+    )
+    rows = db.execute(
+        """
+        WITH topic AS (SELECT id, count(*) AS copies FROM t WHERE id IS NOT NULL GROUP BY id),
+             s AS (SELECT message_id AS id, count(*) AS n FROM sink GROUP BY message_id)
+        SELECT CASE WHEN s.n IS NULL THEN 'lost' WHEN s.n = 1 THEN 'delivered'
+                    ELSE 'duplicated' END AS verdict, count(*), count_if(topic.copies > 1)
+        FROM topic LEFT JOIN s USING (id) GROUP BY 1
+        """
+    ).fetchall()
+    counts = {verdict: int(n) for verdict, n, _ in rows}
+    counts["topic_duplicate"] = sum(int(d) for _, _, d in rows)
+    counts["phantom"] = _scalar(
+        db,
+        "SELECT count(*) FROM (SELECT DISTINCT message_id FROM sink) s "
+        "ANTI JOIN (SELECT DISTINCT id FROM t WHERE id IS NOT NULL) w ON s.message_id = w.id",
+    )
+    counts["invalid"] = _scalar(db, "SELECT count(*) FROM t WHERE id IS NULL")
+    return counts
+
+
+def _scalar(db: Any, query: str) -> int:
+    row = db.execute(query).fetchone()
+    return int(row[0]) if row else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from bench.generate import Dataset, end_offsets
+
+    parser = argparse.ArgumentParser(prog="bench.peers")
+    parser.add_argument("peer", choices=("python", "duckdb"))
+    parser.add_argument("--dataset", required=True)
+    args = parser.parse_args(argv)
+    ds = Dataset(args.dataset)
+    ends = end_offsets(ds.topic)
+    peer = python_peer if args.peer == "python" else duckdb_peer
+    print(json.dumps({"counts": peer(ds.topic, ds.table, ends)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

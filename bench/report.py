@@ -1,0 +1,329 @@
+"""``docs/benchmarks.md`` and ``docs/benchmarks.png`` from the raw results of one ``make bench``.
+
+Every number in the doc comes from the results of the run that wrote it; the only fixed text is
+the method and the engine history (``ENGINE_CHANGES``), whose "before" figures were measured by
+this same command on the engine before each change.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from typing import Any
+
+DOC = "docs/benchmarks.md"
+PLOT = "docs/benchmarks.png"
+SYSTEMS = (
+    ("product", "kafka-recon (Spark local[*])"),
+    ("python", "(a) hand-written Python"),
+    ("duckdb", "(b) DuckDB + confluent-kafka"),
+    ("floor", "I/O floor (read + COPY)"),
+)
+
+#: What changed in the engine for speed, with the "before" figures (kept as text: the old engine
+#: is not in the tree to be measured again).
+ENGINE_CHANGES = os.path.join(os.path.dirname(__file__), "engine_changes.md")
+
+
+def _median(values: list[float]) -> float:
+    return float(statistics.median(values)) if values else float("nan")
+
+
+def _system_runs(row: dict[str, Any], system: str) -> list[dict[str, Any]]:
+    runs = row["runs"]
+    if system != "floor":
+        return list(runs[system])
+    # The floor of one repetition is its Kafka read plus its COPY.
+    return [
+        {"seconds": k["seconds"] + c["seconds"],
+         "peak_rss_mb": max(k["peak_rss_mb"], c["peak_rss_mb"])}
+        for k, c in zip(runs["floor_kafka"], runs["floor_copy"], strict=True)
+    ]  # fmt: skip
+
+
+def _p1(results: dict[str, Any]) -> list[str]:
+    lines = [
+        "| window | system | runs | wall time (median) | throughput | peak memory | vs floor |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in results.get("p1", []):
+        floor = _median([r["seconds"] for r in _system_runs(row, "floor")])
+        for system, name in SYSTEMS:
+            runs = _system_runs(row, system)
+            secs = _median([r["seconds"] for r in runs])
+            mem = _median([r["peak_rss_mb"] for r in runs])
+            lines.append(
+                f"| {row['label']} | {name} | {len(runs)} | {secs:.1f} s | "
+                f"{row['size'] / secs / 1000:,.0f} k msg/s | {mem:,.0f} MB | "
+                f"{secs / floor:.1f}x |"
+            )
+    return lines
+
+
+def _verdicts(results: dict[str, Any]) -> list[str]:
+    lines = ["| window | delivered | lost | duplicated | phantom | topic_duplicate | invalid |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for row in results.get("p1", []):
+        e = row["expected"]
+        lines.append(
+            f"| {row['label']} | " + " | ".join(
+                f"{e.get(v, 0):,}" for v in
+                ("delivered", "lost", "duplicated", "phantom", "topic_duplicate", "invalid"))
+            + " |"
+        )  # fmt: skip
+    return lines
+
+
+def _product_steps(results: dict[str, Any]) -> list[str]:
+    lines = ["| window | JVM + session | offsets | topic -> Parquet | reconcile + commit |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for row in results.get("p1", []):
+        steps = [r["output"].get("steps", {}) for r in row["runs"]["product"]]
+        cells = [
+            f"{_median([s.get(k, 0) for s in steps]):.1f} s"
+            for k in ("session", "snapshot_offsets", "snapshot_topic", "reconcile")
+        ]
+        lines.append(f"| {row['label']} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _p2(results: dict[str, Any]) -> list[str]:
+    lines = ["| run | messages already reconciled | wall time | peak memory |",
+             "|---|---|---|---|"]  # fmt: skip
+    for r in results.get("p2", []):
+        lines.append(f"| {r['run']} | {r['history']:,} | {r['seconds']:.1f} s | "
+                     f"{r['peak_rss_mb']:,} MB |")  # fmt: skip
+    return lines
+
+
+def _p3(results: dict[str, Any]) -> list[str]:
+    lines = ["| window | driver (Python) | driver JVM = executor (local mode) | whole tree |",
+             "|---|---|---|---|"]  # fmt: skip
+    for row in results.get("p1", []):
+        runs = row["runs"]["product"]
+        lines.append(
+            f"| {row['label']} | {max(r['peak_python_mb'] for r in runs):,} MB | "
+            f"{max(r['peak_jvm_mb'] for r in runs):,} MB | "
+            f"{max(r['peak_rss_mb'] for r in runs):,} MB |"
+        )
+    p4 = results.get("p4")
+    if p4:
+        c = p4["cluster"]
+        lines.append(
+            f"| {p4['label']}, standalone cluster | {c['peak_python_mb']:,} MB | "
+            f"{c['peak_jvm_mb']:,} MB (driver JVM) | two workers and their executors: "
+            f"{c['peak_watched_mb']:,} MB |"
+        )
+    return lines
+
+
+def _plot(results: dict[str, Any], root: str) -> str | None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = results.get("p1", [])
+    if not rows:
+        return None
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    sizes = [r["size"] / 1e6 for r in rows]
+    for system, name in SYSTEMS:
+        left.plot(sizes, [_median([x["seconds"] for x in _system_runs(r, system)]) for r in rows],
+                  marker="o", label=name)  # fmt: skip
+    left.set_xlabel("window (million messages)")
+    left.set_ylabel("wall time, median (s)")
+    left.set_title("P1: snapshot -> verdicts committed")
+    left.grid(alpha=0.3)
+    left.legend(fontsize=8)
+    p2 = results.get("p2", [])
+    if p2:
+        right.bar([r["run"] for r in p2], [r["seconds"] for r in p2], color="#4c72b0")
+        right.set_xlabel("run (1M new messages each)")
+        right.set_ylabel("wall time (s)")
+        right.set_title("P2: incremental runs")
+        right.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    path = os.path.join(root, PLOT)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write(results: dict[str, Any], root: str | None = None) -> str:
+    root = root or os.environ.get("RECON_ROOT", ".")
+    _plot(results, root)
+    m = results["machine"]
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(results["started"]))
+    p1 = results.get("p1", [])
+    reps = ", ".join(f"{len(r['runs']['product'])} at {r['label']}" for r in p1)
+    parts = [
+        "# Benchmarks",
+        "",
+        f"Written by `make bench` on {when}: {m['cpus']} cores, {m['memory_gb']} GiB, "
+        f"{m['system']}, Python {m['python']}. The whole command took "
+        f"{results['seconds'] / 60:.1f} minutes. Same data, same machine, same run for every "
+        f"system; times are medians of the repetitions ({reps}). The machine's two cores are "
+        "shared with other work (another test suite ran during parts of this run): read small "
+        "differences as noise.",
+        "",
+        "![P1 wall time by window size, P2 time per incremental run](benchmarks.png)",
+        "",
+        "## Summary",
+        "",
+        *_summary(results),
+        "",
+        "## Method",
+        "",
+        "- **Data** (`bench/generate.py`): a topic of 8 partitions of ~100-byte JSON messages "
+        "(id in the JSON `id` field, also the key), written by one batching producer; the sink "
+        "table, shaped as the workload's (`id bigserial` ingest sequence, `message_id`, position "
+        "columns), filled with `COPY` as the consumer would have left it. The fault mix "
+        "(deterministic in the sequence number) is below; the product and both peers must find "
+        "exactly these counts or the bench stops.",
+        "- **Product** (`bench/product.py`): `snapshot_offsets`, `snapshot_topic` and "
+        "`reconcile_run` of `recon.engine`, as `recon run` calls them, in a fresh process each "
+        "time (JVM start included), from an empty pipeline state; stops when the verdicts, "
+        "ledger and watermarks are committed (the Great Expectations step is in P5).",
+        "- **(a) hand-written Python** (`bench/peers.py`): confluent-kafka `consume(num_messages="
+        "10000)`, `json.loads` per value, `Counter`s; the sink's ids by `COPY ... TO STDOUT`.",
+        "- **(b) DuckDB** (`bench/peers.py`): the same consume, raw values into Arrow, "
+        "`json_extract_string` and `GROUP BY`s in DuckDB; sink ids by `COPY` (CSV) into Arrow "
+        "(DuckDB's postgres extension cannot be downloaded here).",
+        "- **I/O floor** (`bench/floor.py`): a plain consume of the window (values touched, not "
+        "parsed) plus a `COPY` of the sink's ids to a byte counter; the sum of the two.",
+        "- **Memory**: peak resident set of the process tree, sampled every 100 ms (psutil).",
+        "",
+        "### The data",
+        "",
+        *_verdicts(results),
+        "",
+        "## P1: throughput",
+        "",
+        *_p1(results),
+        "",
+        "Where the product's time goes (median of its runs):",
+        "",
+        *_product_steps(results),
+        "",
+        "## P2: incremental runs",
+        "",
+        "Ten runs of the same pipeline, 1M new messages (and their sink rows) before each; each "
+        "run judges only its new window and sink rows against the ledger of all earlier runs.",
+        "",
+        *_p2(results),
+        "",
+        "## P3: memory",
+        "",
+        *_p3(results),
+        "",
+        "## P4: scale-out",
+        "",
+        *_p4(results),
+        "",
+        "## P5: latency",
+        "",
+        *_p5(results),
+        "",
+        "## Engine changes for speed",
+        "",
+        _engine_changes(),
+        "",
+    ]
+    path = os.path.join(root, DOC)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(parts))
+    return path
+
+
+def _summary(results: dict[str, Any]) -> list[str]:
+    """The acceptance questions, answered from this run's numbers."""
+    lines = []
+    p1 = results.get("p1", [])
+    if p1:
+        big = p1[-1]
+        t = {sys: _median([r["seconds"] for r in _system_runs(big, sys)]) for sys, _ in SYSTEMS}
+        beats = t["product"] < t["python"] and t["product"] < t["duckdb"]
+        lines.append(
+            f"- **P1 at {big['label']}**: product {t['product']:.1f} s, hand-written Python "
+            f"{t['python']:.1f} s, DuckDB {t['duckdb']:.1f} s, I/O floor {t['floor']:.1f} s. "
+            + ("The product is faster than both peers."
+               if beats else
+               f"The product is **slower** than both peers ({t['product'] / t['python']:.1f}x "
+               f"the Python reconciler, {t['product'] / t['duckdb']:.1f}x DuckDB): the goal "
+               "of beating them at this size is **not met** on this machine yet.")
+        )  # fmt: skip
+    p2 = results.get("p2", [])
+    if len(p2) > 1:
+        xs = [r["history"] / 1e6 for r in p2]
+        ys = [r["seconds"] for r in p2]
+        mx, my = statistics.fmean(xs), statistics.fmean(ys)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
+            (x - mx) ** 2 for x in xs
+        )
+        lines.append(
+            f"- **P2**: run 1 {ys[0]:.1f} s, run {len(ys)} {ys[-1]:.1f} s; least-squares growth "
+            f"{slope:+.1f} s per million messages of history. "
+            + ("Flat within noise." if abs(slope) < 1 else
+               "It **grows with history**: each run still reads the whole ledger and writes it "
+               "again (see the engine section).")
+        )  # fmt: skip
+    p4 = results.get("p4")
+    if p4:
+        lines.append(
+            f"- **P4**: standalone cluster {p4['cluster']['seconds']:.1f} s vs local "
+            f"{p4['local']['seconds']:.1f} s, verdicts "
+            + ("identical." if p4["identical"] else "DIFFERENT.")
+        )
+    p5 = results.get("p5")
+    if p5:
+        lines.append(f"- **P5**: {p5['messages']:,} messages, snapshot to alert in "
+                     f"{p5['seconds']:.1f} s.")  # fmt: skip
+    return lines
+
+
+def _engine_changes() -> str:
+    with open(ENGINE_CHANGES, encoding="utf-8") as fh:
+        return fh.read().strip()
+
+
+def _p4(results: dict[str, Any]) -> list[str]:
+    p4 = results.get("p4")
+    if not p4:
+        return ["(not run)"]
+    return [
+        f"The {p4['label']} job of P1 on a Spark standalone cluster started from "
+        "pyspark's own classes (`bench/cluster.py`: one master, two workers of one core and "
+        "2 GiB each), against the same job in local mode, on the same data.",
+        "",
+        "| mode | wall time | verdicts |",
+        "|---|---|---|",
+        f"| local[*] (P1's last run) | {p4['local']['seconds']:.1f} s | {_counts(p4['local'])} |",
+        f"| standalone, 2 workers | {p4['cluster']['seconds']:.1f} s | "
+        f"{_counts(p4['cluster'])} |",
+        "",
+        "Identical verdicts: "
+        + ("yes (same counts, and the same discrepancy rows: md5 over verdict, messageId, "
+           "offsets, sink count)" if p4["identical"] else "NO"),
+    ]  # fmt: skip
+
+
+def _counts(m: dict[str, Any]) -> str:
+    counts = m.get("output", {}).get("counts", {})
+    return ", ".join(f"{k} {v:,}" for k, v in counts.items() if v)
+
+
+def _p5(results: dict[str, Any]) -> list[str]:
+    p5 = results.get("p5")
+    if not p5:
+        return ["(not run)"]
+    return [
+        f"`airflow dags test` of one pipeline's DAG (`snapshot_offsets -> snapshot_topic -> "
+        f"reconcile -> validate -> alert`, the Spark steps under spark-submit) over "
+        f"{p5['messages']:,} messages with the fault mix above: **{p5['seconds']:.1f} s** from "
+        f"the snapshot to the alert. The contract (at-least-once) is broken by the lost "
+        f"messages, so the run ends `{p5['status']}` and sent its alerts "
+        f"({', '.join(p5['alerts'])}); the reconcile step alone took "
+        f"{p5['reconcile_seconds']:.1f} s.",
+    ]

@@ -1,0 +1,227 @@
+"""``make bench``: every figure in one run, on one machine, on the same data.
+
+    python -m bench.run [--sizes 1000000,3000000,10000000] [--reps 3,3,1] [--only P1,P2,...]
+
+P1 throughput (product, the two peers, the I/O floor; medians), P2 incremental runs, P3 memory
+(from P1's product runs), P4 a local Spark standalone cluster, P5 a whole DAG run. The raw
+measurements go to ``.state/bench/results.json``, the tables and the plot to ``docs/``.
+A peer whose verdict counts differ from the product's stops the bench: the comparison would be
+meaningless.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import asdict
+from typing import Any
+
+import yaml
+
+from bench import generate, progress
+from bench.measure import Measured, run
+
+PEER_VERDICTS = ("delivered", "lost", "duplicated", "phantom", "topic_duplicate", "invalid")
+INCREMENTAL_RUNS = 10
+INCREMENTAL_SIZE = int(os.environ.get("RECON_BENCH_INC_SIZE", "1000000"))
+LATENCY_SIZE = 100_000
+
+
+def _py(*args: str) -> list[str]:
+    return [sys.executable, "-m", *args]
+
+
+def _label(n: int) -> str:
+    return f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n // 1000}k"
+
+
+class Bench:
+    def __init__(self, sizes: list[int], reps: list[int]) -> None:
+        self.sizes = sizes
+        self.reps = dict(zip(sizes, reps, strict=True))
+        self.results: dict[str, Any] = {"machine": _machine(), "started": time.time()}
+        self.pipelines_file = os.path.join(generate.state_dir(), "pipelines.yaml")
+        self.pipelines: dict[str, Any] = {}
+        self.local_reference: tuple[str, str, Measured]
+
+    def declare(self, name: str, ds: generate.Dataset) -> str:
+        self.pipelines[name] = generate.pipeline_yaml(ds)
+        with open(self.pipelines_file, "w", encoding="utf-8") as fh:
+            yaml.safe_dump({"pipelines": self.pipelines}, fh)
+        return name
+
+    def product(self, pipeline: str, run_id: str, fresh: bool, env: dict[str, str] | None = None,
+                watch: tuple[int, ...] = ()) -> Measured:  # fmt: skip
+        cmd = _py("bench.product", "--pipelines", self.pipelines_file, "--pipeline", pipeline,
+                  "--run-id", run_id)  # fmt: skip
+        return run([*cmd, "--fresh"] if fresh else cmd, env=env, watch=watch)
+
+    # --- P1 + P3 --------------------------------------------------------------------------------
+    def throughput(self) -> None:
+        rows = []
+        for size in self.sizes:
+            label = _label(size)
+            ds = generate.ensure(f"p1-{label.lower()}", size)
+            pipeline = self.declare(f"bench_p1_{label.lower()}", ds)
+            runs: dict[str, list[Measured]] = {}
+            for rep in range(self.reps[size]):
+                tag = f"{label} run {rep + 1}/{self.reps[size]}"
+                measured = {
+                    "floor_kafka": run(_py("bench.floor", "kafka", "--dataset", ds.name)),
+                    "floor_copy": run(_py("bench.floor", "copy", "--dataset", ds.name)),
+                    "python": run(_py("bench.peers", "python", "--dataset", ds.name)),
+                    "duckdb": run(_py("bench.peers", "duckdb", "--dataset", ds.name)),
+                    "product": self.product(pipeline, f"p1-{label}-{rep}", fresh=True),
+                }
+                if size == self.sizes[0]:  # P4 compares its cluster run with this one
+                    self.local_reference = (pipeline, f"p1-{label}-{rep}", measured["product"])
+                _check_counts(label, ds.expected, measured)
+                for k, m in measured.items():
+                    runs.setdefault(k, []).append(m)
+                progress(f"P1 {tag}: " + "  ".join(f"{k} {m.seconds:.1f}s"
+                                                     for k, m in measured.items()))  # fmt: skip
+            rows.append({"size": size, "label": label, "expected": ds.expected,
+                         "runs": {k: [asdict(m) for m in v] for k, v in runs.items()}})  # fmt: skip
+        self.results["p1"] = rows
+
+    # --- P2 -------------------------------------------------------------------------------------
+    def incremental(self) -> None:
+        ds = generate.reset("p2-inc")
+        pipeline = self.declare("bench_p2_inc", ds)
+        runs = []
+        for k in range(INCREMENTAL_RUNS):
+            expected = generate.append_chunk(ds, INCREMENTAL_SIZE)
+            m = self.product(pipeline, f"p2-{k}", fresh=(k == 0))
+            counts = m.output.get("counts", {})
+            wrong = {v: (counts.get(v), n) for v, n in expected.items() if counts.get(v) != n}
+            if wrong:
+                raise SystemExit(f"P2 run {k + 1}: product counts differ from the data: {wrong}")
+            runs.append({"run": k + 1, "history": k * INCREMENTAL_SIZE, **asdict(m)})
+            progress(f"P2 run {k + 1}/{INCREMENTAL_RUNS}: {m.seconds:.1f} s "
+                     f"(history {k * INCREMENTAL_SIZE:,} messages)")  # fmt: skip
+        self.results["p2"] = runs
+
+    # --- P4 -------------------------------------------------------------------------------------
+    def scale_out(self) -> None:
+        """The smallest P1 window again, on a standalone cluster; compared with P1's last local
+        run of the same data (no second local run: the budget is better spent on medians)."""
+        from bench import cluster
+
+        size = self.sizes[0]
+        label = _label(size)
+        ds = generate.ensure(f"p1-{label.lower()}", size)
+        local, local_run, m_local = self.local_reference
+        remote = self.declare(f"bench_p4_cluster_{label.lower()}", ds)
+        with cluster.standalone(workers=2) as c:
+            progress(f"P4: Spark master {c.master_url}, 2 workers")
+            m_cluster = self.product(
+                remote, "p4-cluster", fresh=True, env={"RECON_SPARK_MASTER": c.master_url},
+                watch=tuple(c.worker_pids),
+            )  # fmt: skip
+        same = _same_verdicts(local, local_run, remote, "p4-cluster")
+        if not same or m_local.output.get("counts") != m_cluster.output.get("counts"):
+            raise SystemExit("P4: the cluster's verdicts differ from local mode's")
+        progress(f"P4: local {m_local.seconds:.1f} s, cluster {m_cluster.seconds:.1f} s, "
+                 "identical verdicts")  # fmt: skip
+        self.results["p4"] = {"size": size, "label": label, "local": asdict(m_local),
+                              "cluster": asdict(m_cluster), "identical": same}  # fmt: skip
+
+    # --- P5 -------------------------------------------------------------------------------------
+    def latency(self) -> None:
+        from bench import latency
+
+        ds = generate.ensure("p5-100k", LATENCY_SIZE)
+        self.results["p5"] = latency.dag_run(ds)
+        progress(f"P5: whole DAG run {self.results['p5']['seconds']:.1f} s")
+
+
+def _check_counts(label: str, expected: dict[str, int], measured: dict[str, Measured]) -> None:
+    """The product must find the planted faults, and each peer exactly the product's counts."""
+    product = measured["product"].output.get("counts", {})
+    want = {v: expected.get(v, 0) for v in PEER_VERDICTS}
+    got = {v: product.get(v, 0) for v in PEER_VERDICTS}
+    if got != want:
+        raise SystemExit(f"P1 {label}: product counts {got} differ from the planted {want}")
+    for peer in ("python", "duckdb"):
+        counts = measured[peer].output.get("counts", {})
+        theirs = {v: counts.get(v, 0) for v in PEER_VERDICTS}
+        if theirs != got:
+            raise SystemExit(f"P1 {label}: {peer} peer counts {theirs} != product {got}")
+
+
+def _same_verdicts(a: str, run_a: str, b: str, run_b: str) -> bool:
+    """Both runs' discrepancy rows, compared as (verdict, messageId, offsets, sink count)."""
+    from recon.engine import results_db
+
+    query = (
+        "SELECT md5(string_agg(verdict || '|' || coalesce(message_id, '') || '|' || "
+        "offsets::text || '|' || sink_count, ',' ORDER BY verdict, message_id, offsets)) "
+        "FROM recon.discrepancies WHERE pipeline = %s AND run_id = %s"
+    )
+    with results_db() as pg, pg.cursor() as cur:
+        cur.execute(query, (a, run_a))
+        left = cur.fetchone()[0]
+        cur.execute(query, (b, run_b))
+        right = cur.fetchone()[0]
+    return bool(left) and left == right
+
+
+def _machine() -> dict[str, Any]:
+    import platform
+
+    import psutil
+
+    return {"cpus": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30),
+            "python": platform.python_version(), "system": platform.platform()}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.run", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--sizes", default=os.environ.get("RECON_BENCH_SIZES", "1000000,3000000,10000000")
+    )
+    # 3 runs at 1M, one at 3M and 10M: what fits the 40-minute budget on two cores.
+    parser.add_argument("--reps", default=os.environ.get("RECON_BENCH_REPS", "3,1,1"))
+    parser.add_argument("--only", default=os.environ.get("RECON_BENCH_ONLY", "P1,P2,P4,P5"))
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    reps = [int(r) for r in args.reps.split(",")][: len(sizes)]
+    bench = Bench(sizes, reps)
+    doc = ""
+    only = set(args.only.upper().split(","))
+    started = time.monotonic()
+    # P4 needs P1 (its local reference run); P1 runs first.
+    steps = (("P1", bench.throughput), ("P4", bench.scale_out), ("P2", bench.incremental),
+             ("P5", bench.latency))  # fmt: skip
+    if "P4" in only:
+        only.add("P1")
+    from bench import report
+
+    for name, step in steps:
+        if name in only:
+            progress(f"{name}: starting")
+            step()
+            # The doc is rewritten after every figure: an interrupted bench still shows its
+            # figures so far (the header says how long it ran).
+            bench.results["seconds"] = round(time.monotonic() - started, 1)
+            _save(bench.results)
+            doc = report.write(bench.results)
+    progress(f"done in {bench.results['seconds'] / 60:.1f} min: {doc}")
+    return 0
+
+
+def _save(results: dict[str, Any]) -> None:
+    with open(os.path.join(generate.state_dir(), "results.json"), "w", encoding="utf-8") as fh:
+        json.dump(results, fh, indent=1)
+
+
+def median(values: list[float]) -> float:
+    return float(statistics.median(values))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# `make bench`: measures the product against its peers on this machine and writes
+# docs/benchmarks.md and docs/benchmarks.png. Starts PostgreSQL and Kafka if they are not running
+# and stops, at the end, only what it started. Options pass through to `python -m bench.run`
+# (--sizes, --reps, --only); RECON_BENCH_* variables do the same.
+set -euo pipefail
+. "$(dirname "$0")/env.sh"
+here="$(dirname "$0")"
+
+started=()
+for svc in postgres kafka; do
+  if ! bash "$here/$svc.sh" status >/dev/null 2>&1; then started+=("$svc"); fi
+done
+cleanup() {
+  local i
+  for (( i=${#started[@]}-1; i>=0; i-- )); do bash "$here/${started[$i]}.sh" stop || true; done
+}
+trap cleanup EXIT
+
+say "starting the services the bench needs (PostgreSQL, Kafka)"
+bash "$here/up.sh" --no-airflow
+cd "$RECON_ROOT"
+# Airflow itself is not started: P5 runs the DAG with `airflow dags test`, which needs only the
+# metadata database (migrated on first use).
+say "bench: every figure takes a while; progress lines below (total well under 40 minutes)"
+python -m bench.run "$@"
