@@ -370,6 +370,19 @@ class _Samples:
         return out
 
 
+def _mark_error(pipeline: str, run_id: str, exc: Exception, progress: Progress) -> None:
+    """Record the failure on the run's row when the results database can take it; the error
+    that failed the run is what the caller raises either way."""
+    import psycopg2
+
+    try:
+        with results_db() as pg:
+            store.mark_error(pg, pipeline, run_id, f"{type(exc).__name__}: {exc}")
+    except psycopg2.Error as unreachable:
+        first = str(unreachable).strip().splitlines()[:1]
+        progress(f"run {run_id}: could not record the error: {first[0] if first else unreachable}")
+
+
 def reconcile_run(
     cfg: PipelineConfig,
     run_id: str,
@@ -472,8 +485,7 @@ def reconcile_run(
         results.unpersist()
         sink_rows.unpersist()
     except Exception as exc:
-        with results_db() as pg:
-            store.mark_error(pg, cfg.name, run_id, f"{type(exc).__name__}: {exc}")
+        _mark_error(cfg.name, run_id, exc, progress)
         raise
     progress(f"run {run_id}: committed {written} discrepancy rows in {duration:.1f} s")
     return RunSummary(

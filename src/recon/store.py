@@ -7,6 +7,7 @@ the run the snapshot started from: two runs of one pipeline can both compute, on
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,6 +23,14 @@ from recon.window import rewinds as window_rewinds
 
 class ConcurrentRunError(ReconError):
     """Another run of the pipeline advanced the watermarks after this run took its snapshot."""
+
+
+class CommitInterrupted(ReconError):
+    """The results database went away during a run's commit transaction.
+
+    PostgreSQL either committed the whole transaction or none of it; a re-run of the same run id
+    completes or replaces it either way.
+    """
 
 
 class RunNotFound(ReconError):
@@ -319,10 +328,24 @@ def commit_run(
                     ),
                 )  # fmt: skip
         pg.commit()
-    except BaseException:
-        pg.rollback()
+    except BaseException as exc:
+        with contextlib.suppress(Exception):  # a dead connection cannot roll back, nor needs to
+            pg.rollback()
+        if _connection_lost(exc):
+            raise CommitInterrupted(
+                f"pipeline '{pipeline}': the results database went away while run '{run_id}' "
+                f"committed ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}); "
+                "PostgreSQL kept all of the run's results or none: run it again with the same "
+                "run id"
+            ) from None
         raise
     return written
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    import psycopg2
+
+    return isinstance(exc, psycopg2.OperationalError | psycopg2.InterfaceError)
 
 
 def list_runs(pg: Any, pipeline: str, limit: int = 20) -> list[dict[str, Any]]:

@@ -1,0 +1,82 @@
+"""PostgreSQL crashes and restarts while a run commits its results.
+
+A test session holds a SHARE lock on ``recon.watermarks``: readers pass, but the run's commit
+transaction stops at its first watermark write, after it has written the run's discrepancy rows
+and counts. While it waits, those rows must be invisible to every other reader; then the server
+is stopped in ``immediate`` mode (a crash: no checkpoint, the open transaction dies) and started
+again. The run committed nothing, and running it again gives an undisturbed run's verdicts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from faultkit import (
+    assert_nothing_committed,
+    assert_same_as_undisturbed,
+    recon_run,
+    restart_postgres,
+    start_recon_run,
+    stored,
+    synthetic,
+    wait_for,
+)
+
+from recon.engine import results_db
+
+pytestmark = pytest.mark.integration
+
+EXIT_CONTRACT_BROKEN = 1  # the synthetic pipeline loses messages: at_least_once is broken
+
+
+def _commit_waiting_on_watermarks(pipeline: str) -> bool:
+    """Whether a backend is blocked inside the run's commit, at its watermark write."""
+    with results_db() as pg, pg.cursor() as cur:
+        cur.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+            "AND query LIKE 'INSERT INTO recon.watermarks%%' AND state = 'active' "
+            "AND xact_start IS NOT NULL"
+        )
+        blocked = cur.fetchone()[0] > 0
+        cur.execute(
+            "SELECT count(*) FROM recon.runs WHERE pipeline = %s AND status = 'running'",
+            (pipeline,),
+        )
+        return blocked and cur.fetchone()[0] == 1
+
+
+def test_postgres_restarted_during_results_commit(
+    tmp_path: Path, kafka_config: dict[str, str], pg_kwargs: dict[str, Any]
+) -> None:
+    name, control = "pg_restarted_commit", "pg_restarted_commit_control"
+    with synthetic(kafka_config, pg_kwargs, 3_000, name, control, pending=20) as s:
+        pipelines = tmp_path / "pipelines.yaml"
+        pipelines.write_text(s.pipelines_yaml(name, control))
+        data = tmp_path / "data"
+        with results_db() as blocker:
+            with blocker.cursor() as cur:
+                cur.execute("LOCK TABLE recon.watermarks IN SHARE MODE")
+            victim = start_recon_run(pipelines, name, "r1", data)
+            wait_for(
+                "the run's commit to reach its watermark write",
+                lambda: _commit_waiting_on_watermarks(name),
+                alive=victim,
+            )
+            # Mid-commit: the run's rows are written inside its open transaction, and no other
+            # session sees them.
+            seen = stored(name)
+            assert seen.discrepancies == [], "uncommitted result rows are visible"
+            assert seen.watermarks == [] and seen.state_run is None
+            restart_postgres("immediate")
+        code, err = victim.finish()
+        assert code != 0, "the run reported success although its commit was cut off"
+        assert "Traceback" not in err, err[-2000:]
+        assert_nothing_committed(name)
+
+        again = recon_run(pipelines, name, "r1", data)
+        assert again.returncode == EXIT_CONTRACT_BROKEN, again.stderr[-2000:]
+        undisturbed = recon_run(pipelines, control, "r1", data)
+        assert undisturbed.returncode == EXIT_CONTRACT_BROKEN, undisturbed.stderr[-2000:]
+        assert_same_as_undisturbed(name, control, s.expected)
