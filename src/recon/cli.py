@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
 import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from recon.errors import ReconError
+from recon.errors import ReconError, SparkDriverLost
 
 EXIT_OK, EXIT_CONTRACT_BROKEN, EXIT_USER_ERROR = 0, 1, 2
 
@@ -97,6 +99,12 @@ def _check_config(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _driver_alive(spark: Any) -> bool:
+    """Whether the JVM that pyspark launched for this process is still running."""
+    proc = getattr(spark.sparkContext._gateway, "proc", None)
+    return proc is None or proc.poll() is None
+
+
 def _run(args: argparse.Namespace) -> int:
     import dataclasses
 
@@ -113,8 +121,17 @@ def _run(args: argparse.Namespace) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     try:
         summary = run_pipeline(cfg, run_id, spark, data_dir=args.data_dir, progress=_progress)
+    except Exception as exc:
+        if _driver_alive(spark):
+            raise
+        raise SparkDriverLost(
+            f"pipeline '{cfg.name}': the Spark driver died during run '{run_id}' "
+            f"({type(exc).__name__}); a run commits all of its results or none: run it again "
+            "with the same run id"
+        ) from None
     finally:
-        spark.stop()
+        if _driver_alive(spark):
+            spark.stop()
     if not summary.contract_passed:
         from recon.alerting import alert_for_run
 
@@ -164,6 +181,10 @@ def _reset(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # py4j logs a broken gateway call with a traceback (on the root logger, too); the error line
+    # below says what happened.
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
+    logging.getLogger().addFilter(lambda record: f"{os.sep}py4j{os.sep}" not in record.pathname)
     handlers = {"check-config": _check_config, "run": _run, "runs": _runs, "reset": _reset}
     try:
         return handlers[args.command](args)

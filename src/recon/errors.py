@@ -24,3 +24,7 @@ class ConfigError(ReconError):
 
 class InputSchemaError(ReconError):
     """A DataFrame handed to the reconciler lacks a column it needs."""
+
+
+class SparkDriverLost(ReconError):
+    """The Spark driver (the JVM a run talks to) died while the run was using it."""

@@ -25,7 +25,7 @@ from typing import Any
 import psycopg2
 
 from recon.engine import results_db
-from recon.store import forget_pipeline
+from recon.store import ensure_schema, forget_pipeline
 
 ROOT = Path(os.environ.get("RECON_ROOT", Path(__file__).resolve().parents[2]))
 STATE = Path(os.environ.get("RECON_STATE", ROOT / ".state"))
@@ -152,6 +152,8 @@ def synthetic(
     kafka_config: dict[str, str], pg_kwargs: dict[str, Any], n: int, *names: str, **kw: Any
 ) -> Iterator[Synthetic]:
     """A synthetic pipeline for the test's pipeline names, removed with their results after."""
+    with results_db() as pg:  # a fresh results database: the test reads it before any run
+        ensure_schema(pg)
     s = make_synthetic(kafka_config, pg_kwargs, n, **kw)
     try:
         yield s
@@ -334,3 +336,25 @@ def restart_postgres(mode: str = "immediate") -> None:
     result = subprocess.run(["bash", str(ROOT / "scripts" / "postgres.sh"), "restart", mode],
                             capture_output=True, text=True, timeout=240)  # fmt: skip
     assert result.returncode == 0, f"PostgreSQL did not come back: {result.stderr[-1500:]}"
+
+
+def spark_driver_pid(parent: int) -> int | None:
+    """The Spark driver JVM that pyspark launched below process ``parent``, if it runs."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    todo = list(children.get(parent, []))
+    while todo:
+        pid = todo.pop()
+        try:
+            cmdline = (Path("/proc") / str(pid) / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"java" in cmdline and b"org.apache.spark.deploy.SparkSubmit" in cmdline:
+            return pid
+        todo.extend(children.get(pid, []))
+    return None
