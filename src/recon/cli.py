@@ -1,7 +1,9 @@
 """``recon``: reconcile a pipeline outside Airflow, list its runs, validate the YAML.
 
 Exit status: 0 the contract holds (or the command succeeded), 1 the contract is broken,
-2 a user error (configuration, connection, missing topic or table) named in one line.
+2 a user error (configuration, connection, missing topic or table) or a failed service (Kafka
+unreachable, PostgreSQL gone during the commit, the Spark driver dead, a concurrent run), named in
+one line.
 """
 
 from __future__ import annotations

@@ -59,6 +59,7 @@ def _produce(config: ClientConfig, committed: int, aborted: int) -> None:
 def _consume_into_sink(config: ClientConfig, pg_kwargs: dict[str, object]) -> int:
     import psycopg2
     from confluent_kafka import Consumer
+    from psycopg2 import sql
 
     consumer = Consumer(
         {
@@ -73,10 +74,12 @@ def _consume_into_sink(config: ClientConfig, pg_kwargs: dict[str, object]) -> in
     written = 0
     with psycopg2.connect(**pg_kwargs) as pg:
         with pg.cursor() as cur:
-            cur.execute(f"DROP TABLE IF EXISTS {TABLE}")
+            cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(TABLE)))
             cur.execute(
-                f"CREATE TABLE {TABLE} (id bigserial PRIMARY KEY, message_id text, "
-                "kafka_partition int, kafka_offset bigint)"
+                sql.SQL(
+                    "CREATE TABLE {} (id bigserial PRIMARY KEY, message_id text, "
+                    "kafka_partition int, kafka_offset bigint)"
+                ).format(sql.Identifier(TABLE))
             )
         pg.commit()
         idle_since = time.monotonic()
@@ -87,8 +90,10 @@ def _consume_into_sink(config: ClientConfig, pg_kwargs: dict[str, object]) -> in
             idle_since = time.monotonic()
             with pg.cursor() as cur:
                 cur.execute(
-                    f"INSERT INTO {TABLE} (message_id, kafka_partition, kafka_offset) "
-                    "VALUES (%s, %s, %s)",
+                    sql.SQL(
+                        "INSERT INTO {} (message_id, kafka_partition, kafka_offset) "
+                        "VALUES (%s, %s, %s)"
+                    ).format(sql.Identifier(TABLE)),
                     ((msg.key() or b"").decode(), msg.partition(), msg.offset()),
                 )
             pg.commit()
