@@ -419,7 +419,7 @@ def reconcile_run(
         if not cfg.sink.ingest_seq_column:
             sink_rows, ledger = _only_changed_ids(sink_rows, ledger)
         unverifiable = [
-            (w.topic, w.partition, w.window_from, w.log_start_offset)
+            (w.topic, w.partition, w.window_from, w.removed_to)
             for w in record.windows
             if w.unverifiable
         ]
