@@ -30,7 +30,7 @@ from recon.connections import kafka_connection, postgres_connection
 from recon.contract import evaluate_contract
 from recon.kafka_read import OffsetRange, extract_message_ids, read_kafka_ranges
 from recon.sink_read import inspect_sink, read_sink_rows, sink_query
-from recon.snapshot import take_offsets
+from recon.snapshot import KafkaAuthFailed, scrub, take_offsets
 from recon.verdicts import Verdict
 from recon.window import PartitionWindow, plan_windows, rewinds
 
@@ -124,10 +124,16 @@ def snapshot_offsets(
             progress(f"run {run_id}: run {base.run_id} committed after its snapshot: taking anew")
         kafka = kafka_connection(cfg.kafka.connection)
         snapshot_time = time.time() if now is None else now
-        offsets = take_offsets(
-            kafka.config, cfg.kafka.topic, cfg.kafka.consumer_group, cfg.settle_seconds,
-            now=snapshot_time,
-        )  # fmt: skip
+        try:
+            offsets = take_offsets(
+                kafka.config, cfg.kafka.topic, cfg.kafka.consumer_group, cfg.settle_seconds,
+                now=snapshot_time,
+            )  # fmt: skip
+        except KafkaAuthFailed as exc:
+            raise KafkaAuthFailed(
+                f"pipeline '{cfg.name}': kafka.connection: '{kafka.conn_id}' at "
+                f"{kafka.bootstrap_servers}: {scrub(str(exc), kafka.config)}"
+            ) from None
         start = cfg.kafka.start_offsets or "earliest"
         windows = plan_windows(offsets, base.watermarks, start)
         with sink_db(cfg) as sink_pg:
@@ -413,7 +419,7 @@ def reconcile_run(
         if not cfg.sink.ingest_seq_column:
             sink_rows, ledger = _only_changed_ids(sink_rows, ledger)
         unverifiable = [
-            (w.topic, w.partition, w.window_from, w.log_start_offset)
+            (w.topic, w.partition, w.window_from, w.removed_to)
             for w in record.windows
             if w.unverifiable
         ]

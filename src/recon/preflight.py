@@ -25,10 +25,15 @@ def check_pipeline(cfg: PipelineConfig) -> None:
     :raises ReconError: the first problem, naming the pipeline and key.
     """
     import psycopg2
-    from confluent_kafka.admin import AdminClient
 
     from recon.sink_read import inspect_sink
-    from recon.snapshot import KafkaUnreachable, topic_partitions
+    from recon.snapshot import (
+        KafkaAuthFailed,
+        KafkaUnreachable,
+        admin_client,
+        scrub,
+        topic_partitions,
+    )
 
     for key, conn_id, resolve in (
         ("kafka.connection", cfg.kafka.connection, kafka_connection),
@@ -39,13 +44,16 @@ def check_pipeline(cfg: PipelineConfig) -> None:
         except ConnectionNotFound as exc:
             raise ConnectionNotFound(f"pipeline '{cfg.name}': {key}: {exc}") from None
     kafka = kafka_connection(cfg.kafka.connection)
+    where = (
+        f"pipeline '{cfg.name}': kafka.connection: '{kafka.conn_id}' at {kafka.bootstrap_servers}"
+    )
     try:
-        topic_partitions(AdminClient(dict(kafka.config)), cfg.kafka.topic)
+        topic_partitions(admin_client(kafka.config), cfg.kafka.topic)
+    except KafkaAuthFailed as exc:
+        # Not retried: the same credentials are refused again (fix the connection).
+        raise KafkaAuthFailed(f"{where}: {scrub(str(exc), kafka.config)}") from None
     except KafkaUnreachable as exc:
-        raise ReconError(
-            f"pipeline '{cfg.name}': kafka.connection: '{kafka.conn_id}' at "
-            f"{kafka.bootstrap_servers}: {exc}"
-        ) from None
+        raise ReconError(f"{where}: {scrub(str(exc), kafka.config)}") from None
     except ReconError as exc:
         raise ReconError(f"pipeline '{cfg.name}': kafka.topic: {exc}") from None
     sink = postgres_connection(cfg.sink.connection)

@@ -36,7 +36,8 @@ The algorithm, data-diff style
    verdict, so the message still counts once. A position read again after a consumer-group
    reset is the same position, not a topic duplicate.
 5. Each partition whose window starts below its log-start offset adds one ``unverifiable``
-   marker row carrying the missing range.
+   marker row carrying the missing range (the caller passes the window's part of it:
+   ``recon.window.PartitionWindow.removed_to``).
 
 The ledger is read whole each run: it joins the run's facts in the one shuffle of step 3, and
 :func:`ledger_update` rewrites it as the next version (a second shuffle).
@@ -80,7 +81,8 @@ def reconcile(
     :param pending_records: ``schemas.PENDING``: records not judged yet.
     :param uncommitted_ids: ``schemas.UNCOMMITTED``: records seen only when reading uncommitted.
     :param unverifiable_partitions: ``schemas.UNVERIFIABLE`` rows, as a DataFrame or as tuples
-        ``(topic, partition, from_offset, log_start_offset)``.
+        ``(topic, partition, from_offset, log_start_offset)``; ``log_start_offset`` ends the
+        removed range (the log-start offset, or the window's end when that comes first).
     :returns: a DataFrame shaped as ``schemas.RESULT``.
     :raises InputSchemaError: when an input lacks a column.
     """

@@ -8,7 +8,9 @@ first offset younger than the settle time.
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from recon.errors import ReconError
@@ -16,55 +18,152 @@ from recon.window import PartitionOffsets
 
 NOTHING_COMMITTED = -1001  # librdkafka's OFFSET_INVALID: the group has no offset for the partition
 
+#: librdkafka's own log lines (a refused login logs one every few hundred ms): debug level only,
+#: so that a command prints its one error line and nothing else.
+_librdkafka_log = logging.getLogger("recon.kafka.librdkafka")
+
+#: Settings whose values are secrets: never part of an error message.
+SECRET_SETTINGS = ("sasl.password", "ssl.key.password", "ssl.keystore.password",
+                   "ssl.truststore.password", "sasl.oauthbearer.client.secret")  # fmt: skip
+
 
 class KafkaSnapshotError(ReconError):
     """Kafka could not be asked, or the topic is not there."""
 
 
-def _result(future: Any, what: str, timeout: float) -> Any:
-    from confluent_kafka import KafkaException
-
-    try:
-        return future.result(timeout=timeout)
-    except KafkaException as exc:
-        error = exc.args[0] if exc.args else exc
-        if getattr(error, "retriable", lambda: False)() or _transient(error):
-            raise _Retriable(f"{what}: {error}") from None
-        raise KafkaSnapshotError(f"{what}: {error}") from None
-    except TimeoutError:
-        raise _Retriable(f"{what}: no answer within {timeout:.0f} s") from None
-
-
-def _transient(error: Any) -> bool:
-    """States a restarting broker passes through; librdkafka does not flag them all as
-    retriable."""
-    from confluent_kafka import KafkaError
-
-    codes = (
-        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-        KafkaError.NOT_COORDINATOR,
-        KafkaError.COORDINATOR_NOT_AVAILABLE,
-        KafkaError.UNKNOWN_LEADER_EPOCH,
-        KafkaError.NOT_LEADER_FOR_PARTITION,
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.REQUEST_TIMED_OUT,
-        KafkaError._TRANSPORT,
-        KafkaError._ALL_BROKERS_DOWN,
-        KafkaError._TIMED_OUT,
-    )
-    return bool(getattr(error, "code", lambda: None)() in codes)
-
-
 class KafkaUnreachable(KafkaSnapshotError):
-    """No broker answered (down, wrong address, or refused our credentials)."""
+    """No broker answered (down, or a wrong address)."""
+
+
+class KafkaAuthFailed(KafkaSnapshotError):
+    """The broker refused the connection's credentials (SASL, TLS) or their rights: asking again
+    with the same settings cannot succeed, so it is never retried."""
 
 
 class _Retriable(KafkaSnapshotError):
     """A transient broker state (a broker restarting, a coordinator still loading)."""
 
 
+def _codes(*names: str) -> frozenset[int]:
+    from confluent_kafka import KafkaError
+
+    return frozenset(getattr(KafkaError, n) for n in names if hasattr(KafkaError, n))
+
+
+def refused_codes() -> frozenset[int]:
+    """Error codes that mean "not you" or "not allowed": authentication and authorization."""
+    return _codes(
+        "_AUTHENTICATION", "SASL_AUTHENTICATION_FAILED", "ILLEGAL_SASL_STATE",
+        "UNSUPPORTED_SASL_MECHANISM", "_SSL", "CLUSTER_AUTHORIZATION_FAILED",
+        "TOPIC_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED",
+        "DELEGATION_TOKEN_AUTHORIZATION_FAILED",
+    )  # fmt: skip
+
+
+def transient_codes() -> frozenset[int]:
+    """States a restarting broker passes through; librdkafka does not flag them all as
+    retriable."""
+    return _codes(
+        "COORDINATOR_LOAD_IN_PROGRESS", "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE",
+        "UNKNOWN_LEADER_EPOCH", "NOT_LEADER_FOR_PARTITION", "LEADER_NOT_AVAILABLE",
+        "REQUEST_TIMED_OUT", "_TRANSPORT", "_ALL_BROKERS_DOWN", "_TIMED_OUT",
+    )  # fmt: skip
+
+
+def error_kind(error: Any) -> str:
+    """``refused`` (credentials or rights: never retried), ``transient`` (retried for up to
+    ``retry_for`` seconds) or ``fatal`` (reported at once), for a ``confluent_kafka.KafkaError``.
+
+    A refusal wins over librdkafka's own ``retriable()`` flag: the same credentials are refused
+    again.
+    """
+    code = getattr(error, "code", lambda: None)()
+    if code in refused_codes():
+        return "refused"
+    if getattr(error, "retriable", lambda: False)() or code in transient_codes():
+        return "transient"
+    return "fatal"
+
+
+def scrub(text: str, config: Mapping[str, Any]) -> str:
+    """``text`` with the value of every secret setting of ``config`` masked."""
+    for key in SECRET_SETTINGS:
+        secret = config.get(key)
+        if secret and str(secret) in text:
+            text = text.replace(str(secret), "***")
+    return text
+
+
+class _QuietLog:
+    """A ``logger`` for librdkafka: its lines go to Python logging at debug level."""
+
+    def log(self, level: int, fmt: str, *args: Any) -> None:
+        _librdkafka_log.debug(fmt, *args)
+
+
+def admin_client(config: Mapping[str, Any]) -> Any:
+    """An AdminClient that remembers the first refusal librdkafka reports.
+
+    librdkafka tells of a refused SASL login only as an error event (served by ``poll()``); the
+    request that needed the connection just times out with a transport error. The client's
+    ``refusal()`` polls for that event, so a refused login is told apart from a broker that is
+    down.
+    """
+    from confluent_kafka.admin import AdminClient
+
+    class _WatchedAdmin(AdminClient):
+        refused: Any = None
+
+        def refusal(self) -> Any:
+            self.poll(0)
+            return self.refused
+
+    def on_error(error: Any) -> None:
+        if admin.refused is None and error_kind(error) == "refused":
+            admin.refused = error
+
+    settings = {k: v for k, v in config.items() if k not in ("error_cb", "logger")}
+    # Callbacks go as keyword arguments: confluent-kafka merges them into the settings.
+    admin = _WatchedAdmin(settings, error_cb=on_error, logger=_QuietLog())
+    return admin
+
+
+def _refusal(admin: Any) -> Any:
+    check = getattr(admin, "refusal", None)
+    return check() if check is not None else None
+
+
+def _refused(error: Any) -> KafkaAuthFailed:
+    text = error.str() if hasattr(error, "str") else str(error)
+    return KafkaAuthFailed(f"the broker refused the connection's credentials: {text}")
+
+
+def _result(future: Any, what: str, timeout: float, admin: Any = None) -> Any:
+    from confluent_kafka import KafkaException
+
+    try:
+        return future.result(timeout=timeout)
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args else exc
+        kind = error_kind(error)
+        if kind == "refused":
+            raise _refused(error) from None
+        refusal = _refusal(admin)
+        if refusal is not None:
+            raise _refused(refusal) from None
+        if kind == "transient":
+            raise _Retriable(f"{what}: {error}") from None
+        raise KafkaSnapshotError(f"{what}: {error}") from None
+    except TimeoutError:
+        refusal = _refusal(admin)
+        if refusal is not None:
+            raise _refused(refusal) from None
+        raise _Retriable(f"{what}: no answer within {timeout:.0f} s") from None
+
+
 def _with_retries(call: Any, retry_for: float, delay: float = 1.0) -> Any:
-    """``call()`` until it succeeds or ``retry_for`` seconds have passed (at least one try)."""
+    """``call()`` until it succeeds or ``retry_for`` seconds have passed (at least one try).
+    Only :class:`_Retriable` is retried: a refusal or any other error ends it at once."""
     deadline = time.monotonic() + retry_for
     while True:
         try:
@@ -75,19 +174,41 @@ def _with_retries(call: Any, retry_for: float, delay: float = 1.0) -> Any:
             time.sleep(delay)
 
 
+def _metadata(admin: Any, topic: str, timeout: float) -> Any:
+    """``list_topics`` asked in slices of at most a second, so that a refused login (reported
+    within a second) ends the wait instead of the whole ``timeout``."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout
+    while True:
+        started = time.monotonic()
+        budget = max(0.1, min(1.0, deadline - started))
+        try:
+            return admin.list_topics(topic=topic, timeout=budget)
+        except KafkaException:
+            refusal = _refusal(admin)
+            if refusal is not None:
+                raise _refused(refusal) from None
+            # An answer that came before the slice ran out is the broker's own: report it.
+            if time.monotonic() >= deadline or time.monotonic() - started < budget * 0.9:
+                raise
+
+
 def topic_partitions(
     admin: Any, topic: str, timeout: float = 15.0, retry_for: float = 0.0
 ) -> list[int]:
     """The partitions of ``topic``.
 
     :param retry_for: keep asking an unreachable broker this many seconds (a restart).
-    :raises KafkaSnapshotError: when Kafka does not answer or the topic does not exist.
+    :raises KafkaAuthFailed: the broker refused the credentials (at once, never retried).
+    :raises KafkaUnreachable: no broker answered within ``timeout`` (and ``retry_for``).
+    :raises KafkaSnapshotError: when the topic does not exist.
     """
     from confluent_kafka import KafkaException
 
     def ask() -> Any:
         try:
-            return admin.list_topics(topic=topic, timeout=timeout)
+            return _metadata(admin, topic, timeout)
         except KafkaException as exc:
             raise _Retriable(f"Kafka did not answer: {exc}") from None
 
@@ -96,6 +217,8 @@ def topic_partitions(
     except _Retriable as exc:
         raise KafkaUnreachable(str(exc)) from None
     info = metadata.topics.get(topic)
+    if info is not None and info.error is not None and error_kind(info.error) == "refused":
+        raise _refused(info.error)
     if info is None or info.error is not None or not info.partitions:
         raise KafkaSnapshotError(f"topic '{topic}' does not exist")
     return sorted(info.partitions)
@@ -119,14 +242,14 @@ def take_offsets(
     :param now: the snapshot time in epoch seconds (default: the clock).
     :param timeout: seconds to wait for each answer.
     :param retry_for: how long transient errors (a broker restarting) are retried per request.
+    :raises KafkaAuthFailed: the broker refused the credentials (never retried).
     :raises KafkaSnapshotError: Kafka did not answer in time, or refused.
     """
     from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, TopicPartition
-    from confluent_kafka.admin import AdminClient
     from confluent_kafka.admin import OffsetSpec as _OffsetSpec  # type: ignore[attr-defined]
 
     OffsetSpec: Any = _OffsetSpec  # untyped in confluent-kafka's stubs
-    admin = AdminClient(dict(kafka_config))
+    admin = admin_client(kafka_config)
     partitions = topic_partitions(admin, topic, timeout, retry_for)
     tps = [TopicPartition(topic, p) for p in partitions]
     now = time.time() if now is None else now
@@ -135,8 +258,9 @@ def take_offsets(
     def offsets_for(spec: Any, **kwargs: Any) -> dict[int, int]:
         def ask() -> dict[int, int]:
             futures = admin.list_offsets({tp: spec for tp in tps}, **kwargs)
+            what = f"offsets of {topic}"
             return {
-                tp.partition: _result(f, f"offsets of {topic}[{tp.partition}]", timeout).offset
+                tp.partition: _result(f, f"{what}[{tp.partition}]", timeout, admin).offset
                 for tp, f in futures.items()
             }
 
@@ -151,7 +275,7 @@ def take_offsets(
         request = ConsumerGroupTopicPartitions(consumer_group, tps)
         futures = admin.list_consumer_group_offsets([request], require_stable=True)
         what = f"committed offsets of group '{consumer_group}'"
-        return _result(futures[consumer_group], what, timeout)
+        return _result(futures[consumer_group], what, timeout, admin)
 
     group = _with_retries(group_offsets, retry_for)
     committed = {

@@ -10,7 +10,11 @@ Per partition:
   read_committed reader cannot pass an open transaction) and to the first record younger than the
   settle time. Records at or past ``to`` are *pending*: read, never judged.
 - When ``from`` is below the log-start offset, retention or compaction removed ``[from,
-  log_start)``: the partition is *unverifiable* for that range and the read starts at log-start.
+  log_start)``: the partition is *unverifiable* for the part of that range inside the window,
+  ``[from, min(log_start, to))``, and the read starts at log-start. Removed offsets at or past
+  ``to`` (pending ones: the consumer had not claimed them) are reported by the run whose window
+  reaches them, so each removed offset is reported once, and a consumer stuck below the
+  log-start offset does not fail every run with the same gap.
 - A committed offset lower than the one seen by the previous run is a *rewind*; ``to`` never moves
   below ``from`` (messages already judged stay judged; the duplicates the rewind causes are caught
   through the ledger when their sink rows arrive).
@@ -67,8 +71,13 @@ class PartitionWindow:
         return max(self.window_from, self.log_start_offset)
 
     @property
+    def removed_to(self) -> int:
+        """End of the window's removed part ``[from, removed_to)``; ``from`` when none is."""
+        return max(self.window_from, min(self.log_start_offset, self.window_to))
+
+    @property
     def unverifiable(self) -> bool:
-        return self.window_from < self.log_start_offset
+        return self.removed_to > self.window_from
 
     @property
     def pending_to(self) -> int:

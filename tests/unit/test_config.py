@@ -405,3 +405,113 @@ def test_no_airflow_import() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
     )
     assert out.stdout.strip() == "False"
+
+
+# Wrong types: each is one error naming the pipeline and the key, never a crash.
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"retries": "2"}, "retries: expected a whole number, got a string"),
+        ({"retries": True}, "retries: expected a whole number, got a boolean"),
+        ({"settle_seconds": [1]}, "settle_seconds: expected a whole number, got a list"),
+        ({"settle_seconds": {"s": 1}}, "settle_seconds: expected a whole number, got a mapping"),
+        ({"settle_seconds": None}, "settle_seconds: expected a whole number, got null"),
+        ({"settle_seconds": 1.5}, "settle_seconds: expected a whole number, got a number"),
+        ({"sink": ["postgres_sink"]}, "sink: expected a mapping, got a list"),
+        ({"sink": "postgres_sink"}, "sink: expected a mapping, got a string"),
+        ({"kafka": None}, "kafka: expected a mapping, got null"),
+        ({"tolerances": ["max_invalid"]}, "tolerances: expected a mapping, got a list"),
+        ({"tolerances": None}, "tolerances: expected a mapping, got null"),
+        (
+            {"tolerances": {"max_invalid": True}},
+            "tolerances.max_invalid: expected a whole number, got a boolean",
+        ),
+        (
+            {"tolerances": {"max_unverifiable": "3"}},
+            "tolerances.max_unverifiable: expected a whole number, got a string",
+        ),
+        (
+            {"tolerances": {"max_invalid": 2.5}},
+            "tolerances.max_invalid: expected a whole number, got a number",
+        ),
+        (
+            {"tolerances": {"max_duplicate_ratio": True}},
+            "tolerances.max_duplicate_ratio: expected a number between 0 and 1, got a boolean",
+        ),
+        (
+            {"tolerances": {"max_duplicate_ratio": "0.1"}},
+            "tolerances.max_duplicate_ratio: expected a number between 0 and 1, got a string",
+        ),
+        (
+            {"idempotent_producer": "yes"},
+            "idempotent_producer: expected true or false, got a string",
+        ),
+        ({"idempotent_producer": 1}, "idempotent_producer: expected true or false, got a number"),
+        ({"catchup": 0}, "catchup: expected true or false, got a number"),
+        ({"tags": [1, 2]}, "tags: expected a list of non-empty strings"),
+        ({"tags": {"team": "a"}}, "tags: expected a list of non-empty strings"),
+        ({"schedule": ["@daily"]}, "schedule: expected a string, got a list"),
+        ({"schedule": True}, "schedule: expected a string, got a boolean"),
+        ({"semantics": ["exactly_once"]}, "semantics: expected one of at_most_once"),
+        ({"kafka__topic": 5}, "kafka.topic: expected a string, got a number"),
+        ({"kafka__topic": {"name": "t"}}, "kafka.topic: expected a string, got a mapping"),
+        ({"kafka__connection": 5}, "kafka.connection: expected a string, got a number"),
+        ({"kafka__consumer_group": ["g"]}, "kafka.consumer_group: expected a string, got a list"),
+        ({"kafka__consumer_group": True}, "kafka.consumer_group: expected a string, got a boolean"),
+        ({"kafka__message_id": ["header", "id"]}, "kafka.message_id: expected one of header"),
+        ({"kafka__message_id": None}, "kafka.message_id: expected one of header"),
+        (
+            {"kafka__message_id": {"json_field": 5}},
+            "kafka.message_id.json_field: expected a string",
+        ),
+        ({"kafka__message_id": {"header": ["a"]}}, "kafka.message_id.header: expected a string"),
+        ({"kafka__message_id": {"key": "yes"}}, "kafka.message_id.key: expected true"),
+        ({"kafka__start_offsets": [0, 5]}, "kafka.start_offsets: expected 'earliest' or a mapping"),
+        ({"kafka__start_offsets": 5}, "kafka.start_offsets: expected 'earliest' or a mapping"),
+        ({"kafka__start_offsets": {0: "5"}}, "kafka.start_offsets.0: an offset must be a whole"),
+        ({"kafka__start_offsets": {0: True}}, "kafka.start_offsets.0: an offset must be a whole"),
+        ({"kafka__start_offsets": {True: 5}}, "kafka.start_offsets.True: a partition number"),
+        ({"sink__table": ["a"]}, "sink.table: expected a string, got a list"),
+        ({"sink__connection": None}, "sink.connection: expected a string, got null"),
+        ({"sink__message_id_column": 3}, "sink.message_id_column: expected a string, got a number"),
+        (
+            {"sink__ingest_seq_column": True},
+            "sink.ingest_seq_column: expected a string, got a boolean",
+        ),
+    ],
+)
+def test_wrong_types_name_pipeline_and_key(changes: dict[str, Any], message: str) -> None:
+    error = only_error(doc(**changes))
+    assert error.startswith(f"pipelines.yaml: pipeline 'payments': {message}"), error
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        # YAML 1.1 reads yes/no/on/off as booleans: not a number of seconds.
+        ("settle_seconds: yes", "settle_seconds: expected a whole number, got a boolean"),
+        ("settle_seconds: '120'", "settle_seconds: expected a whole number, got a string"),
+        ("retries: 3.0", "retries: expected a whole number, got a number"),
+        (
+            "idempotent_producer: 'true'",
+            "idempotent_producer: expected true or false, got a string",
+        ),
+        ("schedule: 2026-01-01", "schedule: expected a string, got a date"),
+    ],
+)
+def test_wrong_types_as_written_in_yaml(line: str, message: str) -> None:
+    key = line.split(":")[0]
+    text = "\n".join(
+        f"    {line}" if row.strip().startswith(f"{key}:") else row
+        for row in doc(**{key: "PLACEHOLDER"}).splitlines()
+    )
+    assert only_error(text) == f"pipelines.yaml: pipeline 'payments': {message}"
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"), [("exactly_once", "a string"), ("null", "null"), ("[1, 2]", "a list")]
+)
+def test_a_pipeline_that_is_not_a_mapping(body: str, kind: str) -> None:
+    assert only_error(f"pipelines:\n  payments: {body}\n") == (
+        f"pipelines.yaml: pipeline 'payments': expected a mapping, got {kind}"
+    )

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from recon.config import MessageIdSpec
-from recon.kafka_read import extract_message_ids
+from recon.kafka_read import MAX_MESSAGE_ID_LENGTH, extract_message_ids
 
 pytestmark = pytest.mark.unit
 
@@ -75,3 +75,65 @@ def test_key_ids(spark: Any) -> None:
     rows = [(0, b"k0", b"v", []), (1, None, b"v", [])]
     got = verdicts(extract_message_ids(raw_rows(spark, rows), MessageIdSpec("key")))
     assert got == {0: ("k0", None), 1: (None, "message_id_missing")}
+
+
+def test_the_length_limit_is_in_characters_and_inclusive(spark: Any) -> None:
+    limit = MAX_MESSAGE_ID_LENGTH
+    rows = [
+        (0, None, b"{}", [("message_id", b"a" * limit)]),
+        (1, None, b"{}", [("message_id", b"a" * (limit + 1))]),
+        # Two bytes per character: 1024 bytes, still 512 characters.
+        (2, None, b"{}", [("message_id", ("\u00e9" * limit).encode())]),
+        (3, None, b"{}", [("message_id", ("\u00e9" * (limit + 1)).encode())]),
+    ]
+    got = verdicts(
+        extract_message_ids(raw_rows(spark, rows), MessageIdSpec("header", "message_id"))
+    )
+    assert got == {
+        0: ("a" * limit, None),
+        1: (None, "message_id_oversize"),
+        2: ("\u00e9" * limit, None),
+        3: (None, "message_id_oversize"),
+    }
+
+
+def test_bad_json_field_ids(spark: Any) -> None:
+    rows = [
+        (0, None, b'{"id": ""}', []),
+        (1, None, b'{"id": "  "}', []),
+        (2, None, b'{"id": null}', []),
+        (3, None, None, []),  # tombstone
+        (4, None, b"", []),  # empty value
+        (5, None, ('{"id": "%s"}' % ("z" * (MAX_MESSAGE_ID_LENGTH + 1))).encode(), []),
+        (6, None, b'{"ID": "a"}', []),  # field names are case-sensitive
+        (7, None, b'{"id": "ok", "id2": "x"}', []),
+    ]
+    got = verdicts(extract_message_ids(raw_rows(spark, rows), MessageIdSpec("json_field", "id")))
+    assert got == {
+        0: (None, "message_id_empty"),
+        1: (None, "message_id_empty"),
+        2: (None, "message_id_missing"),
+        3: (None, "tombstone"),
+        4: (None, "message_id_missing"),
+        5: (None, "message_id_oversize"),
+        6: (None, "message_id_missing"),
+        7: ("ok", None),
+    }
+
+
+def test_bad_key_ids(spark: Any) -> None:
+    rows = [
+        (0, b"\xc3\x28", b"v", []),  # an invalid UTF-8 sequence
+        (1, b"", b"v", []),
+        (2, b"k2", None, []),  # a tombstone has a key but no value: not a message
+        (3, b"k" * (MAX_MESSAGE_ID_LENGTH + 1), b"v", []),
+        (4, b"k4", b"", []),  # an empty value is still a record with a key
+    ]
+    got = verdicts(extract_message_ids(raw_rows(spark, rows), MessageIdSpec("key")))
+    assert got == {
+        0: (None, "message_id_not_utf8"),
+        1: (None, "message_id_empty"),
+        2: (None, "tombstone"),
+        3: (None, "message_id_oversize"),
+        4: ("k4", None),
+    }

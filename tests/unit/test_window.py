@@ -56,6 +56,21 @@ def test_rewind_is_recorded_and_window_never_goes_back() -> None:
 def test_watermark_below_log_start_is_unverifiable() -> None:
     (w,) = plan_windows([offsets(start=50, committed=100)], {("t", 0): Watermark(20, 20)})
     assert w.unverifiable and w.read_from == 50 and w.window_from == 20
+    assert w.removed_to == 50
+
+
+def test_removed_offsets_past_the_committed_offset_wait_for_their_window() -> None:
+    # Retention removed [20, 27) while the consumer had committed only 25: this window reports
+    # [20, 25); 25 and 26 were pending and are reported by the window that reaches them.
+    (w,) = plan_windows([offsets(start=27, committed=25)], {("t", 0): Watermark(20, 20)})
+    assert (w.window_from, w.window_to, w.read_from, w.removed_to) == (20, 25, 27, 25)
+    assert w.unverifiable
+    # The consumer stuck at 25: nothing of an empty window was removed, so nothing to report.
+    (stuck,) = plan_windows([offsets(start=27, committed=25)], {("t", 0): Watermark(25, 25)})
+    assert (stuck.window_from, stuck.window_to) == (25, 25) and not stuck.unverifiable
+    # It moves past the gap: the window [25, 30) reports the removed 25 and 26.
+    (moved,) = plan_windows([offsets(start=27, committed=30)], {("t", 0): Watermark(25, 25)})
+    assert (moved.window_from, moved.removed_to, moved.read_from) == (25, 27, 27)
 
 
 def test_partition_added_after_first_run_is_new() -> None:
