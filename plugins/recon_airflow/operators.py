@@ -14,7 +14,7 @@ from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 SPARK_STEPS = ("snapshot_topic", "reconcile", "validate")
 APP = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "spark_apps",
@@ -51,7 +51,7 @@ class SnapshotOffsetsOperator(BaseOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         from recon import engine
-        from recon.errors import ReconError
+        from recon.errors import ReconError, ServiceUnavailable
         from recon.preflight import check_pipeline
         from recon_airflow.hooks import use_airflow_connections
 
@@ -60,6 +60,9 @@ class SnapshotOffsetsOperator(BaseOperator):
             cfg = _load(self.pipeline, self.pipelines_file)
             check_pipeline(cfg)
             record = engine.snapshot_offsets(cfg, context["run_id"], progress=self.log.info)
+        except ServiceUnavailable as exc:
+            # A broker or database that is down now may be back for the task's next try.
+            raise AirflowException(str(exc)) from None
         except ReconError as exc:
             # A user mistake (config, missing topic/table/connection): fail without retries.
             raise AirflowFailException(str(exc)) from None

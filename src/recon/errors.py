@@ -7,6 +7,12 @@ class ReconError(Exception):
     """Base of every error the product raises on purpose."""
 
 
+class ServiceUnavailable(ReconError):
+    """A service the run needs failed or went away (a broker down, the results database
+    restarting, the Spark driver dead). Unlike a user mistake, trying again later can succeed:
+    Airflow retries these, and a retry of the run id finishes or replaces what it left."""
+
+
 class ConnectionNotFound(ReconError):
     """A connection id that resolves to nothing usable."""
 
@@ -26,5 +32,5 @@ class InputSchemaError(ReconError):
     """A DataFrame handed to the reconciler lacks a column it needs."""
 
 
-class SparkDriverLost(ReconError):
+class SparkDriverLost(ServiceUnavailable):
     """The Spark driver (the JVM a run talks to) died while the run was using it."""

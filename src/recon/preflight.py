@@ -53,7 +53,7 @@ def check_pipeline(cfg: PipelineConfig) -> None:
         # Not retried: the same credentials are refused again (fix the connection).
         raise KafkaAuthFailed(f"{where}: {scrub(str(exc), kafka.config)}") from None
     except KafkaUnreachable as exc:
-        raise ReconError(f"{where}: {scrub(str(exc), kafka.config)}") from None
+        raise KafkaUnreachable(f"{where}: {scrub(str(exc), kafka.config)}") from None
     except ReconError as exc:
         raise ReconError(f"pipeline '{cfg.name}': kafka.topic: {exc}") from None
     sink = postgres_connection(cfg.sink.connection)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from recon.errors import ReconError
+from recon.errors import ReconError, ServiceUnavailable
 from recon.window import PartitionOffsets
 
 NOTHING_COMMITTED = -1001  # librdkafka's OFFSET_INVALID: the group has no offset for the partition
@@ -31,7 +31,7 @@ class KafkaSnapshotError(ReconError):
     """Kafka could not be asked, or the topic is not there."""
 
 
-class KafkaUnreachable(KafkaSnapshotError):
+class KafkaUnreachable(KafkaSnapshotError, ServiceUnavailable):
     """No broker answered (down, or a wrong address)."""
 
 

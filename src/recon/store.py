@@ -16,7 +16,7 @@ from datetime import datetime
 from importlib import resources
 from typing import Any
 
-from recon.errors import ReconError
+from recon.errors import ReconError, ServiceUnavailable
 from recon.window import PartitionWindow, Watermark
 from recon.window import rewinds as window_rewinds
 
@@ -25,7 +25,7 @@ class ConcurrentRunError(ReconError):
     """Another run of the pipeline advanced the watermarks after this run took its snapshot."""
 
 
-class CommitInterrupted(ReconError):
+class CommitInterrupted(ServiceUnavailable):
     """The results database went away during a run's commit transaction.
 
     PostgreSQL either committed the whole transaction or none of it; a re-run of the same run id

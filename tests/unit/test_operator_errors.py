@@ -1,0 +1,65 @@
+"""The snapshot task fails for good on a user mistake and leaves a service outage to Airflow's
+retries: a broker that is down now may be back for the task's next try."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+
+def _execute(monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
+    import recon.preflight
+    import recon_airflow.hooks
+    from recon_airflow import operators
+
+    def fail(*_: Any, **__: Any) -> None:
+        raise error
+
+    monkeypatch.setattr(recon_airflow.hooks, "use_airflow_connections", lambda: None)
+    monkeypatch.setattr(operators, "_load", lambda *_: object())
+    monkeypatch.setattr(recon.preflight, "check_pipeline", fail)
+    task = operators.SnapshotOffsetsOperator(task_id="snapshot_offsets", pipeline="p1")
+    task.execute({"run_id": "r1"})
+
+
+def test_a_broker_that_is_down_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+    from recon.snapshot import KafkaUnreachable
+
+    with pytest.raises(AirflowException, match="pipeline 'p1'") as raised:
+        _execute(monkeypatch, KafkaUnreachable("pipeline 'p1': no broker answered"))
+    assert not isinstance(raised.value, AirflowFailException)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "recon.errors.ConfigError",
+        "recon.errors.ConnectionNotFound",
+        "recon.snapshot.KafkaAuthFailed",
+    ],
+)
+def test_a_user_mistake_fails_without_retries(monkeypatch: pytest.MonkeyPatch, error: str) -> None:
+    import importlib
+
+    from airflow.sdk.exceptions import AirflowFailException
+
+    module, name = error.rsplit(".", 1)
+    cls = getattr(importlib.import_module(module), name)
+    with pytest.raises(AirflowFailException, match="pipeline 'p1'"):
+        _execute(monkeypatch, cls("pipeline 'p1': kafka.topic: wrong"))
+
+
+def test_service_failures_are_one_family() -> None:
+    from recon.errors import ServiceUnavailable, SparkDriverLost
+    from recon.snapshot import KafkaAuthFailed, KafkaUnreachable
+    from recon.store import CommitInterrupted, ConcurrentRunError
+
+    for cls in (KafkaUnreachable, CommitInterrupted, SparkDriverLost):
+        assert issubclass(cls, ServiceUnavailable), cls
+    for cls in (KafkaAuthFailed, ConcurrentRunError):
+        assert not issubclass(cls, ServiceUnavailable), cls
