@@ -55,6 +55,7 @@ def extract_message_ids(
     """
     from pyspark.sql import functions as F
 
+    nested = F.lit(False)
     if spec.kind == "header":
         header = F.filter(F.col("headers"), lambda h: h["key"] == F.lit(spec.name))
         id_bytes = F.when(F.size(header) > 0, header[0]["value"])
@@ -69,6 +70,13 @@ def extract_message_ids(
         field = F.get_json_object(value_text, "$." + str(spec.name))
         found = field
         not_utf8 = F.col("value").isNotNull() & value_text.isNull()
+        # get_json_object gives an object or array as its JSON text; only a value that looks like
+        # one is parsed again (CASE WHEN evaluates lazily) to tell it from a string like "[a".
+        looks_nested = F.substring(F.ltrim(field), 1, 1).isin("{", "[")
+        json_type = F.schema_of_variant(
+            F.try_variant_get(F.try_parse_json(value_text), "$." + str(spec.name), "variant")
+        )
+        nested = F.when(looks_nested, json_type.rlike("^(OBJECT|ARRAY)")).otherwise(F.lit(False))
     else:  # pragma: no cover - config validation rejects other kinds
         raise ValueError(f"unknown message_id kind {spec.kind!r}")
 
@@ -79,6 +87,7 @@ def extract_message_ids(
             F.lit("message_id_not_utf8" if spec.kind != "json_field" else "value_not_utf8"),
         )
         .when(found.isNull(), F.lit("message_id_missing"))
+        .when(nested, F.lit("message_id_not_scalar"))
         .when(F.trim(found) == "", F.lit("message_id_empty"))
         .when(F.length(found) > max_length, F.lit("message_id_oversize"))
     )

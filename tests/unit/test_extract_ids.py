@@ -107,6 +107,10 @@ def test_bad_json_field_ids(spark: Any) -> None:
         (5, None, ('{"id": "%s"}' % ("z" * (MAX_MESSAGE_ID_LENGTH + 1))).encode(), []),
         (6, None, b'{"ID": "a"}', []),  # field names are case-sensitive
         (7, None, b'{"id": "ok", "id2": "x"}', []),
+        (8, None, b'{"id": {"a": 1}}', []),  # an object or array is no id
+        (9, None, b'{"id": [1, 2]}', []),
+        (10, None, b'{"id": "[not an array"}', []),  # a string that only looks like one is
+        (11, None, b'{"id": " {x}"}', []),
     ]
     got = verdicts(extract_message_ids(raw_rows(spark, rows), MessageIdSpec("json_field", "id")))
     assert got == {
@@ -118,6 +122,10 @@ def test_bad_json_field_ids(spark: Any) -> None:
         5: (None, "message_id_oversize"),
         6: (None, "message_id_missing"),
         7: ("ok", None),
+        8: (None, "message_id_not_scalar"),
+        9: (None, "message_id_not_scalar"),
+        10: ("[not an array", None),
+        11: (" {x}", None),
     }
 
 
