@@ -56,9 +56,11 @@ print_login() {
 }
 
 stop() {
-  if ! running; then rm -f "$pidfile"; return 0; fi
+  [ -f "$pidfile" ] || return 0
   local pgid
   pgid=$(cat "$pidfile")
+  # The group, even when its leader died: its children (api-server, scheduler) may still run.
+  if ! pgrep -g "$pgid" >/dev/null; then rm -f "$pidfile"; return 0; fi
   say "stopping Airflow (process group $pgid)"
   kill -TERM -- "-$pgid" 2>/dev/null || true
   for _ in $(seq 1 45); do
