@@ -358,3 +358,32 @@ def spark_driver_pid(parent: int) -> int | None:
             return pid
         todo.extend(children.get(pid, []))
     return None
+
+
+# --- holding a commit, comparing with an undisturbed run -----------------------------------------
+
+EXIT_CONTRACT_BROKEN = 1  # the synthetic pipeline loses messages: at_least_once is broken
+
+
+@contextmanager
+def watermark_writes_held() -> Iterator[Any]:
+    """A session holding a SHARE lock on ``recon.watermarks``: readers pass, a run's commit stops
+    at its first watermark write, after its result rows. Commit the yielded connection to let go."""
+    with results_db() as blocker:
+        with blocker.cursor() as cur:
+            cur.execute("LOCK TABLE recon.watermarks IN SHARE MODE")
+        yield blocker
+
+
+def rerun_equals_undisturbed(
+    pipelines: Path, name: str, control: str, data: Path, expected: dict[str, int],
+    *, rerun: str | None = "r1",
+) -> None:  # fmt: skip
+    """Run ``rerun`` of the disturbed pipeline again (``None``: it already was), run the control
+    undisturbed, and compare everything they stored."""
+    if rerun is not None:
+        again = recon_run(pipelines, name, rerun, data)
+        assert again.returncode == EXIT_CONTRACT_BROKEN, again.stderr[-2000:]
+    undisturbed = recon_run(pipelines, control, "r1", data)
+    assert undisturbed.returncode == EXIT_CONTRACT_BROKEN, undisturbed.stderr[-2000:]
+    assert_same_as_undisturbed(name, control, expected)
