@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The project's Airflow: `airflow standalone` (scheduler, dag-processor, api-server, triggerer) in
-# its own process group, metadata in the project's PostgreSQL, UI on loopback.
+# The project's Airflow: api-server, scheduler, dag-processor and triggerer under
+# scripts/airflow_supervisor.py, which restarts any that exits, in its own process group; metadata
+# in the project's PostgreSQL, UI on loopback.
 # usage: airflow.sh init|start|stop|status
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
 dir="$AIRFLOW_HOME"
-pidfile="$dir/standalone.pid"
-log="$dir/standalone.log"
+pidfile="$dir/supervisor.pid"
+log="$dir/airflow.log"
 url="http://127.0.0.1:$RECON_AIRFLOW_PORT"
 
 running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
@@ -37,9 +38,10 @@ start() {
   port_taken "$RECON_AIRFLOW_PORT" && die "port $RECON_AIRFLOW_PORT is in use by another process: stop it or set RECON_AIRFLOW_PORT"
   init
   say "starting Airflow (log: $log)"
-  # Its own session and process group: `standalone` forks bare `airflow` children, and stopping the
-  # parent alone leaves them holding the port. stop() signals the whole group.
-  setsid airflow standalone >>"$log" 2>&1 < /dev/null &
+  # Its own session and process group: the components fork children of their own (task runners,
+  # parsers), and stopping the supervisor alone could leave them holding the port. stop() signals
+  # the whole group.
+  setsid python "$RECON_ROOT/scripts/airflow_supervisor.py" >>"$log" 2>&1 < /dev/null &
   echo $! > "$pidfile"
   for _ in $(seq 1 180); do
     running || die "Airflow exited while starting: see $log"

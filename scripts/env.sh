@@ -86,6 +86,7 @@ export AIRFLOW__CORE__EXECUTOR=LocalExecutor
 export AIRFLOW__CORE__PARALLELISM="${AIRFLOW__CORE__PARALLELISM:-4}"
 export AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION=False
 export RECON_SPARK_POOL="${RECON_SPARK_POOL:-recon_spark}"
+export AIRFLOW__CORE__AUTH_MANAGER=airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager
 export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS="admin:admin"
 export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE="$AIRFLOW_HOME/passwords.json"
 export AIRFLOW__API__HOST=127.0.0.1

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -28,25 +29,41 @@ def _require_env() -> None:
         )
 
 
+AIRFLOW_COMPONENTS = ("metadatabase", "scheduler", "triggerer", "dag_processor")
+
+
 @pytest.fixture(scope="session")
 def airflow_url() -> str:
-    """The project's Airflow (``scripts/airflow.sh start``), checked to answer."""
+    """The project's Airflow (``scripts/airflow.sh start``), every component reporting healthy.
+
+    Waits up to two minutes: a component that died (for instance on the metadata database's
+    restart in the integration tier) is restarted by ``scripts/airflow_supervisor.py``.
+    """
     _require_env()
     import httpx
 
     url = f"http://127.0.0.1:{os.environ.get('RECON_AIRFLOW_PORT', '38080')}"
-    problem = None
-    try:
-        httpx.get(f"{url}/api/v2/monitor/health", timeout=10).raise_for_status()
-    except httpx.HTTPError as exc:
-        problem = str(exc)
-    if problem is not None:
-        pytest.fail(
-            f"Airflow is not answering at {url} ({problem}): start it with "
-            "`scripts/airflow.sh start`",
-            pytrace=False,
-        )
-    return url
+    deadline = time.monotonic() + 120
+    problem = "no answer yet"
+    while time.monotonic() < deadline:
+        try:
+            health = httpx.get(f"{url}/api/v2/monitor/health", timeout=10)
+            health.raise_for_status()
+            status = health.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            problem = f"not answering: {exc}"
+        else:
+            sick = [c for c in AIRFLOW_COMPONENTS if status.get(c, {}).get("status") != "healthy"]
+            if not sick:
+                return url
+            problem = f"unhealthy: {', '.join(sick)}"
+        time.sleep(3)
+    log = Path(os.environ.get("AIRFLOW_HOME", ROOT / ".state" / "airflow")) / "airflow.log"
+    pytest.fail(
+        f"Airflow at {url} is {problem} after 120 s: see {log}; restart it with "
+        "`scripts/airflow.sh stop && scripts/airflow.sh start`",
+        pytrace=False,
+    )
 
 
 @pytest.fixture(scope="session")

@@ -62,6 +62,16 @@ def declared(name: str, text: str) -> Iterator[Path]:
         path.unlink(missing_ok=True)
 
 
+def _log_tail(component: str = "dag-processor", lines: int = 25) -> str:
+    log = Path(os.environ.get("AIRFLOW_HOME", "")) / "airflow.log"
+    try:
+        text = log.read_text(errors="replace").splitlines()
+    except OSError as exc:
+        return f"({exc})"
+    mine = [line[:300] for line in text if line.startswith((component, "supervisor"))]
+    return "\n".join(mine[-lines:])
+
+
 class Airflow:
     """Just enough of the REST API v2, as the admin user (simple auth manager)."""
 
@@ -88,10 +98,12 @@ class Airflow:
             if r.status_code == 200:
                 return
             time.sleep(2)
+        health = self.http.get("/api/v2/monitor/health").text[:400]
+        errors = self.http.get("/api/v2/importErrors").text[:800]
         raise AssertionError(
-            f"Airflow did not show DAG {dag_id} within {timeout:.0f} s: is the dag-processor "
-            f"running with RECON_PIPELINES_DIR={os.environ.get('RECON_PIPELINES_DIR')}? See "
-            "import errors: GET /api/v2/importErrors, or $AIRFLOW_HOME/standalone.log"
+            f"Airflow did not show DAG {dag_id} within {timeout:.0f} s (RECON_PIPELINES_DIR="
+            f"{os.environ.get('RECON_PIPELINES_DIR')}). Health: {health}. Import errors: {errors}. "
+            f"The dag-processor's last lines in $AIRFLOW_HOME/airflow.log:\n{_log_tail()}"
         )
 
     def trigger(self, dag_id: str, run_id: str) -> None:
