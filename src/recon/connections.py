@@ -74,6 +74,12 @@ class KafkaConnection:
     def bootstrap_servers(self) -> str:
         return str(self.config["bootstrap.servers"])
 
+    def where(self, pipeline: str) -> str:
+        """Where a Kafka failure happened, for the first words of its one-line message."""
+        return (
+            f"pipeline '{pipeline}': kafka.connection: '{self.conn_id}' at {self.bootstrap_servers}"
+        )
+
     def spark_options(self) -> dict[str, str]:
         """The connection's client settings as Spark Kafka source options (``kafka.`` prefix).
 

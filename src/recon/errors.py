@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message (drivers add hints and context lines below it)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else repr(exc)
+
+
 class ReconError(Exception):
     """Base of every error the product raises on purpose."""
 

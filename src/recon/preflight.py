@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection, postgres_connection
-from recon.errors import ConfigError, ConnectionNotFound, ReconError
+from recon.errors import ConfigError, ConnectionNotFound, ReconError, first_line
 
 
 def get_pipeline(pipelines: Mapping[str, PipelineConfig], name: str) -> PipelineConfig:
@@ -44,9 +44,7 @@ def check_pipeline(cfg: PipelineConfig) -> None:
         except ConnectionNotFound as exc:
             raise ConnectionNotFound(f"pipeline '{cfg.name}': {key}: {exc}") from None
     kafka = kafka_connection(cfg.kafka.connection)
-    where = (
-        f"pipeline '{cfg.name}': kafka.connection: '{kafka.conn_id}' at {kafka.bootstrap_servers}"
-    )
+    where = kafka.where(cfg.name)
     try:
         topic_partitions(admin_client(kafka.config), cfg.kafka.topic)
     except KafkaAuthFailed as exc:
@@ -60,8 +58,7 @@ def check_pipeline(cfg: PipelineConfig) -> None:
     try:
         pg = psycopg2.connect(connect_timeout=15, **sink.psycopg2_kwargs())
     except psycopg2.OperationalError as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise ReconError(f"pipeline '{cfg.name}': sink.connection: {first}") from None
+        raise ReconError(f"pipeline '{cfg.name}': sink.connection: {first_line(exc)}") from None
     try:
         inspect_sink(pg, cfg.sink, cfg.name)
     finally:

@@ -16,7 +16,7 @@ from datetime import datetime
 from importlib import resources
 from typing import Any
 
-from recon.errors import ReconError, ServiceUnavailable
+from recon.errors import ReconError, ServiceUnavailable, first_line
 from recon.window import PartitionWindow, Watermark
 from recon.window import rewinds as window_rewinds
 
@@ -334,7 +334,7 @@ def commit_run(
         if _connection_lost(exc):
             raise CommitInterrupted(
                 f"pipeline '{pipeline}': the results database went away while run '{run_id}' "
-                f"committed ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}); "
+                f"committed ({first_line(exc)}); "
                 "PostgreSQL kept all of the run's results or none: run it again with the same "
                 "run id"
             ) from None
