@@ -164,9 +164,9 @@ def write(results: dict[str, Any], root: str | None = None) -> str:
         f"Written by `make bench` on {when}: {m['cpus']} cores, {m['memory_gb']} GiB, "
         f"{m['system']}, Python {m['python']}. The whole command took "
         f"{results['seconds'] / 60:.1f} minutes. Same data, same machine, same run for every "
-        f"system; times are medians of the repetitions ({reps}). The machine's two cores are "
-        "shared with other work (another test suite ran during parts of this run): read small "
-        "differences as noise.",
+        f"system; times are medians of the repetitions ({reps}). The machine is a shared virtual "
+        "machine whose speed varies from day to day (the same peers ran up to 1.4x slower on "
+        "one day than another): compare systems within one run, not across runs.",
         "",
         "![P1 wall time by window size, P2 time per incremental run](benchmarks.png)",
         "",
@@ -266,8 +266,7 @@ def _summary(results: dict[str, Any]) -> list[str]:
             f"- **P2**: run 1 {ys[0]:.1f} s, run {len(ys)} {ys[-1]:.1f} s; least-squares growth "
             f"{slope:+.1f} s per million messages of history. "
             + ("Flat within noise." if abs(slope) < 1 else
-               "It **grows with history**: each run still reads the whole ledger and writes it "
-               "again (see the engine section).")
+               "It **grows with history** (see the engine section).")
         )  # fmt: skip
     p4 = results.get("p4")
     if p4:

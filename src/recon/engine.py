@@ -7,8 +7,9 @@
 2. :func:`snapshot_topic`: Spark reads the window (read_committed) and the pending records,
    extracts messageIds, writes Parquet under ``<data dir>/windows/<pipeline>/<run id>/``.
 3. :func:`reconcile_run`: window + the run's sink rows + the ledger version the run started from
-   -> verdicts; a read_uncommitted pass only when phantoms appear; a new ledger version; then one
-   PostgreSQL transaction commits results, watermarks and the ledger pointer.
+   -> verdicts; a read_uncommitted pass only when phantoms appear; a new ledger version (the run's
+   entries on top of its base, ``recon.ledger``); then one PostgreSQL transaction commits
+   results, watermarks and the ledger pointer.
 
 The CLI runs the three in one process; the Airflow DAG runs them as tasks; ``spark_apps/`` wraps
 steps 2 and 3 for ``spark-submit``. All share this module.
@@ -28,6 +29,7 @@ from recon import store
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection, postgres_connection
 from recon.contract import evaluate_contract
+from recon.errors import first_line
 from recon.kafka_read import OffsetRange, extract_message_ids, read_kafka_ranges
 from recon.sink_read import inspect_sink, read_sink_rows, sink_query
 from recon.snapshot import KafkaAuthFailed, scrub, take_offsets
@@ -131,8 +133,7 @@ def snapshot_offsets(
             )  # fmt: skip
         except KafkaAuthFailed as exc:
             raise KafkaAuthFailed(
-                f"pipeline '{cfg.name}': kafka.connection: '{kafka.conn_id}' at "
-                f"{kafka.bootstrap_servers}: {scrub(str(exc), kafka.config)}"
+                f"{kafka.where(cfg.name)}: {scrub(str(exc), kafka.config)}"
             ) from None
         start = cfg.kafka.start_offsets or "earliest"
         windows = plan_windows(offsets, base.watermarks, start)
@@ -385,8 +386,7 @@ def _mark_error(pipeline: str, run_id: str, exc: Exception, progress: Progress) 
         with results_db() as pg:
             store.mark_error(pg, pipeline, run_id, f"{type(exc).__name__}: {exc}")
     except psycopg2.Error as unreachable:
-        first = str(unreachable).strip().splitlines()[:1]
-        progress(f"run {run_id}: could not record the error: {first[0] if first else unreachable}")
+        progress(f"run {run_id}: could not record the error: {first_line(unreachable)}")
 
 
 def reconcile_run(
@@ -404,6 +404,7 @@ def reconcile_run(
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
+    from recon import ledger as ledger_store
     from recon.reconcile import counts_to_dict, ledger_update, reconcile, verdict_counts
 
     started = time.monotonic()
@@ -414,10 +415,25 @@ def reconcile_run(
     try:
         window = spark.read.parquet(window_path(data_dir, cfg.name, run_id, "committed"))
         pending = spark.read.parquet(window_path(data_dir, cfg.name, run_id, "pending"))
-        ledger = spark.read.parquet(record.base_ledger_path) if record.base_ledger_path else None
+        base_entries = ledger_store.read_manifest(spark, record.base_ledger_path)
         sink_rows = _sink_rows_for_run(spark, cfg, record).persist(StorageLevel.MEMORY_AND_DISK)
-        if not cfg.sink.ingest_seq_column:
+        if cfg.sink.ingest_seq_column:
+            seen_ids = (
+                window.select("message_id")
+                .unionByName(pending.select("message_id"))
+                .unionByName(sink_rows.select("message_id"))
+                .filter(F.col("message_id").isNotNull())
+            )
+            expected = sum(w.pending_to - w.read_from for w in record.windows)
+            if record.sink_seq_to is not None:
+                expected += record.sink_seq_to - (record.sink_seq_from or 0)
+            ledger = ledger_store.ledger_for(spark, base_entries, seen_ids, expected)
+        else:
+            # A sink scanned whole: every id's row count is compared with its ledger entry.
+            ledger = ledger_store.full_ledger(spark, base_entries)
             sink_rows, ledger = _only_changed_ids(sink_rows, ledger)
+        if ledger is not None:
+            ledger = ledger.persist(StorageLevel.MEMORY_AND_DISK)
         unverifiable = [
             (w.topic, w.partition, w.window_from, w.removed_to)
             for w in record.windows
@@ -445,10 +461,13 @@ def reconcile_run(
             results = results.persist(StorageLevel.MEMORY_AND_DISK)
             counts = counts_to_dict(verdict_counts(results))
 
-        ledger_path = (
-            f"{data_dir.rstrip('/')}/ledger/{cfg.name}/{_safe(run_id)}-{uuid.uuid4().hex[:8]}"
+        ledger_path = ledger_store.write_version(
+            spark,
+            f"{data_dir.rstrip('/')}/ledger/{cfg.name}",
+            f"{_safe(run_id)}-{uuid.uuid4().hex[:8]}",
+            base_entries,
+            ledger_update(ledger, results, run_id),
         )
-        ledger_update(ledger, results, run_id).write.mode("errorifexists").parquet(ledger_path)
         results.write.mode("overwrite").parquet(results_path(data_dir, cfg.name, run_id))
         progress(f"run {run_id}: ledger and results written at {time.monotonic() - started:.1f} s")
 
@@ -490,6 +509,8 @@ def reconcile_run(
             written = store.commit_run(pg, record=record, outcome=outcome, discrepancies=rows)
         results.unpersist()
         sink_rows.unpersist()
+        if ledger is not None:
+            ledger.unpersist()
     except Exception as exc:
         _mark_error(cfg.name, run_id, exc, progress)
         raise

@@ -39,8 +39,10 @@ The algorithm, data-diff style
    marker row carrying the missing range (the caller passes the window's part of it:
    ``recon.window.PartitionWindow.removed_to``).
 
-The ledger is read whole each run: it joins the run's facts in the one shuffle of step 3, and
-:func:`ledger_update` rewrites it as the next version (a second shuffle).
+The ledger passed in need only hold the entries of the run's messages (``recon.ledger.ledger_for``
+picks them by a hash semi-join): entries of other messages would yield no row. They join the
+run's facts in the one shuffle of step 3, and :func:`ledger_update` turns the run's results into
+its ledger entries (``recon.ledger`` stores them as a delta on the version the run started from).
 
 The caller ends each partition's window before its first record younger than the settle time
 and passes those records as pending, so that they are read again by the next run.
@@ -100,7 +102,7 @@ def reconcile(
         aborted = _conform(uncommitted_ids, schemas.UNCOMMITTED, "uncommitted_ids")
         facts.append(_tagged(aborted.filter(_id_ok()), "u"))
     if ledger is not None:
-        facts.append(_tagged(_conform_ledger(ledger), "l"))
+        facts.append(_tagged(conform_ledger(ledger), "l"))
 
     parts = [
         _invalid_records(window.filter(~record_ok)),
@@ -187,7 +189,7 @@ def ledger_update(ledger: DataFrame | None, results: DataFrame, run_id: str) -> 
     if ledger is None:
         # First run: nothing to keep, so no join (and no shuffle) against an empty ledger.
         return _first_ledger(new, run_id)
-    old = _conform_ledger(ledger)
+    old = conform_ledger(ledger)
     joined = old.join(new, "message_id", "full_outer")
     keep_old = F.col("n_verdict").isNull() | (
         (F.col("n_verdict") == Verdict.PENDING.value) & F.col("verdict").isin(*JUDGED)
@@ -471,18 +473,24 @@ def _id_ok() -> Column:
     return F.col("message_id").isNotNull() & (F.trim(F.col("message_id")) != "")
 
 
-def _conform(df: DataFrame, schema: StructType, name: str) -> DataFrame:
-    """Select the schema's columns with its types; extra columns are dropped."""
+def _conform(df: DataFrame, schema: StructType, name: str, keep: Sequence[str] = ()) -> DataFrame:
+    """Select the schema's columns with its types (and the ``keep`` columns as they are); other
+    columns are dropped."""
     missing = [f.name for f in schema.fields if f.name not in df.columns]
     if missing:
         raise InputSchemaError(
             f"{name}: missing column(s) {', '.join(missing)} (expected {schema.simpleString()})"
         )
-    return df.select([F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
+    typed = [F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields]
+    return df.select(*typed, *keep)
 
 
-def _conform_ledger(ledger: DataFrame) -> DataFrame:
-    """The ledger with ``positions``, derived from topic/partition/offsets when not stored."""
+def conform_ledger(ledger: DataFrame, keep: Sequence[str] = ()) -> DataFrame:
+    """The ledger as ``schemas.LEDGER`` (plus the ``keep`` columns), with ``positions`` derived
+    from topic/partition/offsets when not stored.
+
+    :raises InputSchemaError: when a column is missing.
+    """
     if "positions" not in ledger.columns:
         ledger = ledger.withColumn(
             "positions",
@@ -495,4 +503,4 @@ def _conform_ledger(ledger: DataFrame) -> DataFrame:
                 ),
             ),
         )
-    return _conform(ledger, schemas.LEDGER, "ledger")
+    return _conform(ledger, schemas.LEDGER, "ledger", keep)

@@ -1,0 +1,150 @@
+"""The ledger store: what earlier runs concluded about each messageId, kept as a chain of deltas.
+
+A ledger version is a *manifest*: the list of entry directories (Parquet, ``schemas.LEDGER`` plus
+``id_hash``) that make it up, oldest first. A run writes one entry directory holding only the
+messages it touched (its results merged with their earlier entries, ``reconcile.ledger_update``)
+and a manifest listing its base's entries and its own. The newest entry of a messageId wins.
+
+Reading a version for a run (:func:`ledger_for`) keeps the entries whose ``id_hash`` (a 64-bit
+xxhash of the messageId) is among the run's: a semi-join against the broadcast hashes of the
+run's ids, so history is scanned but neither shuffled nor rewritten, and a run costs what its own
+window costs. A hash collision only lets an unrelated
+entry through; it meets no fact of the run, so it yields no verdict and is carried unchanged.
+
+When a manifest would list more than :data:`COMPACT_AFTER` entries, the run writes the whole
+effective ledger as one entry instead: one rewrite of history every ``COMPACT_AFTER`` runs.
+
+A base path that is not a manifest is a whole ledger version as written before manifests: it is
+read as a single entry.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+MANIFEST_SUFFIX = ".manifest"
+COMPACT_AFTER = 16
+#: A run with up to this many ids broadcasts their 64-bit hashes (8 bytes each, ~100 MB at most
+#: as Spark's hash relation): the driver's default 2 GiB holds that.
+BROADCAST_MAX_IDS = 5_000_000
+
+
+def is_manifest(path: str) -> bool:
+    return path.rstrip("/").endswith(MANIFEST_SUFFIX)
+
+
+def read_manifest(spark: SparkSession, path: str | None) -> list[str]:
+    """The entry directories of a ledger version, oldest first (none for no version)."""
+    if not path:
+        return []
+    if not is_manifest(path):
+        return [path]
+    rows = spark.read.schema("seq int, entry string").json(path).collect()  # <= COMPACT_AFTER rows
+    return [r["entry"] for r in sorted(rows, key=lambda r: r["seq"])]
+
+
+def _write_manifest(spark: SparkSession, path: str, entries: list[str]) -> None:
+    frame = spark.createDataFrame(list(enumerate(entries)), "seq int, entry string")
+    frame.coalesce(1).write.mode("errorifexists").json(path)
+
+
+def entries_frame(spark: SparkSession, entries: list[str]) -> DataFrame | None:
+    """Every entry of every directory, with its directory's place in the manifest (``_seq``).
+
+    One scan over all directories, not a union of one per directory: Spark pushes a semi-join
+    below a union, and would then hash the run's ids once per directory. Each row carries its
+    directory's place (``entry_seq``, written by :func:`write_version`); a version written before
+    manifests has none and is always the first.
+    """
+    from pyspark.sql import functions as F
+
+    from recon.reconcile import conform_ledger
+
+    if not entries:
+        return None
+    # Directories of both layouts can meet in one version: merge their schemas.
+    frame = spark.read.option("mergeSchema", len(entries) > 1).parquet(*entries)
+    fallback = F.xxhash64("message_id")
+    id_hash = F.coalesce("id_hash", fallback) if "id_hash" in frame.columns else fallback
+    seq = F.coalesce("entry_seq", F.lit(0)) if "entry_seq" in frame.columns else F.lit(0)
+    frame = frame.withColumn("id_hash", id_hash).withColumn("_seq", seq)
+    return conform_ledger(frame, keep=("id_hash", "_seq"))
+
+
+def _newest(entries: DataFrame) -> DataFrame:
+    """One entry per messageId: the one from the newest directory."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    newest_first = Window.partitionBy("message_id").orderBy(F.col("_seq").desc())
+    return (
+        entries.withColumn("_rank", F.row_number().over(newest_first))
+        .filter(F.col("_rank") == 1)
+        .drop("_rank", "_seq")
+    )
+
+
+def ledger_for(
+    spark: SparkSession, entries: list[str], message_ids: DataFrame, expected_ids: int = 0
+) -> DataFrame | None:
+    """The ledger entries of the messages a run sees (``None`` when there is no ledger yet).
+
+    :param entries: the base version's entry directories (:func:`read_manifest`).
+    :param message_ids: a ``message_id`` column: every id among the run's records and sink rows.
+    :param expected_ids: about how many ids the run has (records + sink rows). Up to
+        :data:`BROADCAST_MAX_IDS`, their hashes are broadcast and history is only scanned;
+        above, Spark shuffles both sides (correct, and slower as history grows).
+    """
+    from pyspark.sql import functions as F
+
+    stacked = entries_frame(spark, entries)
+    if stacked is None:
+        return None
+    hashes = message_ids.select(F.xxhash64("message_id").alias("id_hash")).distinct()
+    if expected_ids <= BROADCAST_MAX_IDS:
+        hashes = F.broadcast(hashes)
+    return _newest(stacked.join(hashes, "id_hash", "left_semi")).drop("id_hash")
+
+
+def full_ledger(spark: SparkSession, entries: list[str]) -> DataFrame | None:
+    """Every message's newest entry: for sinks scanned whole, and for compaction."""
+    stacked = entries_frame(spark, entries)
+    return None if stacked is None else _newest(stacked).drop("id_hash")
+
+
+def _stamped(entries: DataFrame, seq: int) -> DataFrame:
+    """Entries as stored: with the hash readers select by, and the directory's manifest place."""
+    from pyspark.sql import functions as F
+
+    return entries.withColumn("id_hash", F.xxhash64("message_id")).withColumn(
+        "entry_seq", F.lit(seq)
+    )
+
+
+def write_version(
+    spark: SparkSession, ledger_dir: str, name: str, base: list[str], delta: DataFrame
+) -> str:
+    """Write a run's entries and the manifest of the version they make; returns its path.
+
+    :param ledger_dir: the pipeline's ledger directory.
+    :param name: a name unique to this attempt of the run (files are never overwritten).
+    :param base: the entry directories of the version the run started from.
+    :param delta: ``schemas.LEDGER`` rows for the messages the run touched.
+    """
+    root = ledger_dir.rstrip("/")
+    entry = f"{root}/{name}"
+    _stamped(delta, len(base)).write.mode("errorifexists").parquet(entry)
+    entries = [*base, entry]
+    if len(entries) > COMPACT_AFTER:
+        compacted = f"{root}/{name}-compacted-{uuid.uuid4().hex[:8]}"
+        merged = full_ledger(spark, entries)
+        assert merged is not None
+        _stamped(merged, 0).write.mode("errorifexists").parquet(compacted)
+        entries = [compacted]
+    manifest = f"{root}/{name}{MANIFEST_SUFFIX}"
+    _write_manifest(spark, manifest, entries)
+    return manifest

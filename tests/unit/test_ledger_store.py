@@ -1,0 +1,144 @@
+"""The ledger as a chain of per-run deltas (``recon.ledger``) judges exactly as a whole ledger
+rewritten every run did, while each run reads and writes only its own messages' entries.
+
+Three runs of one partition, computed by hand:
+
+- run-1: records m1@0, m2@1, m3@2; sink rows m1, m2 -> m1, m2 delivered, m3 lost.
+- run-2: record m4@3; sink rows m3 (late), m1 (again) -> m3 delivered late, m1 duplicated (2),
+  m4 lost.
+- run-3: record m5@4; sink rows m1 (a third), m5, m4 (late) -> m1 duplicated (3), m5 delivered,
+  m4 delivered late. m2 and m3 are not touched.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+from recon import ledger as store
+from recon import schemas
+from recon.reconcile import ledger_update, reconcile
+
+pytestmark = pytest.mark.unit
+
+T = "payments"
+TS = datetime(2026, 1, 1, tzinfo=UTC)
+
+RUNS: list[tuple[str, list[tuple[int, str]], list[tuple[str, str]]]] = [
+    ("run-1", [(0, "m1"), (1, "m2"), (2, "m3")], [("k1", "m1"), ("k2", "m2")]),
+    ("run-2", [(3, "m4")], [("k3", "m3"), ("k4", "m1")]),
+    ("run-3", [(4, "m5")], [("k5", "m1"), ("k6", "m5"), ("k7", "m4")]),
+]
+
+# (verdict, sink_count, offsets, first_run_id) per message after run-3.
+FINAL_LEDGER = {
+    "m1": ("duplicated", 3, [0], "run-1"),
+    "m2": ("delivered", 1, [1], "run-1"),
+    "m3": ("delivered", 1, [2], "run-1"),
+    "m4": ("delivered", 1, [3], "run-2"),
+    "m5": ("delivered", 1, [4], "run-3"),
+}
+RUN3_VERDICTS = {"m1": ("duplicated", 3), "m4": ("delivered", 1), "m5": ("delivered", 1)}
+
+
+def _inputs(
+    spark: SparkSession, records: list[tuple[int, str]], sinks: list[tuple[str, str]]
+) -> tuple[DataFrame, DataFrame]:
+    window = spark.createDataFrame([(T, 0, o, m, None, TS) for o, m in records], schemas.WINDOW)
+    sink_rows = spark.createDataFrame([(k, m, None) for k, m in sinks], schemas.SINK_ROWS)
+    return window, sink_rows
+
+
+def _by_id(ledger: DataFrame) -> dict[str, tuple[Any, ...]]:
+    return {
+        r["message_id"]: (r["verdict"], r["sink_count"], list(r["offsets"]), r["first_run_id"])
+        for r in ledger.collect()
+    }
+
+
+def _run_chain(spark: SparkSession, root: Path) -> tuple[list[str], dict[str, DataFrame]]:
+    """The three runs through recon.ledger; returns the manifests and each run's results."""
+    manifests: list[str] = []
+    results: dict[str, DataFrame] = {}
+    for run_id, records, sinks in RUNS:
+        window, sink_rows = _inputs(spark, records, sinks)
+        entries = store.read_manifest(spark, manifests[-1] if manifests else None)
+        ids = window.select("message_id").unionByName(sink_rows.select("message_id"))
+        ledger = store.ledger_for(spark, entries, ids)
+        results[run_id] = reconcile(window, sink_rows, ledger)
+        delta = ledger_update(ledger, results[run_id], run_id)
+        manifests.append(store.write_version(spark, str(root), run_id, entries, delta))
+    return manifests, results
+
+
+def test_the_delta_chain_judges_as_the_whole_ledger_did(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    manifests, results = _run_chain(spark, tmp_path)
+    run3 = {r["message_id"]: (r["verdict"], r["sink_count"]) for r in results["run-3"].collect()}
+    assert run3 == RUN3_VERDICTS
+
+    whole: DataFrame | None = None
+    for run_id, records, sinks in RUNS:
+        window, sink_rows = _inputs(spark, records, sinks)
+        whole = ledger_update(whole, reconcile(window, sink_rows, whole), run_id).cache()
+    assert whole is not None
+    assert _by_id(whole) == FINAL_LEDGER
+    final = store.full_ledger(spark, store.read_manifest(spark, manifests[-1]))
+    assert final is not None
+    assert _by_id(final) == FINAL_LEDGER
+
+
+def test_a_run_reads_and_writes_only_its_own_messages_entries(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    manifests, _ = _run_chain(spark, tmp_path)
+    entries = store.read_manifest(spark, manifests[-1])
+    assert [Path(e).name for e in entries] == ["run-1", "run-2", "run-3"]
+    written = {r["message_id"] for r in spark.read.parquet(entries[-1]).collect()}
+    assert written == {"m1", "m4", "m5"}
+
+    ids = spark.createDataFrame([("m1",), ("m4",), ("m9",)], "message_id string")
+    found = store.ledger_for(spark, entries, ids)
+    assert found is not None
+    # The newest entry of each: m1 as run-3 left it.
+    assert _by_id(found) == {"m1": FINAL_LEDGER["m1"], "m4": FINAL_LEDGER["m4"]}
+
+
+def test_compaction_folds_the_entries_into_one(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store, "COMPACT_AFTER", 2)
+    manifests, _ = _run_chain(spark, tmp_path)
+    assert len(store.read_manifest(spark, manifests[1])) == 2
+    entries = store.read_manifest(spark, manifests[-1])
+    assert len(entries) == 1 and "compacted" in entries[0]
+    assert _by_id(spark.read.parquet(entries[0])) == FINAL_LEDGER
+
+
+def test_a_whole_ledger_written_before_manifests_is_read_as_one_entry(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    old = str(tmp_path / "old-version")
+    spark.createDataFrame(
+        [("m1", T, 0, 0, [0], 1, "run-0", "delivered")],
+        "message_id string, topic string, partition int, first_offset bigint, "
+        "offsets array<bigint>, sink_count bigint, first_run_id string, verdict string",
+    ).write.parquet(old)
+    assert store.read_manifest(spark, old) == [old]
+    assert store.read_manifest(spark, None) == []
+    found = store.ledger_for(spark, [old], spark.createDataFrame([("m1",)], "message_id string"))
+    assert found is not None
+    assert _by_id(found) == {"m1": ("delivered", 1, [0], "run-0")}
+
+    # The next run's entries go on top of it; both layouts are read together.
+    window, sink_rows = _inputs(spark, [], [("k9", "m1")])
+    delta = ledger_update(found, reconcile(window, sink_rows, found), "run-1")
+    manifest = store.write_version(spark, str(tmp_path / "ledger"), "run-1", [old], delta)
+    both = store.full_ledger(spark, store.read_manifest(spark, manifest))
+    assert both is not None
+    assert _by_id(both) == {"m1": ("duplicated", 2, [0], "run-0")}
