@@ -172,11 +172,19 @@ class AlertOperator(BaseOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         from recon.alerting import alert_for_run
+        from recon.store import RunNotFound
         from recon_airflow.hooks import use_airflow_connections
 
         use_airflow_connections()
         cfg = _load(self.pipeline, self.pipelines_file)
-        result = alert_for_run(cfg, context["run_id"], dag_id=context["dag"].dag_id)
+        try:
+            result = alert_for_run(cfg, context["run_id"], dag_id=context["dag"].dag_id)
+        except RunNotFound:
+            # This task runs whatever happened upstream; the cause is in snapshot_offsets' log.
+            raise AirflowFailException(
+                f"pipeline '{cfg.name}': run '{context['run_id']}' has no offset snapshot "
+                "(snapshot_offsets failed or did not run): nothing to judge or alert on"
+            ) from None
         if result["status"] == "error":
             raise AirflowFailException(f"the run did not finish: {result.get('error')}")
         if not result["contract_passed"]:

@@ -63,3 +63,29 @@ def test_service_failures_are_one_family() -> None:
         assert issubclass(cls, ServiceUnavailable), cls
     for cls in (KafkaAuthFailed, ConcurrentRunError):
         assert not issubclass(cls, ServiceUnavailable), cls
+
+
+def test_the_alert_task_names_a_missing_snapshot_not_a_stack_trace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The alert task runs whatever happened upstream; when the snapshot failed there is no run,
+    and its message must point there."""
+    import types
+
+    from airflow.sdk.exceptions import AirflowFailException
+
+    import recon.alerting
+    import recon_airflow.hooks
+    from recon.store import RunNotFound
+    from recon_airflow import operators
+
+    def no_run(cfg: Any, run_id: str, **_: Any) -> None:
+        raise RunNotFound(f"pipeline '{cfg.name}': no run '{run_id}'")
+
+    monkeypatch.setattr(recon_airflow.hooks, "use_airflow_connections", lambda: None)
+    monkeypatch.setattr(operators, "_load", lambda *_: types.SimpleNamespace(name="p1"))
+    monkeypatch.setattr(recon.alerting, "alert_for_run", no_run)
+    task = operators.AlertOperator(task_id="alert", pipeline="p1")
+    context = {"run_id": "r1", "dag": types.SimpleNamespace(dag_id="recon_p1")}
+    with pytest.raises(AirflowFailException, match="snapshot_offsets failed or did not run"):
+        task.execute(context)
