@@ -43,14 +43,30 @@ start() {
   # the whole group.
   setsid python "$RECON_ROOT/scripts/airflow_supervisor.py" >>"$log" 2>&1 < /dev/null &
   echo $! > "$pidfile"
+  # Up means every component's heartbeat is healthy, not only the API answering: a demo that
+  # triggers runs before the scheduler and dag-processor are alive waits on nothing.
+  local sick="no answer yet"
   for _ in $(seq 1 180); do
     running || die "Airflow exited while starting: see $log"
-    if curl -fsS "$url/api/v2/monitor/health" 2>/dev/null | grep -q '"metadatabase"'; then
-      say "Airflow is up"; print_login; return 0
-    fi
+    sick=$(unhealthy) && { say "Airflow is up"; print_login; return 0; }
     sleep 1
   done
-  die "Airflow did not answer within 180 s: see $log"
+  die "Airflow not healthy within 180 s ($sick): see $log"
+}
+
+# Prints the components not reporting healthy and fails, or succeeds silently.
+unhealthy() {
+  curl -fsS "$url/api/v2/monitor/health" 2>/dev/null | python -c '
+import json, sys
+try:
+    health = json.load(sys.stdin)
+except ValueError:
+    sys.exit("no answer yet")
+sick = [c for c in ("metadatabase", "scheduler", "dag_processor", "triggerer")
+        if health.get(c, {}).get("status") != "healthy"]
+if sick:
+    sys.exit("unhealthy: " + ", ".join(sick))
+' 2>&1
 }
 
 print_login() {

@@ -8,8 +8,8 @@ and a manifest listing its base's entries and its own. The newest entry of a mes
 Reading a version for a run (:func:`ledger_for`) keeps the entries whose ``id_hash`` (a 64-bit
 xxhash of the messageId) is among the run's: a semi-join against the broadcast hashes of the
 run's ids, so history is scanned but neither shuffled nor rewritten, and a run costs what its own
-window costs. A hash collision only lets an unrelated
-entry through; it meets no fact of the run, so it yields no verdict and is carried unchanged.
+window costs. A hash collision only lets an unrelated entry through; it meets no fact of the run,
+so it yields no verdict and is carried unchanged.
 
 When a manifest would list more than :data:`COMPACT_AFTER` entries, the run writes the whole
 effective ledger as one entry instead: one rewrite of history every ``COMPACT_AFTER`` runs.
@@ -33,7 +33,7 @@ COMPACT_AFTER = 16
 BROADCAST_MAX_IDS = 5_000_000
 
 
-def is_manifest(path: str) -> bool:
+def _is_manifest(path: str) -> bool:
     return path.rstrip("/").endswith(MANIFEST_SUFFIX)
 
 
@@ -41,7 +41,7 @@ def read_manifest(spark: SparkSession, path: str | None) -> list[str]:
     """The entry directories of a ledger version, oldest first (none for no version)."""
     if not path:
         return []
-    if not is_manifest(path):
+    if not _is_manifest(path):
         return [path]
     rows = spark.read.schema("seq int, entry string").json(path).collect()  # <= COMPACT_AFTER rows
     return [r["entry"] for r in sorted(rows, key=lambda r: r["seq"])]

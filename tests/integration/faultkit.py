@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg2
+from proc_tree import find_process
 
 from recon.engine import results_db
 from recon.store import ensure_schema, forget_pipeline
@@ -340,24 +341,12 @@ def restart_postgres(mode: str = "immediate") -> None:
 
 def spark_driver_pid(parent: int) -> int | None:
     """The Spark driver JVM that pyspark launched below process ``parent``, if it runs."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    todo = list(children.get(parent, []))
-    while todo:
-        pid = todo.pop()
-        try:
-            cmdline = (Path("/proc") / str(pid) / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"java" in cmdline and b"org.apache.spark.deploy.SparkSubmit" in cmdline:
-            return pid
-        todo.extend(children.get(pid, []))
-    return None
+
+    def is_driver(argv: list[bytes]) -> bool:
+        cmdline = b"\0".join(argv)
+        return b"java" in cmdline and b"org.apache.spark.deploy.SparkSubmit" in cmdline
+
+    return find_process(parent, is_driver)
 
 
 # --- holding a commit, comparing with an undisturbed run -----------------------------------------

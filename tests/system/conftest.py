@@ -58,9 +58,10 @@ def airflow_url() -> str:
                 return url
             problem = f"unhealthy: {', '.join(sick)}"
         time.sleep(3)
-    log = Path(os.environ.get("AIRFLOW_HOME", ROOT / ".state" / "airflow")) / "airflow.log"
+    from dagrun_kit import airflow_log
+
     pytest.fail(
-        f"Airflow at {url} is {problem} after 120 s: see {log}; restart it with "
+        f"Airflow at {url} is {problem} after 120 s: see {airflow_log()}; restart it with "
         "`scripts/airflow.sh stop && scripts/airflow.sh start`",
         pytrace=False,
     )

@@ -62,10 +62,15 @@ def declared(name: str, text: str) -> Iterator[Path]:
         path.unlink(missing_ok=True)
 
 
+def airflow_log() -> Path:
+    """The supervisor's log of every Airflow component (``scripts/airflow.sh``)."""
+    root = Path(__file__).resolve().parents[2]
+    return Path(os.environ.get("AIRFLOW_HOME", root / ".state" / "airflow")) / "airflow.log"
+
+
 def _log_tail(component: str = "dag-processor", lines: int = 25) -> str:
-    log = Path(os.environ.get("AIRFLOW_HOME", "")) / "airflow.log"
     try:
-        text = log.read_text(errors="replace").splitlines()
+        text = airflow_log().read_text(errors="replace").splitlines()
     except OSError as exc:
         return f"({exc})"
     mine = [line[:300] for line in text if line.startswith((component, "supervisor"))]

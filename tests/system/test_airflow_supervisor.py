@@ -16,6 +16,7 @@ from pathlib import Path
 
 import dagrun_kit as kit
 import pytest
+from proc_tree import find_process
 
 pytestmark = pytest.mark.system
 
@@ -28,16 +29,7 @@ def _supervisor_pid() -> int:
 
 def component_pid(component: str) -> int | None:
     """The ``airflow <component>`` process the supervisor started, if it runs."""
-    supervisor = _supervisor_pid()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            argv = (stat.parent / "cmdline").read_bytes().split(b"\0")
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == supervisor and component.encode() in argv:
-            return int(stat.parent.name)
-    return None
+    return find_process(_supervisor_pid(), lambda argv: component.encode() in argv, depth=1)
 
 
 def _wait_for_new_pid(component: str, old: int, timeout: float = 60) -> int:
