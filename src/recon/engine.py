@@ -418,16 +418,8 @@ def reconcile_run(
         base_entries = ledger_store.read_manifest(spark, record.base_ledger_path)
         sink_rows = _sink_rows_for_run(spark, cfg, record).persist(StorageLevel.MEMORY_AND_DISK)
         if cfg.sink.ingest_seq_column:
-            seen_ids = (
-                window.select("message_id")
-                .unionByName(pending.select("message_id"))
-                .unionByName(sink_rows.select("message_id"))
-                .filter(F.col("message_id").isNotNull())
-            )
-            expected = sum(w.pending_to - w.read_from for w in record.windows)
-            if record.sink_seq_to is not None:
-                expected += record.sink_seq_to - (record.sink_seq_from or 0)
-            ledger = ledger_store.ledger_for(spark, base_entries, seen_ids, expected)
+            facts = [window, pending, sink_rows]
+            ledger = ledger_store.ledger_for(spark, base_entries, facts, record.fact_bound)
         else:
             # A sink scanned whole: every id's row count is compared with its ledger entry.
             ledger = ledger_store.full_ledger(spark, base_entries)

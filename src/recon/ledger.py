@@ -21,6 +21,7 @@ read as a single entry.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -89,22 +90,29 @@ def _newest(entries: DataFrame) -> DataFrame:
 
 
 def ledger_for(
-    spark: SparkSession, entries: list[str], message_ids: DataFrame, expected_ids: int = 0
+    spark: SparkSession, entries: list[str], facts: Sequence[DataFrame], expected_ids: int = 0
 ) -> DataFrame | None:
     """The ledger entries of the messages a run sees (``None`` when there is no ledger yet).
 
     :param entries: the base version's entry directories (:func:`read_manifest`).
-    :param message_ids: a ``message_id`` column: every id among the run's records and sink rows.
-    :param expected_ids: about how many ids the run has (records + sink rows). Up to
+    :param facts: the run's records and sink rows (any frames with a ``message_id`` column).
+    :param expected_ids: about how many ids the run has (``RunRecord.fact_bound``). Up to
         :data:`BROADCAST_MAX_IDS`, their hashes are broadcast and history is only scanned;
         above, Spark shuffles both sides (correct, and slower as history grows).
     """
     from pyspark.sql import functions as F
 
     stacked = entries_frame(spark, entries)
-    if stacked is None:
+    if stacked is None or not facts:
         return None
-    hashes = message_ids.select(F.xxhash64("message_id").alias("id_hash")).distinct()
+    ids = facts[0].select("message_id")
+    for frame in facts[1:]:
+        ids = ids.unionByName(frame.select("message_id"))
+    hashes = (
+        ids.filter(F.col("message_id").isNotNull())
+        .select(F.xxhash64("message_id").alias("id_hash"))
+        .distinct()
+    )
     if expected_ids <= BROADCAST_MAX_IDS:
         hashes = F.broadcast(hashes)
     return _newest(stacked.join(hashes, "id_hash", "left_semi")).drop("id_hash")

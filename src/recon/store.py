@@ -63,6 +63,15 @@ class RunRecord:
     #: results of this run id were committed at least once (a re-run replaces them)
     committed: bool = False
 
+    @property
+    def fact_bound(self) -> int:
+        """At most how many records and sink rows the run judges: its windows' offsets
+        (committed and pending) plus its range of the sink's ingest sequence."""
+        records = sum(w.pending_to - w.read_from for w in self.windows)
+        if self.sink_seq_to is None:
+            return records
+        return records + self.sink_seq_to - (self.sink_seq_from or 0)
+
 
 def ensure_schema(pg: Any) -> None:
     """Create schema ``recon`` and its tables if absent (idempotent)."""

@@ -67,8 +67,7 @@ def _run_chain(spark: SparkSession, root: Path) -> tuple[list[str], dict[str, Da
     for run_id, records, sinks in RUNS:
         window, sink_rows = _inputs(spark, records, sinks)
         entries = store.read_manifest(spark, manifests[-1] if manifests else None)
-        ids = window.select("message_id").unionByName(sink_rows.select("message_id"))
-        ledger = store.ledger_for(spark, entries, ids)
+        ledger = store.ledger_for(spark, entries, [window, sink_rows])
         results[run_id] = reconcile(window, sink_rows, ledger)
         delta = ledger_update(ledger, results[run_id], run_id)
         manifests.append(store.write_version(spark, str(root), run_id, entries, delta))
@@ -103,7 +102,7 @@ def test_a_run_reads_and_writes_only_its_own_messages_entries(
     assert written == {"m1", "m4", "m5"}
 
     ids = spark.createDataFrame([("m1",), ("m4",), ("m9",)], "message_id string")
-    found = store.ledger_for(spark, entries, ids)
+    found = store.ledger_for(spark, entries, [ids])
     assert found is not None
     # The newest entry of each: m1 as run-3 left it.
     assert _by_id(found) == {"m1": FINAL_LEDGER["m1"], "m4": FINAL_LEDGER["m4"]}
@@ -131,7 +130,7 @@ def test_a_whole_ledger_written_before_manifests_is_read_as_one_entry(
     ).write.parquet(old)
     assert store.read_manifest(spark, old) == [old]
     assert store.read_manifest(spark, None) == []
-    found = store.ledger_for(spark, [old], spark.createDataFrame([("m1",)], "message_id string"))
+    found = store.ledger_for(spark, [old], [spark.createDataFrame([("m1",)], "message_id string")])
     assert found is not None
     assert _by_id(found) == {"m1": ("delivered", 1, [0], "run-0")}
 

@@ -90,3 +90,20 @@ def test_rewinds_lists_only_partitions_that_went_back() -> None:
         {("t", 0): Watermark(90, 90), ("t", 1): Watermark(90, 90)},
     )
     assert rewinds(windows) == [{"partition": 0, "from": 90, "to": 40}]
+
+
+def test_a_runs_fact_bound_counts_its_windows_and_sink_range() -> None:
+    """Hand-computed: partition 0 reads [5, 100) (committed to 80, pending to the LSO 100),
+    partition 1 reads [0, 40); the sink range (1000, 1200] adds 200 rows."""
+    from datetime import UTC, datetime
+
+    from recon.store import RunRecord
+
+    windows = plan_windows(
+        [offsets(0, start=5, committed=80), offsets(1, lso=40, committed=40)], {}
+    )
+    record = RunRecord("p", "r", "running", datetime(2026, 1, 1, tzinfo=UTC), windows,
+                       None, None, 1000, 1200)  # fmt: skip
+    assert record.fact_bound == 95 + 40 + 200
+    empty_sink = RunRecord("p", "r", "running", record.snapshot_at, windows, None, None, None, None)
+    assert empty_sink.fact_bound == 135
