@@ -37,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
             store.ensure_schema(pg)
             store.forget_pipeline(pg, cfg.name)
     marks["start"] = time.monotonic()
-    spark = spark_session(f"bench-{cfg.name}")
+    # The local engine needs no JVM: a user of it starts none.
+    spark = spark_session(f"bench-{cfg.name}") if cfg.engine == "spark" else None
     marks["session"] = time.monotonic()
     engine.snapshot_offsets(cfg, args.run_id, progress=progress)
     marks["snapshot_offsets"] = time.monotonic()
@@ -50,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     total = round(marks["reconcile"] - marks["start"], 3)
     print(json.dumps({"steps": steps, "seconds": total, "counts": summary.counts,
                       "discrepancies": summary.discrepancies}))  # fmt: skip
-    spark.stop()
+    if spark is not None:
+        spark.stop()
     return 0
 
 

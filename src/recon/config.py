@@ -37,6 +37,7 @@ MESSAGE_ID_KINDS = ("header", "json_field", "key")
 CRON_PRESETS = ("@once", "@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly")
 
 _PIPELINE_KEYS = (
+    "engine",
     "semantics",
     "schedule",
     "settle_seconds",
@@ -166,6 +167,11 @@ class PipelineConfig:
     catchup: bool = False
     retries: int = 2
     tags: tuple[str, ...] = ()
+    #: ``spark`` (any size, any cluster) or ``local`` (one machine, no JVM: ``recon.local``).
+    engine: str = "spark"
+
+
+ENGINES = ("spark", "local")
 
 
 def default_pipelines_path() -> str:
@@ -447,6 +453,9 @@ def _pipeline(name: Any, raw: Any, errors: _Errors) -> PipelineConfig | None:
     catchup = p.boolean(body, "catchup", "", False)
     retries = p.integer(body, "retries", "", 2)
     tags = _tags(p, body.get("tags", []))
+    engine = body.get("engine", "spark")
+    if engine not in ENGINES:
+        p.error("engine", f"expected one of {', '.join(ENGINES)}, got {engine!r}")
 
     if p.failed or kafka is None or sink is None:
         return None
@@ -462,6 +471,7 @@ def _pipeline(name: Any, raw: Any, errors: _Errors) -> PipelineConfig | None:
         catchup=catchup,
         retries=retries,
         tags=tags,
+        engine=str(engine),
     )
 
 

@@ -199,15 +199,22 @@ def _read_records(
 def snapshot_topic(
     cfg: PipelineConfig,
     run_id: str,
-    spark: SparkSession,
+    spark: SparkSession | None,
     *,
     data_dir: str | None = None,
     progress: Progress = _noop,
 ) -> dict[str, str]:
     """Read the run's window and pending records into Parquet.
 
+    A pipeline with ``engine: local`` is read by ``recon.local.engine`` (no Spark needed).
+
     :returns: the Parquet paths by part (``committed``, ``pending``).
     """
+    if cfg.engine == "local":
+        from recon.local import engine as local_engine
+
+        return local_engine.snapshot_topic(cfg, run_id, data_dir=data_dir, progress=progress)
+    assert spark is not None, "the Spark engine needs a SparkSession"
     record = _require_record(cfg, run_id)
     data_dir = data_dir or default_data_dir()
     paths = {}
@@ -392,15 +399,22 @@ def _mark_error(pipeline: str, run_id: str, exc: Exception, progress: Progress) 
 def reconcile_run(
     cfg: PipelineConfig,
     run_id: str,
-    spark: SparkSession,
+    spark: SparkSession | None,
     *,
     data_dir: str | None = None,
     progress: Progress = _noop,
 ) -> RunSummary:
     """Judge every message of the run and commit the results exactly once.
 
+    A pipeline with ``engine: local`` is judged by ``recon.local.engine`` (no Spark needed).
+
     :raises store.ConcurrentRunError: another run advanced the pipeline meanwhile.
     """
+    if cfg.engine == "local":
+        from recon.local import engine as local_engine
+
+        return local_engine.reconcile_run(cfg, run_id, data_dir=data_dir, progress=progress)
+    assert spark is not None, "the Spark engine needs a SparkSession"
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 

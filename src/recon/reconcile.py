@@ -508,16 +508,31 @@ def conform_ledger(ledger: DataFrame, keep: Sequence[str] = ()) -> DataFrame:
 
     :raises InputSchemaError: when a column is missing.
     """
-    if "positions" not in ledger.columns:
-        ledger = ledger.withColumn(
-            "positions",
-            F.transform(
-                "offsets",
-                lambda o: F.struct(
-                    F.col("topic").alias("topic"),
-                    F.col("partition").alias("partition"),
-                    o.alias("offset"),
-                ),
-            ),
-        )
+    missing = [
+        c for c in ("offsets", "first_offset", "topic", "partition") if c not in ledger.columns
+    ]
+    if missing:
+        return _conform(ledger, schemas.LEDGER, "ledger", keep)  # raises, naming them
+    # An entry of a message at one position may store no lists (the local engine writes its
+    # entries so): they follow from first_offset.
+    offsets = F.coalesce(
+        F.col("offsets").cast(ArrayType(LongType())),
+        F.when(F.col("first_offset").isNull(), F.array().cast(ArrayType(LongType()))).otherwise(
+            F.array(F.col("first_offset").cast(LongType()))
+        ),
+    )
+    derived = F.transform(
+        offsets,
+        lambda o: F.struct(
+            F.col("topic").alias("topic"),
+            F.col("partition").alias("partition"),
+            o.alias("offset"),
+        ),
+    ).cast(schemas.POSITIONS)
+    positions = (
+        F.coalesce(F.col("positions").cast(schemas.POSITIONS), derived)
+        if "positions" in ledger.columns
+        else derived
+    )
+    ledger = ledger.withColumn("offsets", offsets).withColumn("positions", positions)
     return _conform(ledger, schemas.LEDGER, "ledger", keep)

@@ -247,6 +247,22 @@ def _copy_rows(cur: Any, rows: Iterable[Sequence[Any]], chunk: int = 20000) -> i
 
 
 @dataclass(frozen=True)
+class DiscrepancyFile:
+    """Discrepancy rows already written as CSV (``DISCREPANCY_COLUMNS`` order, no header, an
+    unquoted empty field for NULL, arrays as PostgreSQL array literals), with their count."""
+
+    path: str
+    rows: int
+
+
+def _copy_file(cur: Any, source: DiscrepancyFile) -> int:
+    columns = ", ".join(DISCREPANCY_COLUMNS)
+    with open(source.path, "rb") as fh:
+        cur.copy_expert(f"COPY recon.discrepancies ({columns}) FROM STDIN WITH (FORMAT csv)", fh)
+    return source.rows
+
+
+@dataclass(frozen=True)
 class RunOutcome:
     """What a run commits besides its discrepancy rows."""
 
@@ -265,14 +281,14 @@ def commit_run(
     *,
     record: RunRecord,
     outcome: RunOutcome,
-    discrepancies: Iterable[Sequence[Any]],
+    discrepancies: Iterable[Sequence[Any]] | DiscrepancyFile,
 ) -> int:
     """Replace the run's results and advance the pipeline, all in one transaction.
 
     :param pg: a psycopg2 connection to the results database (autocommit off).
     :param record: the run's stored snapshot.
     :param outcome: counts, contract, the new ledger version.
-    :param discrepancies: rows in ``DISCREPANCY_COLUMNS`` order, streamed.
+    :param discrepancies: rows in ``DISCREPANCY_COLUMNS`` order, streamed, or a CSV file of them.
     :returns: the number of discrepancy rows written.
     :raises ConcurrentRunError: another run committed since this run's snapshot; nothing changed.
     """
@@ -300,7 +316,10 @@ def commit_run(
                 "DELETE FROM recon.discrepancies WHERE pipeline = %s AND run_id = %s",
                 (pipeline, run_id),
             )
-            written = _copy_rows(cur, discrepancies)
+            if isinstance(discrepancies, DiscrepancyFile):
+                written = _copy_file(cur, discrepancies)
+            else:
+                written = _copy_rows(cur, discrepancies)
             cur.execute(
                 "UPDATE recon.runs SET status = %s, finished_at = now(), counts = %s, "
                 "contract_passed = %s, violations = %s, ledger_path = %s, sink_rows_scanned = %s, "

@@ -1,0 +1,19 @@
+"""The single-machine engine: the same steps and verdicts as the Spark engine, without a JVM.
+
+A pipeline declares ``engine: local`` when its windows fit one machine (tens of millions of
+messages on a few GiB). The steps keep the Spark engine's contracts (``recon.engine``):
+
+* :mod:`recon.local.kafka_arrow` reads exact offset ranges with confluent-kafka in parallel
+  worker processes (one per core, partitions spread by size) and quarantines bad ids exactly as
+  ``recon.kafka_read.extract_message_ids`` does;
+* :mod:`recon.local.sink_arrow` copies the run's sink rows out of PostgreSQL (``COPY``) while the
+  workers read Kafka;
+* :mod:`recon.local.verdicts` is the verdict table of ``recon.reconcile`` in DuckDB SQL;
+* :mod:`recon.local.ledger` reads and writes the same ledger versions (manifests of Parquet
+  entry directories) as ``recon.ledger``, so a pipeline can move between engines;
+* :mod:`recon.local.engine` ties them to the run record, results and commit of ``recon.store``.
+
+Nothing here imports pyspark or Airflow.
+"""
+
+from __future__ import annotations

@@ -1,0 +1,408 @@
+"""Steps 2 and 3 of a run (``recon.engine``) on one machine: no JVM, same results and commit.
+
+:func:`snapshot_topic` reads the window and the pending records with one Kafka reader process
+per core while the sink's rows for the run stream out of PostgreSQL, all into Parquet under the
+run's window directory, made visible in one rename. :func:`reconcile_run` judges them with
+DuckDB (``recon.local.verdicts``), writes the ledger version (``recon.local.ledger``) and the
+results Parquet, and commits through ``recon.store.commit_run`` exactly as the Spark engine does.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+import uuid
+from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from recon import store
+from recon.config import PipelineConfig
+from recon.connections import kafka_connection
+from recon.contract import evaluate_contract
+from recon.engine import (
+    Progress,
+    RunSummary,
+    _mark_error,
+    _noop,
+    _ranges,
+    _require_record,
+    _safe,
+    default_data_dir,
+    results_db,
+    results_path,
+    sink_db,
+    window_path,
+)
+from recon.errors import ServiceUnavailable
+from recon.kafka_read import OffsetRange
+from recon.local import kafka_arrow
+from recon.local import ledger as ledger_store
+from recon.snapshot import KafkaAuthFailed, scrub
+from recon.verdicts import Verdict
+from recon.window import PartitionWindow, rewinds
+
+PARTS = ("committed", "pending", "sink")
+
+
+class ReaderLost(ServiceUnavailable):
+    """A Kafka reader process died (killed, out of memory) before its ranges were written."""
+
+
+def _run_dir(data_dir: str, pipeline: str, run_id: str) -> str:
+    return os.path.dirname(window_path(data_dir, pipeline, run_id, "committed"))
+
+
+def _wait(cfg: PipelineConfig, futures: list[Future[int]]) -> int:
+    kafka = kafka_connection(cfg.kafka.connection)
+    try:
+        return sum(f.result() for f in futures)
+    except KafkaAuthFailed as exc:
+        raise KafkaAuthFailed(f"{kafka.where(cfg.name)}: {scrub(str(exc), kafka.config)}") from None
+    except kafka_arrow.KafkaReadFailed as exc:
+        raise kafka_arrow.KafkaReadFailed(
+            f"{kafka.where(cfg.name)}: {scrub(str(exc), kafka.config)}"
+        ) from None
+    except BrokenProcessPool:
+        raise ReaderLost(
+            f"pipeline '{cfg.name}': a Kafka reader process died before its part of the window "
+            "was written; nothing was kept: run it again with the same run id"
+        ) from None
+
+
+def _copy_sink(cfg: PipelineConfig, record: store.RunRecord, path: str) -> int:
+    from recon.local.sink_arrow import copy_sink_rows, sink_schema
+    from recon.sink_read import inspect_sink
+
+    with sink_db(cfg) as pg:
+        table = inspect_sink(pg, cfg.sink, cfg.name)
+        if cfg.sink.ingest_seq_column and record.sink_seq_to is None:
+            import pyarrow.parquet as pq
+
+            # The table was empty at snapshot time: nothing to read for this run.
+            pq.write_table(sink_schema().empty_table(), path)
+            return 0
+        seq_from = record.sink_seq_from if cfg.sink.ingest_seq_column else None
+        seq_to = record.sink_seq_to if cfg.sink.ingest_seq_column else None
+        return copy_sink_rows(pg, cfg.sink, table, seq_from, seq_to, path)
+
+
+def snapshot_topic(
+    cfg: PipelineConfig,
+    run_id: str,
+    *,
+    data_dir: str | None = None,
+    progress: Progress = _noop,
+) -> dict[str, str]:
+    """Read the run's window, pending records and sink rows into Parquet.
+
+    A re-run rewrites all three; readers see either the old set or the new one.
+
+    :returns: the Parquet directories by part (``committed``, ``pending``, ``sink``).
+    """
+    started = time.monotonic()
+    record = _require_record(cfg, run_id)
+    data_dir = data_dir or default_data_dir()
+    final = _run_dir(data_dir, cfg.name, run_id)
+    staging = f"{final}.tmp-{uuid.uuid4().hex[:8]}"
+    kafka = kafka_connection(cfg.kafka.connection)
+    offsets = sum(w.pending_to - w.read_from for w in record.windows)
+    workers = kafka_arrow.default_workers()
+    progress(f"run {run_id}: reading {offsets} offsets with {workers} Kafka reader(s)")
+    sink_rows: dict[str, int] = {}
+    sink_error: list[BaseException] = []
+
+    def copy_sink() -> None:
+        try:
+            sink_rows["n"] = _copy_sink(cfg, record, f"{staging}/sink/part-0.parquet")
+        except BaseException as exc:  # re-raised in the caller's thread
+            sink_error.append(exc)
+
+    try:
+        os.makedirs(f"{staging}/sink")
+        copier = threading.Thread(target=copy_sink, name="recon-sink-copy")
+        with kafka_arrow.reader_pool(workers) as pool:
+            futures = {
+                part: kafka_arrow.read_ranges(
+                    dict(kafka.config), _ranges(record.windows, part), cfg.kafka.message_id,
+                    f"{staging}/{part}", workers=workers, pool=pool,
+                )
+                for part in ("committed", "pending")
+            }  # fmt: skip
+            copier.start()
+            read = {part: _wait(cfg, f) for part, f in futures.items()}
+            copier.join()
+        if sink_error:
+            raise sink_error[0]
+        open(f"{staging}/_SUCCESS", "w").close()
+        if os.path.exists(final):
+            shutil.rmtree(final)
+        os.rename(staging, final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    progress(
+        f"run {run_id}: {read['committed']} records, {read['pending']} pending and "
+        f"{sink_rows.get('n', 0)} sink rows written to {final} in "
+        f"{time.monotonic() - started:.1f} s"
+    )
+    return {part: f"{final}/{part}" for part in PARTS}
+
+
+def _connect(data_dir: str) -> Any:
+    import duckdb
+
+    spill = os.path.join(data_dir, "duckdb-spill")
+    os.makedirs(spill, exist_ok=True)
+    return duckdb.connect(config={"temp_directory": spill, "preserve_insertion_order": False})
+
+
+def _view(con: Any, name: str, directory: str) -> str:
+    pattern = os.path.join(directory, "*.parquet").replace("'", "''")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM read_parquet('{pattern}')")
+    return name
+
+
+def _gapped(con: Any, windows: list[PartitionWindow]) -> list[PartitionWindow]:
+    """Partitions whose committed records do not fill ``[from, pending_to)`` (as
+    ``recon.engine._gapped_windows``: counted from the records on disk, not offset arithmetic)."""
+    counted = {
+        (t, int(p)): int(n)
+        for t, p, n in con.execute(
+            'SELECT topic, "partition", count(*) FROM (SELECT topic, "partition" FROM '
+            'recon_window UNION ALL SELECT topic, "partition" FROM recon_pending) GROUP BY ALL'
+        ).fetchall()
+    }
+    return [
+        w for w in windows
+        if w.pending_to > w.read_from
+        and counted.get((w.topic, w.partition), 0) < w.pending_to - w.read_from
+    ]  # fmt: skip
+
+
+def _read_uncommitted(
+    cfg: PipelineConfig, con: Any, windows: list[PartitionWindow], directory: str
+) -> str:
+    """Records visible read_uncommitted but not read_committed: aborted transactions."""
+    kafka = kafka_connection(cfg.kafka.connection)
+    ranges = [OffsetRange(w.topic, w.partition, w.read_from, w.pending_to) for w in windows]
+    shutil.rmtree(directory, ignore_errors=True)
+    with kafka_arrow.reader_pool() as pool:
+        _wait(cfg, kafka_arrow.read_ranges(
+            dict(kafka.config), ranges, cfg.kafka.message_id, directory,
+            isolation_level="read_uncommitted", pool=pool,
+        ))  # fmt: skip
+    _view(con, "recon_every", directory)
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE recon_aborted AS
+        SELECT e.message_id, e.topic, e."partition", e."offset" FROM recon_every e
+        WHERE e.message_id IS NOT NULL AND NOT EXISTS (
+            SELECT 1 FROM (SELECT topic, "partition", "offset" FROM recon_window UNION ALL
+                           SELECT topic, "partition", "offset" FROM recon_pending) c
+            WHERE c.topic = e.topic AND c."partition" = e."partition" AND c."offset" = e."offset")
+        """
+    )
+    return "recon_aborted"
+
+
+def _only_changed_ids(con: Any, ledger: str | None) -> tuple[str, str | None]:
+    """Full-scan sinks (no ingest sequence): keep the rows of ids whose count changed since the
+    ledger, and zero their ledger count (all their rows are passed again)."""
+    if ledger is None:
+        return "recon_sink", None
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE recon_changed AS
+        SELECT c.message_id FROM (SELECT message_id, count(*) AS now FROM recon_sink
+                                  WHERE message_id IS NOT NULL GROUP BY message_id) c
+        LEFT JOIN {ledger} l USING (message_id)
+        WHERE l.sink_count IS NULL OR c.now <> l.sink_count"""
+    )
+    con.execute(
+        """CREATE OR REPLACE TEMP VIEW recon_sink_changed AS
+        SELECT * FROM recon_sink WHERE message_id IN (SELECT message_id FROM recon_changed)
+        UNION ALL SELECT * FROM recon_sink WHERE message_id IS NULL"""
+    )
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE recon_ledger_adjusted AS
+        SELECT * REPLACE (CASE WHEN message_id IN (SELECT message_id FROM recon_changed)
+                          THEN 0 ELSE sink_count END AS sink_count) FROM {ledger}"""
+    )
+    return "recon_sink_changed", "recon_ledger_adjusted"
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _discrepancy_file(
+    con: Any, pipeline: str, run_id: str, results: str, path: str
+) -> store.DiscrepancyFile:
+    """The run's discrepancy rows as CSV for PostgreSQL's ``COPY``, written by DuckDB."""
+    quoted_key = "'\"' || replace(replace(k, '\\', '\\\\'), '\"', '\\\"') || '\"'"
+    flagged = f"verdict <> '{Verdict.DELIVERED}' OR topic_duplicate"
+    target = path.replace("'", "''")
+    con.execute(
+        f"""COPY (
+            SELECT {_literal(pipeline)}, {_literal(run_id)}, verdict, message_id, topic,
+                   "partition", '{{' || array_to_string(offsets, ',') || '}}', first_offset,
+                   '{{' || array_to_string(list_transform(sink_keys, k -> {quoted_key}), ',')
+                       || '}}',
+                   sink_count, topic_duplicate, detail
+            FROM {results} WHERE {flagged}
+        ) TO '{target}' (FORMAT csv, HEADER false)"""
+    )
+    (rows,) = con.execute(f"SELECT count(*) FROM {results} WHERE {flagged}").fetchone()
+    return store.DiscrepancyFile(path, int(rows))
+
+
+def _samples(con: Any, results: str, verdicts: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """The first ``DISCREPANCY_SAMPLE`` rows per verdict (and of the topic_duplicate flag) in
+    (partition, first offset, messageId) order, nulls first, as ``recon.engine._Samples``."""
+    from recon.engine import DISCREPANCY_SAMPLE
+
+    out: dict[str, list[dict[str, Any]]] = {}
+    for verdict in verdicts:
+        where = (
+            "topic_duplicate"
+            if verdict == Verdict.TOPIC_DUPLICATE
+            else f"verdict = {_literal(verdict)}"
+        )
+        picked = con.execute(
+            f"""SELECT message_id, topic, "partition", offsets, sink_keys[1:5], sink_count
+            FROM {results} WHERE {where}
+            ORDER BY "partition" NULLS FIRST, first_offset NULLS FIRST, message_id NULLS FIRST
+            LIMIT {DISCREPANCY_SAMPLE}"""
+        ).fetchall()
+        out[verdict] = [
+            {"message_id": m, "topic": t, "partition": p, "offsets": list(o or []),
+             "sink_keys": list(k or []), "sink_count": n}
+            for m, t, p, o, k, n in picked
+        ]  # fmt: skip
+    return out
+
+
+def reconcile_run(
+    cfg: PipelineConfig,
+    run_id: str,
+    *,
+    data_dir: str | None = None,
+    progress: Progress = _noop,
+) -> RunSummary:
+    """Judge every message of the run and commit the results exactly once.
+
+    :raises store.ConcurrentRunError: another run advanced the pipeline meanwhile.
+    """
+    from recon.local.verdicts import ledger_update, reconcile, verdict_counts
+
+    started = time.monotonic()
+    record = _require_record(cfg, run_id)
+    data_dir = data_dir or default_data_dir()
+    run_dir = _run_dir(data_dir, cfg.name, run_id)
+    if not os.path.exists(f"{run_dir}/_SUCCESS") or not os.path.isdir(f"{run_dir}/sink"):
+        raise store.RunNotFound(
+            f"pipeline '{cfg.name}': run '{run_id}' has no complete window on disk yet: "
+            "run snapshot_topic first"
+        )
+    with results_db() as pg:
+        store.mark_running(pg, cfg.name, run_id)
+    con = _connect(data_dir)
+    try:
+        _view(con, "recon_window", f"{run_dir}/committed")
+        _view(con, "recon_pending", f"{run_dir}/pending")
+        _view(con, "recon_sink", f"{run_dir}/sink")
+        base_entries = ledger_store.read_manifest(record.base_ledger_path)
+        sink = "recon_sink"
+        if cfg.sink.ingest_seq_column:
+            con.execute(
+                """CREATE OR REPLACE TEMP VIEW recon_ids AS
+                SELECT message_id FROM recon_window UNION ALL
+                SELECT message_id FROM recon_pending UNION ALL SELECT message_id FROM recon_sink"""
+            )
+            ledger = ledger_store.ledger_for(con, base_entries, "recon_ids")
+        else:
+            ledger = ledger_store.full_ledger(con, base_entries)
+            sink, ledger = _only_changed_ids(con, ledger)
+        unverifiable = [
+            (w.topic, w.partition, w.window_from, w.removed_to)
+            for w in record.windows
+            if w.unverifiable
+        ]
+        judge: dict[str, Any] = {
+            "window": "recon_window", "sink_rows": sink, "ledger": ledger,
+            "pending": "recon_pending", "unverifiable": unverifiable,
+        }  # fmt: skip
+        results = reconcile(con, **judge)
+        counts = verdict_counts(con, results)
+        progress(f"run {run_id}: verdicts counted at {time.monotonic() - started:.1f} s")
+        gapped = _gapped(con, record.windows) if counts.get(Verdict.PHANTOM, 0) > 0 else []
+        if gapped:
+            progress(
+                f"run {run_id}: {counts[Verdict.PHANTOM]} phantoms: read_uncommitted pass over "
+                f"{len(gapped)} partition(s) with offset gaps"
+            )
+            aborted = _read_uncommitted(cfg, con, gapped, f"{run_dir}/uncommitted")
+            results = reconcile(con, uncommitted=aborted, **judge)
+            counts = verdict_counts(con, results)
+
+        delta = ledger_update(con, ledger, results, run_id)
+        ledger_path = ledger_store.write_version(
+            con, f"{data_dir.rstrip('/')}/ledger/{cfg.name}",
+            f"{_safe(run_id)}-{uuid.uuid4().hex[:8]}", base_entries, delta,
+        )  # fmt: skip
+        out = results_path(data_dir, cfg.name, run_id)
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
+        target = os.path.join(out, "part-00000.parquet").replace("'", "''")
+        con.execute(
+            f"COPY {results} TO '{target}' (FORMAT parquet, COMPRESSION lz4, "
+            "DICTIONARY_SIZE_LIMIT 1)"
+        )
+        progress(f"run {run_id}: ledger and results written at {time.monotonic() - started:.1f} s")
+
+        contract = evaluate_contract(cfg.semantics, counts, cfg.tolerances, cfg.idempotent_producer)
+        violations = [
+            {"verdict": v.verdict, "rule": v.verdict, "observed": v.count, "allowed": v.allowed,
+             "reason": v.reason}
+            for v in contract.violations
+        ]  # fmt: skip
+        (sink_scanned,) = con.execute(f"SELECT count(*) FROM {sink}").fetchone()
+        samples = _samples(
+            con, results, [v for v, n in counts.items() if n and v != Verdict.DELIVERED]
+        )
+        rows = _discrepancy_file(con, cfg.name, run_id, results, f"{run_dir}/discrepancies.csv")
+        duration = time.monotonic() - started
+        outcome = store.RunOutcome(
+            status="passed" if contract.passed else "failed",
+            counts=counts,
+            contract_passed=contract.passed,
+            violations=violations,
+            ledger_path=ledger_path,
+            sink_rows_scanned=int(sink_scanned),
+            duration_seconds=duration,
+            topic_duplicates=counts.get(Verdict.TOPIC_DUPLICATE, 0),
+        )
+        with results_db() as pg:
+            written = store.commit_run(pg, record=record, outcome=outcome, discrepancies=rows)
+    except Exception as exc:
+        _mark_error(cfg.name, run_id, exc, progress)
+        raise
+    finally:
+        con.close()
+    progress(f"run {run_id}: committed {written} discrepancy rows in {duration:.1f} s")
+    return RunSummary(
+        pipeline=cfg.name,
+        run_id=run_id,
+        semantics=cfg.semantics,
+        status=outcome.status,
+        counts=counts,
+        contract_passed=contract.passed,
+        violations=violations,
+        windows=[w.as_dict() for w in record.windows],
+        rewinds=rewinds(record.windows),
+        discrepancies=written,
+        sink_rows_scanned=int(sink_scanned),
+        duration_seconds=round(duration, 3),
+        ledger_path=ledger_path,
+        samples=samples,
+    )

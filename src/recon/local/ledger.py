@@ -1,0 +1,160 @@
+"""The ledger versions of ``recon.ledger``, read and written with DuckDB.
+
+Same layout, so a pipeline moves between engines freely: a version is a manifest (a directory
+of JSON lines ``{"seq": n, "entry": path}``, as Spark writes it) listing entry directories of
+Parquet files shaped as ``schemas.LEDGER`` plus ``id_hash`` and ``entry_seq``. The newest entry
+of a messageId wins. Entries written here leave ``id_hash`` null: the Spark engine computes a
+missing hash when it reads them (``recon.ledger.entries_frame``), and this engine selects a
+run's entries by a hash join on the messageId itself.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import uuid
+from typing import Any
+
+from recon.ledger import COMPACT_AFTER, MANIFEST_SUFFIX
+from recon.local.verdicts import POSITION_TYPE
+
+#: A message at one position is stored without lists (``recon.local.verdicts.ledger_update``).
+_OFFSETS = (
+    "coalesce(offsets, CASE WHEN first_offset IS NULL THEN []::BIGINT[] ELSE [first_offset] END)"
+)
+_DERIVED = (
+    f"list_transform({_OFFSETS}, o -> {{'topic': topic, 'partition': \"partition\", "
+    f"'offset': o}}::{POSITION_TYPE})"
+)
+LEDGER_COLUMNS = (
+    "message_id", "topic", "partition", "first_offset", "offsets", "sink_count", "first_run_id",
+    "verdict", "positions",
+)  # fmt: skip
+
+
+def _local(path: str) -> str:
+    return path[len("file:") :] if path.startswith("file:") else path
+
+
+def read_manifest(path: str | None) -> list[str]:
+    """The entry directories of a ledger version, oldest first (none for no version)."""
+    if not path:
+        return []
+    path = _local(path)
+    if not path.rstrip("/").endswith(MANIFEST_SUFFIX):
+        return [path]
+    entries: list[tuple[int, str]] = []
+    for part in sorted(glob.glob(os.path.join(path, "part-*"))):
+        with open(part, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    row = json.loads(line)
+                    entries.append((int(row["seq"]), str(row["entry"])))
+    return [e for _, e in sorted(entries)]
+
+
+def _files(entry: str) -> list[str]:
+    found = sorted(glob.glob(os.path.join(_local(entry), "*.parquet")))
+    return found
+
+
+def entries_view(con: Any, entries: list[str], name: str = "recon_ledger_all") -> str | None:
+    """A view of every entry of every directory with its place in the manifest (``_seq``)."""
+    selects = []
+    for seq, entry in enumerate(entries):
+        files = _files(entry)
+        if not files:
+            continue
+        listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+        cols = ", ".join(f'"{c}"' for c in LEDGER_COLUMNS if c not in ("offsets", "positions"))
+        described = {
+            r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet([{listed}])").fetchall()
+        }
+        stored = "positions" if "positions" in described else f"NULL::{POSITION_TYPE}[]"
+        selects.append(
+            f"SELECT {cols}, {_OFFSETS} AS offsets, coalesce({stored}, {_DERIVED}) AS positions, "
+            f"{seq} AS _seq FROM read_parquet([{listed}])"
+        )
+    if not selects:
+        return None
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS " + " UNION ALL ".join(selects))
+    return name
+
+
+def _newest_sql(source: str) -> str:
+    cols = ", ".join(f'"{c}"' for c in LEDGER_COLUMNS)
+    return (
+        f"SELECT {cols} FROM {source} "
+        "QUALIFY row_number() OVER (PARTITION BY message_id ORDER BY _seq DESC) = 1"
+    )
+
+
+def ledger_for(con: Any, entries: list[str], ids: str, name: str = "recon_ledger") -> str | None:
+    """The newest entries of the messages in relation ``ids`` (a ``message_id`` column), as the
+    temporary table ``name``; None when there is no ledger yet."""
+    every = entries_view(con, entries)
+    if every is None:
+        return None
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE {name} AS {
+            _newest_sql(
+                f"(SELECT * FROM {every} WHERE message_id IN (SELECT message_id FROM {ids}))"
+            )
+        }"""
+    )
+    return name
+
+
+def full_ledger(con: Any, entries: list[str], name: str = "recon_ledger") -> str | None:
+    """Every message's newest entry (sinks scanned whole, compaction)."""
+    every = entries_view(con, entries)
+    if every is None:
+        return None
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {_newest_sql(every)}")
+    return name
+
+
+def _write_entry(con: Any, query: str, directory: str, seq: int) -> None:
+    os.makedirs(directory, exist_ok=False)
+    cols = ", ".join(f'"{c}"' for c in LEDGER_COLUMNS)
+    target = os.path.join(directory, "part-00000.parquet").replace("'", "''")
+    con.execute(
+        f"COPY (SELECT {cols}, NULL::BIGINT AS id_hash, {int(seq)}::INTEGER AS entry_seq "
+        f"FROM ({query})) TO '{target}' (FORMAT parquet, COMPRESSION lz4, "
+        # ids are unique: a dictionary of them would be built only to be dropped
+        "DICTIONARY_SIZE_LIMIT 1)"
+    )
+    open(os.path.join(directory, "_SUCCESS"), "w").close()
+
+
+def _write_manifest(path: str, entries: list[str]) -> None:
+    os.makedirs(path, exist_ok=False)
+    with open(os.path.join(path, "part-00000.json"), "w", encoding="utf-8") as fh:
+        for seq, entry in enumerate(entries):
+            fh.write(json.dumps({"seq": seq, "entry": entry}) + "\n")
+    open(os.path.join(path, "_SUCCESS"), "w").close()
+
+
+def write_version(con: Any, ledger_dir: str, name: str, base: list[str], delta: str) -> str:
+    """Write a run's entries (relation ``delta``) and the manifest of the version they make.
+
+    :param ledger_dir: the pipeline's ledger directory.
+    :param name: unique to this attempt of the run (files are never overwritten).
+    :param base: the entry directories of the version the run started from.
+    :returns: the manifest's path.
+    """
+    root = _local(ledger_dir).rstrip("/")
+    os.makedirs(root, exist_ok=True)
+    entry = f"{root}/{name}"
+    _write_entry(con, f"SELECT * FROM {delta}", entry, len(base))
+    entries = [*base, entry]
+    if len(entries) > COMPACT_AFTER:
+        compacted = f"{root}/{name}-compacted-{uuid.uuid4().hex[:8]}"
+        merged = full_ledger(con, entries, name="recon_ledger_compacting")
+        assert merged is not None
+        _write_entry(con, f"SELECT * FROM {merged}", compacted, 0)
+        entries = [compacted]
+    manifest = f"{root}/{name}{MANIFEST_SUFFIX}"
+    _write_manifest(manifest, entries)
+    return manifest
