@@ -23,6 +23,7 @@ def build_dag(cfg: Any, pipelines_file: str | None = None) -> DAG:
     from recon_airflow.callbacks import notify_task_failure
     from recon_airflow.operators import (
         AlertOperator,
+        LocalStepOperator,
         ReconSparkSubmitOperator,
         SnapshotOffsetsOperator,
     )
@@ -52,12 +53,15 @@ def build_dag(cfg: Any, pipelines_file: str | None = None) -> DAG:
         # Operational failures notify; a broken contract is the alert task's job.
         notify = {"on_failure_callback": notify_task_failure}
         snapshot_offsets = SnapshotOffsetsOperator(task_id="snapshot_offsets", **common, **notify)
-        snapshot_topic = ReconSparkSubmitOperator(
+        # A pipeline on the local engine reads and judges in the task's process, no JVM;
+        # validation (Great Expectations on Spark) is the same for both engines.
+        step_operator: Any = (
+            LocalStepOperator if cfg.engine == "local" else ReconSparkSubmitOperator
+        )
+        snapshot_topic = step_operator(
             task_id="snapshot_topic", step="snapshot_topic", **common, **notify
         )
-        reconcile = ReconSparkSubmitOperator(
-            task_id="reconcile", step="reconcile", **common, **notify
-        )
+        reconcile = step_operator(task_id="reconcile", step="reconcile", **common, **notify)
         validate = ReconSparkSubmitOperator(
             task_id="validate", step="validate", retries=0, **common
         )

@@ -73,6 +73,53 @@ class SnapshotOffsetsOperator(BaseOperator):
         }
 
 
+LOCAL_STEPS = ("snapshot_topic", "reconcile")
+
+
+class LocalStepOperator(BaseOperator):
+    """One step of a run of an ``engine: local`` pipeline (``snapshot_topic`` or ``reconcile``)
+    in the task's own process: no JVM (``recon.local``; its Kafka readers are processes of
+    their own).
+
+    :param pipeline: the pipeline's name in the YAML.
+    :param step: ``snapshot_topic`` or ``reconcile``.
+    :param pipelines_file: the YAML (default: ``$RECON_PIPELINES``).
+    """
+
+    template_fields: Sequence[str] = ("pipeline",)
+    ui_color = "#eef7e8"
+
+    def __init__(
+        self, *, pipeline: str, step: str, pipelines_file: str | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        _check_name(pipeline)
+        if step not in LOCAL_STEPS:
+            raise ValueError(f"step must be one of {', '.join(LOCAL_STEPS)}, not {step!r}")
+        self.pipeline = pipeline
+        self.step = step
+        self.pipelines_file = pipelines_file
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from recon import engine
+        from recon.errors import ReconError, ServiceUnavailable
+        from recon_airflow.hooks import use_airflow_connections
+
+        use_airflow_connections()
+        try:
+            cfg = _load(self.pipeline, self.pipelines_file)
+            if self.step == "snapshot_topic":
+                paths = engine.snapshot_topic(cfg, context["run_id"], None, progress=self.log.info)
+                return {"paths": paths}
+            summary = engine.reconcile_run(cfg, context["run_id"], None, progress=self.log.info)
+        except ServiceUnavailable as exc:
+            raise AirflowException(str(exc)) from None
+        except ReconError as exc:
+            raise AirflowFailException(str(exc)) from None
+        return {"status": summary.status, "counts": summary.counts,
+                "discrepancies": summary.discrepancies}  # fmt: skip
+
+
 class ReconSparkSubmitOperator(SparkSubmitOperator):
     """One Spark step of a run (``snapshot_topic``, ``reconcile`` or ``validate``) under
     spark-submit, on the master of the Spark connection (``local[*]`` or ``spark://host:port``).

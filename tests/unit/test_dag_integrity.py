@@ -126,3 +126,20 @@ def test_a_pipelines_directory_adds_dags_that_run_with_their_own_file(tmp_path: 
     result = _import_dir_dags(tmp_path)
     assert result.returncode != 0
     assert "already declared in" in result.stderr and "demo/pipelines.yaml" in result.stderr
+
+
+def test_a_local_engine_pipeline_runs_its_steps_without_spark_submit() -> None:
+    from dataclasses import replace
+
+    sys.path.insert(0, str(ROOT / "plugins"))
+    from recon.config import parse_pipelines
+    from recon_airflow.factory import build_dag
+    from recon_airflow.operators import LocalStepOperator, ReconSparkSubmitOperator
+
+    name, cfg = next(iter(parse_pipelines((ROOT / "demo" / "pipelines.yaml").read_text()).items()))
+    dag = build_dag(replace(cfg, engine="local"))
+    assert isinstance(dag.get_task("snapshot_topic"), LocalStepOperator)
+    assert isinstance(dag.get_task("reconcile"), LocalStepOperator)
+    # Great Expectations runs on Spark for both engines.
+    assert isinstance(dag.get_task("validate"), ReconSparkSubmitOperator)
+    assert isinstance(build_dag(cfg).get_task("reconcile"), ReconSparkSubmitOperator), name

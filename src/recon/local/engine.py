@@ -14,8 +14,6 @@ import shutil
 import threading
 import time
 import uuid
-from concurrent.futures import Future
-from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from recon import store
@@ -36,7 +34,6 @@ from recon.engine import (
     sink_db,
     window_path,
 )
-from recon.errors import ServiceUnavailable
 from recon.kafka_read import OffsetRange
 from recon.local import kafka_arrow
 from recon.local import ledger as ledger_store
@@ -47,29 +44,23 @@ from recon.window import PartitionWindow, rewinds
 PARTS = ("committed", "pending", "sink")
 
 
-class ReaderLost(ServiceUnavailable):
-    """A Kafka reader process died (killed, out of memory) before its ranges were written."""
-
-
 def _run_dir(data_dir: str, pipeline: str, run_id: str) -> str:
     return os.path.dirname(window_path(data_dir, pipeline, run_id, "committed"))
 
 
-def _wait(cfg: PipelineConfig, futures: list[Future[int]]) -> int:
+def _wait(cfg: PipelineConfig, readers: kafka_arrow.Readers) -> int:
+    """The readers' record count; their failures name the pipeline and connection."""
     kafka = kafka_connection(cfg.kafka.connection)
     try:
-        return sum(f.result() for f in futures)
+        return readers.wait()
     except KafkaAuthFailed as exc:
         raise KafkaAuthFailed(f"{kafka.where(cfg.name)}: {scrub(str(exc), kafka.config)}") from None
     except kafka_arrow.KafkaReadFailed as exc:
         raise kafka_arrow.KafkaReadFailed(
             f"{kafka.where(cfg.name)}: {scrub(str(exc), kafka.config)}"
         ) from None
-    except BrokenProcessPool:
-        raise ReaderLost(
-            f"pipeline '{cfg.name}': a Kafka reader process died before its part of the window "
-            "was written; nothing was kept: run it again with the same run id"
-        ) from None
+    except kafka_arrow.ReaderLost as exc:
+        raise kafka_arrow.ReaderLost(f"pipeline '{cfg.name}': {exc}") from None
 
 
 def _copy_sink(cfg: PipelineConfig, record: store.RunRecord, path: str) -> int:
@@ -123,17 +114,21 @@ def snapshot_topic(
     try:
         os.makedirs(f"{staging}/sink")
         copier = threading.Thread(target=copy_sink, name="recon-sink-copy")
-        with kafka_arrow.reader_pool(workers) as pool:
-            futures = {
-                part: kafka_arrow.read_ranges(
-                    dict(kafka.config), _ranges(record.windows, part), cfg.kafka.message_id,
-                    f"{staging}/{part}", workers=workers, pool=pool,
-                )
-                for part in ("committed", "pending")
-            }  # fmt: skip
+        readers = {
+            part: kafka_arrow.read_ranges(
+                dict(kafka.config), _ranges(record.windows, part), cfg.kafka.message_id,
+                f"{staging}/{part}", workers=workers,
+            )
+            for part in ("committed", "pending")
+        }  # fmt: skip
+        try:
             copier.start()
-            read = {part: _wait(cfg, f) for part, f in futures.items()}
-            copier.join()
+            read = {part: _wait(cfg, r) for part, r in readers.items()}
+        finally:
+            for r in readers.values():
+                r.stop()
+            if copier.is_alive():
+                copier.join()
         if sink_error:
             raise sink_error[0]
         open(f"{staging}/_SUCCESS", "w").close()
@@ -188,11 +183,10 @@ def _read_uncommitted(
     kafka = kafka_connection(cfg.kafka.connection)
     ranges = [OffsetRange(w.topic, w.partition, w.read_from, w.pending_to) for w in windows]
     shutil.rmtree(directory, ignore_errors=True)
-    with kafka_arrow.reader_pool() as pool:
-        _wait(cfg, kafka_arrow.read_ranges(
-            dict(kafka.config), ranges, cfg.kafka.message_id, directory,
-            isolation_level="read_uncommitted", pool=pool,
-        ))  # fmt: skip
+    _wait(cfg, kafka_arrow.read_ranges(
+        dict(kafka.config), ranges, cfg.kafka.message_id, directory,
+        isolation_level="read_uncommitted",
+    ))  # fmt: skip
     _view(con, "recon_every", directory)
     con.execute(
         """CREATE OR REPLACE TEMP TABLE recon_aborted AS
@@ -235,12 +229,21 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _flag_discrepancies(con: Any, results: str) -> str:
+    """The run's discrepancy rows (not plainly delivered), kept apart once: the samples and the
+    commit read them, not the whole run."""
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE recon_flagged AS SELECT * FROM {results}
+        WHERE verdict <> '{Verdict.DELIVERED}' OR topic_duplicate"""
+    )
+    return "recon_flagged"
+
+
 def _discrepancy_file(
-    con: Any, pipeline: str, run_id: str, results: str, path: str
+    con: Any, pipeline: str, run_id: str, flagged: str, path: str
 ) -> store.DiscrepancyFile:
     """The run's discrepancy rows as CSV for PostgreSQL's ``COPY``, written by DuckDB."""
     quoted_key = "'\"' || replace(replace(k, '\\', '\\\\'), '\"', '\\\"') || '\"'"
-    flagged = f"verdict <> '{Verdict.DELIVERED}' OR topic_duplicate"
     target = path.replace("'", "''")
     con.execute(
         f"""COPY (
@@ -249,14 +252,14 @@ def _discrepancy_file(
                    '{{' || array_to_string(list_transform(sink_keys, k -> {quoted_key}), ',')
                        || '}}',
                    sink_count, topic_duplicate, detail
-            FROM {results} WHERE {flagged}
+            FROM {flagged}
         ) TO '{target}' (FORMAT csv, HEADER false)"""
     )
-    (rows,) = con.execute(f"SELECT count(*) FROM {results} WHERE {flagged}").fetchone()
+    (rows,) = con.execute(f"SELECT count(*) FROM {flagged}").fetchone()
     return store.DiscrepancyFile(path, int(rows))
 
 
-def _samples(con: Any, results: str, verdicts: list[str]) -> dict[str, list[dict[str, Any]]]:
+def _samples(con: Any, flagged: str, verdicts: list[str]) -> dict[str, list[dict[str, Any]]]:
     """The first ``DISCREPANCY_SAMPLE`` rows per verdict (and of the topic_duplicate flag) in
     (partition, first offset, messageId) order, nulls first, as ``recon.engine._Samples``."""
     from recon.engine import DISCREPANCY_SAMPLE
@@ -270,7 +273,7 @@ def _samples(con: Any, results: str, verdicts: list[str]) -> dict[str, list[dict
         )
         picked = con.execute(
             f"""SELECT message_id, topic, "partition", offsets, sink_keys[1:5], sink_count
-            FROM {results} WHERE {where}
+            FROM {flagged} WHERE {where}
             ORDER BY "partition" NULLS FIRST, first_offset NULLS FIRST, message_id NULLS FIRST
             LIMIT {DISCREPANCY_SAMPLE}"""
         ).fetchall()
@@ -367,10 +370,11 @@ def reconcile_run(
             for v in contract.violations
         ]  # fmt: skip
         (sink_scanned,) = con.execute(f"SELECT count(*) FROM {sink}").fetchone()
+        flagged = _flag_discrepancies(con, results)
         samples = _samples(
-            con, results, [v for v, n in counts.items() if n and v != Verdict.DELIVERED]
+            con, flagged, [v for v, n in counts.items() if n and v != Verdict.DELIVERED]
         )
-        rows = _discrepancy_file(con, cfg.name, run_id, results, f"{run_dir}/discrepancies.csv")
+        rows = _discrepancy_file(con, cfg.name, run_id, flagged, f"{run_dir}/discrepancies.csv")
         duration = time.monotonic() - started
         outcome = store.RunOutcome(
             status="passed" if contract.passed else "failed",

@@ -167,9 +167,13 @@ def reconcile(
         "CREATE OR REPLACE TEMP TABLE recon_rest AS "
         + " UNION ALL ".join(f"SELECT {columns} FROM ({p})" for p in rest)
     )
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {into}_rest AS SELECT * FROM recon_rest")
     con.execute(
-        f"CREATE OR REPLACE TEMP VIEW {into} AS SELECT {columns} FROM "
-        f"({_fast_path_sql(run_unverifiable)}) UNION ALL SELECT {columns} FROM recon_rest"
+        f"CREATE OR REPLACE TEMP VIEW {into}_fast AS {_fast_verdicts_sql(run_unverifiable)}"
+    )
+    con.execute(
+        f"CREATE OR REPLACE TEMP VIEW {into} AS SELECT {columns} FROM ({_fast_path_sql(into)}) "
+        f"UNION ALL SELECT {columns} FROM {into}_rest"
     )
     return into
 
@@ -178,7 +182,8 @@ def _quote(text: str) -> str:
     return text.replace("'", "''")
 
 
-def _fast_path_sql(run_unverifiable: str) -> str:
+def _fast_verdicts_sql(run_unverifiable: str) -> str:
+    """The fast path's messages, one scalar row each: the verdict and the joined row."""
     v = Verdict
     return f"""
         SELECT
@@ -186,21 +191,31 @@ def _fast_path_sql(run_unverifiable: str) -> str:
                  WHEN "offset" IS NOT NULL THEN '{v.LOST}'
                  WHEN {run_unverifiable} THEN '{v.UNVERIFIABLE}'
                  ELSE '{v.PHANTOM}' END AS verdict,
-            message_id, topic, "partition",
+            message_id, topic, "partition", "offset", sink_key
+        FROM recon_j
+    """
+
+
+def _fast_path_sql(results: str) -> str:
+    """The fast path's messages as ``schemas.RESULT`` rows (lists built here, as they are read)."""
+    v = Verdict
+    return f"""
+        SELECT
+            verdict, message_id, topic, "partition",
             CASE WHEN "offset" IS NOT NULL THEN ["offset"] ELSE []::BIGINT[] END AS offsets,
             "offset" AS first_offset,
             (sink_key IS NOT NULL)::BIGINT AS sink_count,
             CASE WHEN sink_key IS NOT NULL THEN [sink_key] ELSE []::VARCHAR[] END AS sink_keys,
             false AS topic_duplicate,
-            CASE WHEN "offset" IS NOT NULL AND sink_key IS NOT NULL THEN NULL
-                 WHEN "offset" IS NOT NULL THEN 'no sink row for a committed record'
-                 WHEN {run_unverifiable} THEN 'no committed record found, and records below the '
+            CASE verdict WHEN '{v.DELIVERED}' THEN NULL
+                 WHEN '{v.LOST}' THEN 'no sink row for a committed record'
+                 WHEN '{v.UNVERIFIABLE}' THEN 'no committed record found, and records below the '
                       || 'log-start offset are gone'
                  ELSE 'no committed record in the window, the pending records or the ledger'
             END AS detail,
             CASE WHEN "offset" IS NOT NULL THEN [{_pos()}] ELSE []::{POSITION_TYPE}[] END
                 AS positions
-        FROM recon_j
+        FROM {results}_fast
     """
 
 
@@ -409,13 +424,26 @@ def ledger_update(
     :param run_id: recorded as ``first_run_id`` for messages new to the ledger.
     """
     run = "'" + _quote(run_id) + "'"
+    parts = _parts(con, results)
+    judged = f"{parts[1]}" if parts else results
     new = f"""
         SELECT message_id, verdict AS n_verdict, sink_count AS n_sink_count,
                CASE WHEN verdict IN {_in(UNMATCHED)} THEN []::{POSITION_TYPE}[]
                     ELSE positions END AS n_positions
-        FROM {results}
+        FROM {judged}
         WHERE message_id IS NOT NULL AND verdict IN {_in(LEDGER_VERDICTS)}
     """
+    # The fast path's messages are at one position or none, and never in the ledger (every
+    # ledger id goes the general way): their entries come straight from the joined rows,
+    # without lists.
+    fast = (
+        f"""SELECT message_id, topic, "partition", "offset" AS first_offset,
+               NULL::BIGINT[] AS offsets, (sink_key IS NOT NULL)::BIGINT AS sink_count,
+               {run} AS first_run_id, verdict, NULL::{POSITION_TYPE}[] AS positions
+        FROM {parts[0]}"""
+        if parts
+        else None
+    )
 
     def fresh(source: str) -> str:
         """Entries of messages new to the ledger: this run's as they are. A message at one
@@ -435,7 +463,8 @@ def ledger_update(
         """
 
     if ledger is None:
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {into} AS {fresh(new)}")
+        fresh_entries = fresh(new) + (f" UNION ALL {fast}" if fast else "")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {into} AS {fresh_entries}")
         return into
     ledger = ledger_with_positions(con, ledger)
     keep_old = (
@@ -463,5 +492,19 @@ def ledger_update(
     """
     only_new = fresh(f"SELECT n.* FROM ({new}) n ANTI JOIN (SELECT message_id FROM {ledger}) o "
                      "ON n.message_id = o.message_id")  # fmt: skip
-    con.execute(f"CREATE OR REPLACE TEMP VIEW {into} AS {known} UNION ALL {only_new}")
+    entries = f"{known} UNION ALL {only_new}" + (f" UNION ALL {fast}" if fast else "")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {into} AS {entries}")
     return into
+
+
+def _parts(con: Any, results: str) -> tuple[str, str] | None:
+    """The fast and general parts :func:`reconcile` made for ``results``, when it made them."""
+    names = {
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views()"
+        ).fetchall()
+    }
+    if f"{results}_fast" in names and f"{results}_rest" in names:
+        return f"{results}_fast", f"{results}_rest"
+    return None
