@@ -280,9 +280,10 @@ def _commit_group(ds: Dataset, ends: dict[int, int]) -> None:
     alter_offsets(kafka_conf(), ds.group, {(ds.topic, p): o for p, o in ends.items()})
 
 
-def pipeline_yaml(ds: Dataset, name: str | None = None) -> dict[str, Any]:
+def pipeline_yaml(ds: Dataset, name: str | None = None, engine: str = "spark") -> dict[str, Any]:
     """The product's declaration of this dataset's pipeline (the messageId is the JSON ``id``)."""
     return {
+        "engine": engine,
         "semantics": "at_least_once",
         "schedule": None,
         "settle_seconds": 0,

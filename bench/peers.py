@@ -37,8 +37,11 @@ FETCH_SETTINGS = {
 }
 
 
-def read_window(topic: str, ends: dict[int, int]) -> Iterator[list[Any]]:
-    """Batches of records of ``[0, end)`` per partition, as confluent-kafka hands them over."""
+def read_window(topic: str, ends: dict[int, int], timeout: float = 1.0) -> Iterator[list[Any]]:
+    """Batches of records of ``[0, end)`` per partition, as confluent-kafka hands them over.
+
+    :param timeout: how long ``consume()`` waits for a full batch (the last one never is).
+    """
     from confluent_kafka import Consumer, TopicPartition
 
     from bench.generate import kafka_conf
@@ -51,7 +54,7 @@ def read_window(topic: str, ends: dict[int, int]) -> Iterator[list[Any]]:
     remaining = {p for p, end in ends.items() if end > 0}
     try:
         while remaining:
-            batch = consumer.consume(num_messages=BATCH, timeout=1.0)
+            batch = consumer.consume(num_messages=BATCH, timeout=timeout)
             kept = []
             for msg in batch:
                 if msg.error():

@@ -48,8 +48,8 @@ class Bench:
         self.pipelines: dict[str, Any] = {}
         self.local_reference: tuple[str, str, Measured]
 
-    def declare(self, name: str, ds: generate.Dataset) -> str:
-        self.pipelines[name] = generate.pipeline_yaml(ds)
+    def declare(self, name: str, ds: generate.Dataset, engine: str = "spark") -> str:
+        self.pipelines[name] = generate.pipeline_yaml(ds, engine=engine)
         with open(self.pipelines_file, "w", encoding="utf-8") as fh:
             yaml.safe_dump({"pipelines": self.pipelines}, fh)
         return name
@@ -67,6 +67,7 @@ class Bench:
             label = _label(size)
             ds = generate.ensure(f"p1-{label.lower()}", size)
             pipeline = self.declare(f"bench_p1_{label.lower()}", ds)
+            local = self.declare(f"bench_p1_{label.lower()}_local", ds, engine="local")
             runs: dict[str, list[Measured]] = {}
             for rep in range(self.reps[size]):
                 tag = f"{label} run {rep + 1}/{self.reps[size]}"
@@ -75,6 +76,7 @@ class Bench:
                     "floor_copy": run(_py("bench.floor", "copy", "--dataset", ds.name)),
                     "python": run(_py("bench.peers", "python", "--dataset", ds.name)),
                     "duckdb": run(_py("bench.peers", "duckdb", "--dataset", ds.name)),
+                    "local": self.product(local, f"p1-{label}-{rep}", fresh=True),
                     "product": self.product(pipeline, f"p1-{label}-{rep}", fresh=True),
                 }
                 if size == self.sizes[0]:  # P4 compares its cluster run with this one
@@ -90,18 +92,25 @@ class Bench:
 
     # --- P2 -------------------------------------------------------------------------------------
     def incremental(self) -> None:
+        """Both engines, each with its own pipeline state over the same topic and table."""
         ds = generate.reset("p2-inc")
-        pipeline = self.declare("bench_p2_inc", ds)
+        pipelines = {"product": self.declare("bench_p2_inc", ds),
+                     "local": self.declare("bench_p2_inc_local", ds, engine="local")}  # fmt: skip
         runs = []
         for k in range(INCREMENTAL_RUNS):
             expected = generate.append_chunk(ds, INCREMENTAL_SIZE)
-            m = self.product(pipeline, f"p2-{k}", fresh=(k == 0))
-            counts = m.output.get("counts", {})
-            wrong = {v: (counts.get(v), n) for v, n in expected.items() if counts.get(v) != n}
-            if wrong:
-                raise SystemExit(f"P2 run {k + 1}: product counts differ from the data: {wrong}")
-            runs.append({"run": k + 1, "history": k * INCREMENTAL_SIZE, **asdict(m)})
-            progress(f"P2 run {k + 1}/{INCREMENTAL_RUNS}: {m.seconds:.1f} s "
+            row: dict[str, Any] = {"run": k + 1, "history": k * INCREMENTAL_SIZE}
+            for engine, pipeline in pipelines.items():
+                m = self.product(pipeline, f"p2-{k}", fresh=(k == 0))
+                counts = m.output.get("counts", {})
+                wrong = {v: (counts.get(v), n) for v, n in expected.items() if counts.get(v) != n}
+                if wrong:
+                    raise SystemExit(f"P2 run {k + 1} ({engine}): counts differ from the data: "
+                                     f"{wrong}")  # fmt: skip
+                row[engine] = asdict(m)
+            runs.append(row)
+            progress(f"P2 run {k + 1}/{INCREMENTAL_RUNS}: Spark {row['product']['seconds']:.1f} s, "
+                     f"local {row['local']['seconds']:.1f} s "
                      f"(history {k * INCREMENTAL_SIZE:,} messages)")  # fmt: skip
         self.results["p2"] = runs
 
@@ -140,12 +149,13 @@ class Bench:
 
 
 def _check_counts(label: str, expected: dict[str, int], measured: dict[str, Measured]) -> None:
-    """The product must find the planted faults, and each peer exactly the product's counts."""
-    product = measured["product"].output.get("counts", {})
+    """Both engines must find the planted faults, and each peer exactly the product's counts."""
     want = {v: expected.get(v, 0) for v in PEER_VERDICTS}
-    got = {v: product.get(v, 0) for v in PEER_VERDICTS}
-    if got != want:
-        raise SystemExit(f"P1 {label}: product counts {got} differ from the planted {want}")
+    for engine in ("product", "local"):
+        found = measured[engine].output.get("counts", {})
+        got = {v: found.get(v, 0) for v in PEER_VERDICTS}
+        if got != want:
+            raise SystemExit(f"P1 {label}: {engine} counts {got} differ from the planted {want}")
     for peer in ("python", "duckdb"):
         counts = measured[peer].output.get("counts", {})
         theirs = {v: counts.get(v, 0) for v in PEER_VERDICTS}

@@ -386,8 +386,11 @@ def reconcile_run(
             duration_seconds=duration,
             topic_duplicates=counts.get(Verdict.TOPIC_DUPLICATE, 0),
         )
-        with results_db() as pg:
-            written = store.commit_run(pg, record=record, outcome=outcome, discrepancies=rows)
+        try:
+            with results_db() as pg:
+                written = store.commit_run(pg, record=record, outcome=outcome, discrepancies=rows)
+        finally:
+            os.unlink(rows.path)
     except Exception as exc:
         _mark_error(cfg.name, run_id, exc, progress)
         raise

@@ -366,7 +366,9 @@ def _read(task: ReadTask, KafkaError: Any, TopicPartition: Any) -> int:  # noqa:
         remaining = set(ends)
         last_progress = time.monotonic()
         while remaining:
-            batch = consumer.consume(num_messages=10_000, timeout=1.0)
+            # consume() waits for a full batch or the timeout: short, so a partial last batch (or a
+            # range that ends on a transaction marker) is not held back.
+            batch = consumer.consume(num_messages=10_000, timeout=0.05)
             if not batch:
                 if time.monotonic() - last_progress > STALL_SECONDS:
                     raise KafkaReadFailed(
