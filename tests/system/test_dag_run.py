@@ -20,6 +20,7 @@ pytestmark = pytest.mark.system
 PIPELINE = """
 pipelines:
   {name}:
+    engine: {engine}
     semantics: exactly_once
     schedule: null
     settle_seconds: 0
@@ -48,7 +49,8 @@ def _failure_excerpt(output: str, limit: int = 40) -> str:
     return "\n".join([*picked, "--- last lines ---", *lines[-15:]])
 
 
-def test_dags_test_runs_every_task_and_commits_the_verdicts(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["spark", "local"])
+def test_dags_test_runs_every_task_and_commits_the_verdicts(tmp_path: Path, engine: str) -> None:
     tag = uuid.uuid4().hex[:6]
     truth = run_scenario(
         "exactly_once_idempotent_consumer", messages=150, run_tag=tag, progress=False
@@ -57,7 +59,11 @@ def test_dags_test_runs_every_task_and_commits_the_verdicts(tmp_path: Path) -> N
     pipelines = tmp_path / "pipelines.yaml"
     pipelines.write_text(
         PIPELINE.format(
-            name=name, topic=truth.topic, group=truth.consumer_group, table=truth.sink_table
+            name=name,
+            topic=truth.topic,
+            group=truth.consumer_group,
+            table=truth.sink_table,
+            engine=engine,
         )  # fmt: skip
     )
     # `dags test` writes the DAG to the metadata database the running stack shares. Paused, and
