@@ -326,6 +326,15 @@ def reconcile_run(
         else:
             ledger = ledger_store.full_ledger(con, base_entries)
             sink, ledger = _only_changed_ids(con, ledger)
+            if ledger is not None:
+                # Entries of messages this run has no fact about yield no verdict: leave them
+                # out of the judging (and of the entries the run writes).
+                con.execute(
+                    f"""CREATE OR REPLACE TEMP TABLE recon_ledger_seen AS SELECT * FROM {ledger}
+                    WHERE message_id IN (SELECT message_id FROM recon_window UNION ALL
+                    SELECT message_id FROM recon_pending UNION ALL SELECT message_id FROM {sink})"""
+                )
+                ledger = "recon_ledger_seen"
         unverifiable = [
             (w.topic, w.partition, w.window_from, w.removed_to)
             for w in record.windows
