@@ -16,18 +16,26 @@ effective ledger as one entry instead: one rewrite of history every ``COMPACT_AF
 
 A base path that is not a manifest is a whole ledger version as written before manifests: it is
 read as a single entry.
+
+An entry may also be a run's *results* (``schemas.RESULT`` rows, as the local engine writes them
+once for its validation step and its ledger both): the manifest line names the run
+(``results_of``) and readers take each result row of a ledger verdict as the entry of its
+message (:func:`results_as_entries`), first seen in that run. Only messages new to the ledger
+are taken from results; the run's entries of known messages follow in the next entry, which wins.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 MANIFEST_SUFFIX = ".manifest"
+RESULTS_ENTRY = "results-of:"
 COMPACT_AFTER = 16
 #: A run with up to this many ids broadcasts their 64-bit hashes (8 bytes each, ~100 MB at most
 #: as Spark's hash relation): the driver's default 2 GiB holds that.
@@ -38,19 +46,78 @@ def _is_manifest(path: str) -> bool:
     return path.rstrip("/").endswith(MANIFEST_SUFFIX)
 
 
+def results_entry(path: str, run_id: str) -> str:
+    """A manifest entry that is a run's results directory (see the module docstring)."""
+    return RESULTS_ENTRY + json.dumps([run_id, path])
+
+
+def parse_entry(entry: str) -> tuple[str, str | None]:
+    """``(directory, run id)`` of a results entry; ``(directory, None)`` of an entry directory."""
+    if entry.startswith(RESULTS_ENTRY):
+        run_id, path = json.loads(entry[len(RESULTS_ENTRY) :])
+        return str(path), str(run_id)
+    return entry, None
+
+
+def manifest_rows(entries: list[str]) -> list[tuple[int, str, str | None]]:
+    """``(seq, entry, results_of)`` per entry, as a manifest stores them."""
+    return [(seq, *parse_entry(e)) for seq, e in enumerate(entries)]
+
+
+def entry_from_row(entry: str, results_of: str | None) -> str:
+    return results_entry(entry, results_of) if results_of else entry
+
+
 def read_manifest(spark: SparkSession, path: str | None) -> list[str]:
-    """The entry directories of a ledger version, oldest first (none for no version)."""
+    """The entries of a ledger version, oldest first (none for no version)."""
     if not path:
         return []
     if not _is_manifest(path):
         return [path]
-    rows = spark.read.schema("seq int, entry string").json(path).collect()  # <= COMPACT_AFTER rows
-    return [r["entry"] for r in sorted(rows, key=lambda r: r["seq"])]
+    rows = (
+        spark.read.schema("seq int, entry string, results_of string").json(path).collect()
+    )  # <= COMPACT_AFTER rows
+    return [
+        entry_from_row(r["entry"], r["results_of"]) for r in sorted(rows, key=lambda r: r["seq"])
+    ]
 
 
 def _write_manifest(spark: SparkSession, path: str, entries: list[str]) -> None:
-    frame = spark.createDataFrame(list(enumerate(entries)), "seq int, entry string")
+    frame = spark.createDataFrame(
+        manifest_rows(entries), "seq int, entry string, results_of string"
+    )
     frame.coalesce(1).write.mode("errorifexists").json(path)
+
+
+def results_as_entries(results: DataFrame, run_id: str, seq: int) -> DataFrame:
+    """A run's result rows as the ledger entries of their messages (those of ledger verdicts):
+    what ``reconcile.ledger_update`` makes of them for messages new to the ledger."""
+    from pyspark.sql import functions as F
+
+    from recon import schemas
+    from recon.reconcile import conform_ledger
+    from recon.verdicts import LEDGER_VERDICTS, UNMATCHED
+
+    unmatched = F.col("verdict").isin(*UNMATCHED)
+
+    def placed(name: str, empty: Any = None) -> Any:
+        return F.when(unmatched, empty).otherwise(F.col(name)).alias(name)
+
+    entries = results.filter(
+        F.col("message_id").isNotNull() & F.col("verdict").isin(*LEDGER_VERDICTS)
+    ).select(
+        "message_id",
+        placed("topic", F.lit(None).cast("string")),
+        placed("partition", F.lit(None).cast("int")),
+        placed("first_offset", F.lit(None).cast("bigint")),
+        placed("offsets", F.array().cast("array<bigint>")),
+        "sink_count",
+        F.lit(run_id).alias("first_run_id"),
+        "verdict",
+        placed("positions", F.array().cast(schemas.POSITIONS)),
+    )
+    entries = entries.withColumn("id_hash", F.xxhash64("message_id")).withColumn("_seq", F.lit(seq))
+    return conform_ledger(entries, keep=("id_hash", "_seq"))
 
 
 def entries_frame(spark: SparkSession, entries: list[str]) -> DataFrame | None:
@@ -67,13 +134,24 @@ def entries_frame(spark: SparkSession, entries: list[str]) -> DataFrame | None:
 
     if not entries:
         return None
-    # Directories of both layouts can meet in one version: merge their schemas.
-    frame = spark.read.option("mergeSchema", len(entries) > 1).parquet(*entries)
-    fallback = F.xxhash64("message_id")
-    id_hash = F.coalesce("id_hash", fallback) if "id_hash" in frame.columns else fallback
-    seq = F.coalesce("entry_seq", F.lit(0)) if "entry_seq" in frame.columns else F.lit(0)
-    frame = frame.withColumn("id_hash", id_hash).withColumn("_seq", seq)
-    return conform_ledger(frame, keep=("id_hash", "_seq"))
+    directories = [e for e in entries if parse_entry(e)[1] is None]
+    frames = []
+    if directories:
+        # Directories of both layouts can meet in one version: merge their schemas.
+        frame = spark.read.option("mergeSchema", len(directories) > 1).parquet(*directories)
+        fallback = F.xxhash64("message_id")
+        id_hash = F.coalesce("id_hash", fallback) if "id_hash" in frame.columns else fallback
+        seq = F.coalesce("entry_seq", F.lit(0)) if "entry_seq" in frame.columns else F.lit(0)
+        frame = frame.withColumn("id_hash", id_hash).withColumn("_seq", seq)
+        frames.append(conform_ledger(frame, keep=("id_hash", "_seq")))
+    for place, entry in enumerate(entries):
+        path, run_id = parse_entry(entry)
+        if run_id is not None:
+            frames.append(results_as_entries(spark.read.parquet(path), run_id, place))
+    stacked = frames[0]
+    for more in frames[1:]:
+        stacked = stacked.unionByName(more)
+    return stacked
 
 
 def _newest(entries: DataFrame) -> DataFrame:

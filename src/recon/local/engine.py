@@ -229,6 +229,19 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _publish_results(results_file: str, out: str) -> None:
+    """Make the results file of the ledger version the run's results (``results_path``): a hard
+    link, so that a later re-run of the run id, which replaces ``out``, never touches the
+    version a pipeline may point at."""
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    target = os.path.join(out, "part-00000.parquet")
+    try:
+        os.link(results_file, target)
+    except OSError:  # another file system: a copy
+        shutil.copyfile(results_file, target)
+
+
 def _flag_discrepancies(con: Any, results: str) -> str:
     """The run's discrepancy rows (not plainly delivered), kept apart once: the samples and the
     commit read them, not the whole run."""
@@ -357,19 +370,16 @@ def reconcile_run(
             results = reconcile(con, uncommitted=aborted, **judge)
             counts = verdict_counts(con, results)
 
-        delta = ledger_update(con, ledger, results, run_id)
-        ledger_path = ledger_store.write_version(
+        # The results are written once, into the new ledger version, where they stand for the
+        # entries of the messages new to the ledger; the validation step reads the same file.
+        delta = ledger_update(con, ledger, results, run_id, known_only=True)
+        ledger_path, results_file = ledger_store.write_version(
             con, f"{data_dir.rstrip('/')}/ledger/{cfg.name}",
             f"{_safe(run_id)}-{uuid.uuid4().hex[:8]}", base_entries, delta,
+            results=(results, run_id),
         )  # fmt: skip
-        out = results_path(data_dir, cfg.name, run_id)
-        shutil.rmtree(out, ignore_errors=True)
-        os.makedirs(out)
-        target = os.path.join(out, "part-00000.parquet").replace("'", "''")
-        con.execute(
-            f"COPY {results} TO '{target}' (FORMAT parquet, COMPRESSION lz4, "
-            "DICTIONARY_SIZE_LIMIT 1)"
-        )
+        assert results_file is not None
+        _publish_results(results_file, results_path(data_dir, cfg.name, run_id))
         progress(f"run {run_id}: ledger and results written at {time.monotonic() - started:.1f} s")
 
         contract = evaluate_contract(cfg.semantics, counts, cfg.tolerances, cfg.idempotent_producer)

@@ -90,8 +90,12 @@ def _json_path(name: str) -> str:
 
 
 def _blank(column: str) -> str:
-    """Empty or only spaces (what Spark's ``trim`` removes), trimming only what starts with one."""
-    return f"({column} = '' OR (starts_with({column}, ' ') AND trim({column}) = ''))"
+    """Empty or only spaces (what Spark's ``trim`` removes). A CASE, so that only what starts
+    with a space is trimmed: an OR or AND computes both sides for every row."""
+    return (
+        f"(CASE WHEN {column} = '' THEN true WHEN starts_with({column}, ' ') "
+        f"THEN trim({column}) = '' ELSE false END)"
+    )
 
 
 def _extraction_sql(spec: MessageIdSpec, max_length: int) -> str:
@@ -104,9 +108,10 @@ def _extraction_sql(spec: MessageIdSpec, max_length: int) -> str:
         # such as "[a" (CASE evaluates lazily).
         found = f"TRY(json_extract_string(text, '{path}'))"
         nested = (
-            "CASE WHEN (starts_with(found, '{') OR starts_with(found, '[') "
-            "OR starts_with(found, ' ')) AND left(ltrim(found), 1) IN ('{', '[') "
-            f"THEN json_type(json_extract(text, '{path}')) IN ('OBJECT', 'ARRAY') ELSE false END"
+            "CASE WHEN starts_with(found, '{') OR starts_with(found, '[') "
+            "OR starts_with(found, ' ') THEN (CASE WHEN left(ltrim(found), 1) IN ('{', '[') "
+            f"THEN json_type(json_extract(text, '{path}')) IN ('OBJECT', 'ARRAY') ELSE false END) "
+            "ELSE false END"
         )
         not_utf8_reason = "value_not_utf8"
     elif spec.kind in ("header", "key"):
@@ -131,7 +136,8 @@ def _extraction_sql(spec: MessageIdSpec, max_length: int) -> str:
                 WHEN found IS NULL THEN 'message_id_missing'
                 WHEN {nested} THEN 'message_id_not_scalar'
                 WHEN {_blank("found")} THEN 'message_id_empty'
-                WHEN strlen(found) > {int(max_length)} AND length(found) > {int(max_length)}
+                WHEN (CASE WHEN strlen(found) > {int(max_length)}
+                      THEN length(found) > {int(max_length)} ELSE false END)
                     THEN 'message_id_oversize'
             END AS invalid_reason
             FROM found

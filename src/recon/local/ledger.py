@@ -16,7 +16,14 @@ import os
 import uuid
 from typing import Any
 
-from recon.ledger import COMPACT_AFTER, MANIFEST_SUFFIX
+from recon.ledger import (
+    COMPACT_AFTER,
+    MANIFEST_SUFFIX,
+    entry_from_row,
+    manifest_rows,
+    parse_entry,
+    results_entry,
+)
 from recon.local.verdicts import POSITION_TYPE
 
 #: A message at one position is stored without lists (``recon.local.verdicts.ledger_update``).
@@ -50,7 +57,8 @@ def read_manifest(path: str | None) -> list[str]:
             for line in fh:
                 if line.strip():
                     row = json.loads(line)
-                    entries.append((int(row["seq"]), str(row["entry"])))
+                    entry = entry_from_row(str(row["entry"]), row.get("results_of"))
+                    entries.append((int(row["seq"]), entry))
     return [e for _, e in sorted(entries)]
 
 
@@ -63,10 +71,14 @@ def entries_view(con: Any, entries: list[str], name: str = "recon_ledger_all") -
     """A view of every entry of every directory with its place in the manifest (``_seq``)."""
     selects = []
     for seq, entry in enumerate(entries):
-        files = _files(entry)
+        path, run_id = parse_entry(entry)
+        files = _files(path)
         if not files:
             continue
         listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+        if run_id is not None:
+            selects.append(_results_as_entries(listed, run_id, seq))
+            continue
         cols = ", ".join(f'"{c}"' for c in LEDGER_COLUMNS if c not in ("offsets", "positions"))
         described = {
             r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet([{listed}])").fetchall()
@@ -80,6 +92,25 @@ def entries_view(con: Any, entries: list[str], name: str = "recon_ledger_all") -
         return None
     con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS " + " UNION ALL ".join(selects))
     return name
+
+
+def _results_as_entries(listed: str, run_id: str, seq: int) -> str:
+    """A run's result rows as the entries of their messages (``recon.ledger`` explains)."""
+    from recon.local.verdicts import _in
+    from recon.verdicts import LEDGER_VERDICTS, UNMATCHED
+
+    def placed(name: str, empty: str) -> str:
+        return f'CASE WHEN verdict IN {_in(UNMATCHED)} THEN {empty} ELSE "{name}" END AS "{name}"'
+
+    run = "'" + run_id.replace("'", "''") + "'"
+    return f"""
+        SELECT message_id, {placed("topic", "NULL")}, {placed("partition", "NULL")},
+               {placed("first_offset", "NULL")}, sink_count, {run} AS first_run_id, verdict,
+               {placed("offsets", "[]::BIGINT[]")},
+               {placed("positions", f"[]::{POSITION_TYPE}[]")}, {seq} AS _seq
+        FROM read_parquet([{listed}])
+        WHERE message_id IS NOT NULL AND verdict IN {_in(LEDGER_VERDICTS)}
+    """
 
 
 def _newest_sql(source: str) -> str:
@@ -131,24 +162,50 @@ def _write_entry(con: Any, query: str, directory: str, seq: int) -> None:
 def _write_manifest(path: str, entries: list[str]) -> None:
     os.makedirs(path, exist_ok=False)
     with open(os.path.join(path, "part-00000.json"), "w", encoding="utf-8") as fh:
-        for seq, entry in enumerate(entries):
-            fh.write(json.dumps({"seq": seq, "entry": entry}) + "\n")
+        for seq, entry, results_of in manifest_rows(entries):
+            row = {"seq": seq, "entry": entry, "results_of": results_of}
+            fh.write(json.dumps({k: v for k, v in row.items() if v is not None}) + "\n")
     open(os.path.join(path, "_SUCCESS"), "w").close()
 
 
-def write_version(con: Any, ledger_dir: str, name: str, base: list[str], delta: str) -> str:
-    """Write a run's entries (relation ``delta``) and the manifest of the version they make.
+def write_version(
+    con: Any,
+    ledger_dir: str,
+    name: str,
+    base: list[str],
+    delta: str | None,
+    results: tuple[str, str] | None = None,
+) -> tuple[str, str | None]:
+    """Write a run's entries and the manifest of the version they make.
 
     :param ledger_dir: the pipeline's ledger directory.
     :param name: unique to this attempt of the run (files are never overwritten).
     :param base: the entry directories of the version the run started from.
-    :returns: the manifest's path.
+    :param delta: a relation of ``schemas.LEDGER`` rows, or None for none.
+    :param results: ``(relation, run id)``: the run's results, written once into the version as
+        the entries of the messages new to the ledger (``delta`` then holds the known ones).
+    :returns: the manifest's path, and the results file written into the version (if any).
     """
     root = _local(ledger_dir).rstrip("/")
     os.makedirs(root, exist_ok=True)
-    entry = f"{root}/{name}"
-    _write_entry(con, f"SELECT * FROM {delta}", entry, len(base))
-    entries = [*base, entry]
+    entries = list(base)
+    results_file = None
+    if results is not None:
+        relation, run_id = results
+        directory = f"{root}/{name}.results"
+        os.makedirs(directory, exist_ok=False)
+        results_file = os.path.join(directory, "part-00000.parquet")
+        target = results_file.replace("'", "''")
+        con.execute(
+            f"COPY {relation} TO '{target}' (FORMAT parquet, COMPRESSION lz4, "
+            "DICTIONARY_SIZE_LIMIT 1)"
+        )
+        open(os.path.join(directory, "_SUCCESS"), "w").close()
+        entries.append(results_entry(directory, run_id))
+    if delta is not None:
+        entry = f"{root}/{name}"
+        _write_entry(con, f"SELECT * FROM {delta}", entry, len(entries))
+        entries.append(entry)
     if len(entries) > COMPACT_AFTER:
         compacted = f"{root}/{name}-compacted-{uuid.uuid4().hex[:8]}"
         merged = full_ledger(con, entries, name="recon_ledger_compacting")
@@ -157,4 +214,4 @@ def write_version(con: Any, ledger_dir: str, name: str, base: list[str], delta: 
         entries = [compacted]
     manifest = f"{root}/{name}{MANIFEST_SUFFIX}"
     _write_manifest(manifest, entries)
-    return manifest
+    return manifest, results_file

@@ -39,15 +39,16 @@ def _in(values: Sequence[str]) -> str:
 
 
 def _id_ok(column: str = "message_id") -> str:
-    """Not null, not empty, not only spaces; only ids starting with a space are trimmed."""
+    """Not null, not empty, not only spaces. CASE evaluates lazily: only an id that starts with a
+    space is trimmed (a new string per row otherwise)."""
     return (
-        f"coalesce({column} <> '' AND (NOT starts_with({column}, ' ') OR trim({column}) <> ''), "
-        "false)"
+        f"CASE WHEN {column} IS NULL OR {column} = '' THEN false "
+        f"WHEN starts_with({column}, ' ') THEN trim({column}) <> '' ELSE true END"
     )
 
 
 def _record_ok() -> str:
-    return f"(invalid_reason IS NULL AND {_id_ok()})"
+    return f"(CASE WHEN invalid_reason IS NULL THEN {_id_ok()} ELSE false END)"
 
 
 def _pos(alias: str = "") -> str:
@@ -138,19 +139,28 @@ def reconcile(
     if ledger:
         ledger = ledger_with_positions(con, ledger)
         others.append(f"SELECT message_id FROM {ledger}")
-    multi = "SELECT message_id FROM recon_j GROUP BY message_id HAVING count(*) > 1"
+    # Messages with more than one joined row, found by their 64-bit hash (grouping integers is
+    # cheaper than grouping strings); a collision only sends a message the general way too.
     con.execute(
-        "CREATE OR REPLACE TEMP TABLE recon_multi AS SELECT DISTINCT message_id FROM ("
-        + " UNION ALL ".join([multi, *others])
+        "CREATE OR REPLACE TEMP TABLE recon_multi_hash AS SELECT DISTINCT h FROM ("
+        + " UNION ALL ".join(
+            ["SELECT hash(message_id) AS h FROM recon_j GROUP BY h HAVING count(*) > 1"]
+            + [f"SELECT hash(message_id) AS h FROM ({o})" for o in others]
+        )
         + ")"
     )
     # The joined rows of the general path's messages move out of the join, which then holds
     # the fast path's messages only.
     con.execute(
         "CREATE OR REPLACE TEMP TABLE recon_j_multi AS SELECT * FROM recon_j "
-        "SEMI JOIN recon_multi USING (message_id)"
+        "WHERE hash(message_id) IN (SELECT h FROM recon_multi_hash)"
     )
-    con.execute("DELETE FROM recon_j WHERE message_id IN (SELECT message_id FROM recon_j_multi)")
+    con.execute("DELETE FROM recon_j WHERE hash(message_id) IN (SELECT h FROM recon_multi_hash)")
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE recon_multi AS SELECT DISTINCT message_id FROM ("
+        + " UNION ALL ".join(["SELECT message_id FROM recon_j_multi", *others])
+        + ")"
+    )
     general = _general_path_sql(ledger, pending, uncommitted, run_unverifiable)
     rest = [general, _invalid_records_sql(), _invalid_sink_rows_sql()]
     if removed:
@@ -414,15 +424,24 @@ def verdict_counts(con: Any, results: str) -> dict[str, int]:
 
 
 def ledger_update(
-    con: Any, ledger: str | None, results: str, run_id: str, into: str = "recon_ledger_delta"
-) -> str:
+    con: Any,
+    ledger: str | None,
+    results: str,
+    run_id: str,
+    into: str = "recon_ledger_delta",
+    known_only: bool = False,
+) -> str | None:
     """The next ledger entries of the run's messages, as ``recon.reconcile.ledger_update``: the
     view ``into`` (``schemas.LEDGER``), evaluated when it is written.
 
     :param ledger: the entries the run started from (:func:`reconcile`'s ``ledger``), or None.
     :param results: the run's results table.
     :param run_id: recorded as ``first_run_id`` for messages new to the ledger.
+    :param known_only: only the entries of messages the ledger knew (``None`` when it knew none):
+        the others are the run's results as they are (``recon.ledger.results_as_entries``).
     """
+    if known_only and ledger is None:
+        return None
     run = "'" + _quote(run_id) + "'"
     parts = _parts(con, results)
     judged = f"{parts[1]}" if parts else results
@@ -492,6 +511,9 @@ def ledger_update(
     """
     only_new = fresh(f"SELECT n.* FROM ({new}) n ANTI JOIN (SELECT message_id FROM {ledger}) o "
                      "ON n.message_id = o.message_id")  # fmt: skip
+    if known_only:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {into} AS {known}")
+        return into
     entries = f"{known} UNION ALL {only_new}" + (f" UNION ALL {fast}" if fast else "")
     con.execute(f"CREATE OR REPLACE TEMP VIEW {into} AS {entries}")
     return into

@@ -1,0 +1,74 @@
+"""Ledger versions the local engine writes: its results stand for the entries of new messages.
+
+For every named scenario with a ledger, run 1's entries are written as a version, run 2 is
+judged against it and writes its results plus the entries of known messages; the version read
+back, by this engine and by the Spark engine, must equal the old entries updated by
+``ledger_update`` (the specification, shared with the Spark engine).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_local_verdicts import LEDGER, _as_read, _key, _plain, _table, judge, rows
+from test_reconcile import _SCENARIOS
+
+from recon import ledger as spark_ledger
+from recon.local import ledger as local_ledger
+from recon.local.verdicts import ledger_update, ledger_with_positions
+
+pytestmark = pytest.mark.unit
+
+WITH_LEDGER = [name for name, make in _SCENARIOS.items() if make().ledger is not None]
+
+
+def _versions(tmp_path: Path, name: str) -> tuple[Any, str, list[dict[str, Any]]]:
+    """(connection, run 2's manifest, the entries expected in it)."""
+    s = _SCENARIOS[name]()
+    con, results, ledger = judge(s)
+    assert ledger is not None
+    root = str(tmp_path / "ledger")
+    first, _ = local_ledger.write_version(
+        con, root, "run-1", [], ledger_with_positions(con, ledger)
+    )
+    base = local_ledger.read_manifest(first)
+    known = ledger_update(con, ledger, results, "run-2", into="recon_known", known_only=True)
+    second, results_file = local_ledger.write_version(
+        con, root, "run-2", base, known, results=(results, "run-2")
+    )
+    assert results_file is not None
+    every = ledger_update(con, ledger, results, "run-2", into="recon_every")
+    expected = sorted((_as_read(_plain(r)) for r in rows(con, every)), key=_key)
+    return con, second, expected
+
+
+@pytest.mark.parametrize("name", WITH_LEDGER)
+def test_the_version_read_back_here_equals_the_updated_ledger(tmp_path: Path, name: str) -> None:
+    con, manifest, expected = _versions(tmp_path, name)
+    merged = local_ledger.full_ledger(con, local_ledger.read_manifest(manifest), name="merged")
+    assert merged is not None
+    assert sorted((_as_read(_plain(r)) for r in rows(con, merged)), key=_key) == expected
+
+
+@pytest.mark.parametrize("name", WITH_LEDGER)
+def test_the_spark_engine_reads_the_same_version(spark: Any, tmp_path: Path, name: str) -> None:
+    _, manifest, expected = _versions(tmp_path, name)
+    merged = spark_ledger.full_ledger(spark, spark_ledger.read_manifest(spark, manifest))
+    assert merged is not None
+    got = sorted((_plain(r) for r in merged.collect()), key=_key)
+    assert got == expected
+
+
+def test_a_manifest_names_the_run_of_a_results_entry(tmp_path: Path) -> None:
+    import duckdb
+
+    con = duckdb.connect()
+    con.register("l", _table([], LEDGER))
+    con.execute("CREATE TEMP TABLE r AS SELECT 'delivered' AS verdict, 'm1' AS message_id")
+    manifest, _ = local_ledger.write_version(
+        con, str(tmp_path), "run-7", [], None, results=("r", "run-7")
+    )
+    (entry,) = local_ledger.read_manifest(manifest)
+    assert spark_ledger.parse_entry(entry) == (f"{tmp_path}/run-7.results", "run-7")
