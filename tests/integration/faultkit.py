@@ -33,6 +33,7 @@ STATE = Path(os.environ.get("RECON_STATE", ROOT / ".state"))
 
 PIPELINE = """
   {name}:
+    engine: {engine}
     semantics: at_least_once
     schedule: null
     settle_seconds: 0
@@ -59,10 +60,12 @@ class Synthetic:
     table: str
     expected: dict[str, int]
 
-    def pipelines_yaml(self, *names: str, kafka_conn: str = "kafka_default") -> str:
+    def pipelines_yaml(
+        self, *names: str, kafka_conn: str = "kafka_default", engine: str = "spark"
+    ) -> str:
         blocks = [
             PIPELINE.format(name=n, topic=self.topic, group=self.group, table=self.table,
-                            kafka_conn=kafka_conn)
+                            kafka_conn=kafka_conn, engine=engine)
             for n in names
         ]  # fmt: skip
         return "pipelines:" + "".join(blocks)
@@ -337,6 +340,11 @@ def restart_postgres(mode: str = "immediate") -> None:
     result = subprocess.run(["bash", str(ROOT / "scripts" / "postgres.sh"), "restart", mode],
                             capture_output=True, text=True, timeout=240)  # fmt: skip
     assert result.returncode == 0, f"PostgreSQL did not come back: {result.stderr[-1500:]}"
+
+
+def local_reader_pid(parent: int) -> int | None:
+    """A Kafka reader process of the local engine below process ``parent``, if one runs."""
+    return find_process(parent, lambda argv: b"recon.local.kafka_arrow" in b"\0".join(argv))
 
 
 def spark_driver_pid(parent: int) -> int | None:

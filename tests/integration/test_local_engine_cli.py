@@ -31,12 +31,12 @@ MESSAGES, DUP_EVERY = 150, 20
 
 def _local_block(name: str, topic: str, group: str, table: str, semantics: str) -> str:
     block = PIPELINE.format(name=name, topic=topic, group=group, table=table,
-                            kafka_conn="kafka_default")  # fmt: skip
+                            kafka_conn="kafka_default", engine="local")  # fmt: skip
     tolerance = "    tolerances: {max_duplicate_ratio: 1.0}\n"
     assert "semantics: at_least_once" in block and tolerance in block
     if semantics != "at_least_once":  # only at_least_once may tolerate duplicates
         block = block.replace(tolerance, "").replace("at_least_once", semantics)
-    return block + "    engine: local\n"
+    return block
 
 
 def _run(pipelines: Path, name: str, data: Path) -> subprocess.CompletedProcess[str]:

@@ -45,6 +45,7 @@ def test_killed_before_commit_advances_nothing(tmp_path: Path) -> None:
             group=truth.consumer_group,
             table=truth.sink_table,
             kafka_conn="kafka_default",
+            engine="spark",
         )  # fmt: skip
         for n in (name, control)
     ]

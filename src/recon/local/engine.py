@@ -393,7 +393,8 @@ def reconcile_run(
         samples = _samples(
             con, flagged, [v for v, n in counts.items() if n and v != Verdict.DELIVERED]
         )
-        rows = _discrepancy_file(con, cfg.name, run_id, flagged, f"{run_dir}/discrepancies.csv")
+        csv_path = f"{run_dir}/discrepancies-{uuid.uuid4().hex[:8]}.csv"
+        rows = _discrepancy_file(con, cfg.name, run_id, flagged, csv_path)
         duration = time.monotonic() - started
         outcome = store.RunOutcome(
             status="passed" if contract.passed else "failed",

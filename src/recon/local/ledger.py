@@ -202,7 +202,8 @@ def write_version(
         )
         open(os.path.join(directory, "_SUCCESS"), "w").close()
         entries.append(results_entry(directory, run_id))
-    if delta is not None:
+    # An empty delta (no known message met) adds no entry: compaction comes every 16 runs.
+    if delta is not None and con.execute(f"SELECT count(*) FROM {delta}").fetchone()[0] > 0:
         entry = f"{root}/{name}"
         _write_entry(con, f"SELECT * FROM {delta}", entry, len(entries))
         entries.append(entry)
