@@ -20,8 +20,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from test_engine_vs_workload import PIPELINE_YAML, _actual, _expected
-from test_local_engine_vs_workload import assert_local_layout
+from test_engine_vs_workload import PIPELINE_YAML, _actual, _expected, assert_local_layout
 
 from recon.config import PipelineConfig, load_pipelines
 from recon.engine import RunSummary, results_db, results_path, run_pipeline
@@ -45,8 +44,8 @@ NEW_ROWS, FULL_SCAN = "new_rows", "full_scan"
 def _pipeline(tmp_path: Path, name: str, truth: Any, engine: str, scan: str) -> PipelineConfig:
     text = PIPELINE_YAML.format(
         name=name, semantics="at_least_once", topic=truth.topic, group=truth.consumer_group,
-        table=truth.sink_table, idempotent=json.dumps(False),
-    ) + f"    engine: {engine}\n"  # fmt: skip
+        table=truth.sink_table, idempotent=json.dumps(False), engine=engine,
+    )  # fmt: skip
     if scan == FULL_SCAN:
         assert INGEST_SEQ in text
         text = text.replace(INGEST_SEQ, "")

@@ -18,7 +18,7 @@ from typing import Any
 import psycopg2
 import pytest
 from faultkit import PIPELINE, recon_command, synthetic
-from test_local_engine_vs_workload import assert_local_layout
+from test_engine_vs_workload import assert_local_layout
 
 from recon.engine import results_db
 from recon.store import forget_pipeline
