@@ -99,6 +99,7 @@ def test_the_example_file_loads() -> None:
         ),
         tolerances=Tolerances(),
         idempotent_producer=True,
+        engine="local",
     )
     assert payments.sink.table_parts == ("public", "payments")
     clicks = pipelines["clickstream"]
@@ -515,3 +516,13 @@ def test_a_pipeline_that_is_not_a_mapping(body: str, kind: str) -> None:
     assert only_error(f"pipelines:\n  payments: {body}\n") == (
         f"pipelines.yaml: pipeline 'payments': expected a mapping, got {kind}"
     )
+
+
+def test_an_unknown_engine_names_pipeline_and_key() -> None:
+    error = only_error(doc(engine="flink"))
+    assert "payments" in error and "engine" in error and "flink" in error
+
+
+def test_the_engine_is_spark_unless_declared() -> None:
+    assert parse_pipelines(doc())["payments"].engine == "spark"
+    assert parse_pipelines(doc(engine="local"))["payments"].engine == "local"
