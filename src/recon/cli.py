@@ -101,10 +101,40 @@ def _check_config(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _driver_alive(spark: Any) -> bool:
-    """Whether the JVM that pyspark launched for this process is still running."""
+def _gateway_refused(exc: BaseException) -> bool:
+    """Whether a failed call (or anything it was raised from) is a connection to the JVM refused."""
+    from py4j.protocol import Py4JNetworkError
+
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, (Py4JNetworkError, ConnectionError)):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def _driver_lost(spark: Any, exc: BaseException, grace_seconds: float = 10.0) -> bool:
+    """Whether the JVM that pyspark launched for this process died under ``exc``.
+
+    A killed JVM closes its gateway socket a moment before the process can be reaped, so a
+    refused connection with the process still listed is given ``grace_seconds`` to exit.
+    """
+    import subprocess
+
     proc = getattr(spark.sparkContext._gateway, "proc", None)
-    return proc is None or proc.poll() is None
+    if proc is None:
+        return False
+    if proc.poll() is not None:
+        return True
+    if not _gateway_refused(exc):
+        return False
+    try:
+        proc.wait(timeout=grace_seconds)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -121,10 +151,12 @@ def _run(args: argparse.Namespace) -> int:
     _progress(f"pipeline {cfg.name}: run {run_id} ({cfg.semantics})")
     spark = spark_session(f"recon-{cfg.name}")
     spark.sparkContext.setLogLevel("ERROR")
+    driver_lost = False
     try:
         summary = run_pipeline(cfg, run_id, spark, data_dir=args.data_dir, progress=_progress)
     except Exception as exc:
-        if _driver_alive(spark):
+        driver_lost = _driver_lost(spark, exc)
+        if not driver_lost:
             raise
         raise SparkDriverLost(
             f"pipeline '{cfg.name}': the Spark driver died during run '{run_id}' "
@@ -132,7 +164,7 @@ def _run(args: argparse.Namespace) -> int:
             "with the same run id"
         ) from None
     finally:
-        if _driver_alive(spark):
+        if not driver_lost:
             spark.stop()
     if not summary.contract_passed:
         from recon.alerting import alert_for_run
