@@ -252,6 +252,63 @@ class RunSummary:
     validation_url: str | None = None
 
 
+def judged_outcome(
+    cfg: PipelineConfig,
+    counts: dict[str, int],
+    *,
+    ledger_path: str,
+    sink_rows_scanned: int,
+    duration_seconds: float,
+) -> store.RunOutcome:
+    """What a run commits besides its discrepancy rows: its counts judged by the claimed contract.
+
+    Both engines commit through this, so a pipeline's verdicts read the same whichever judged it.
+    """
+    contract = evaluate_contract(cfg.semantics, counts, cfg.tolerances, cfg.idempotent_producer)
+    # Same keys as the checkpoint's failures (recon.validation), which replace these.
+    violations = [
+        {"verdict": v.verdict, "rule": v.verdict, "observed": v.count, "allowed": v.allowed,
+         "reason": v.reason}
+        for v in contract.violations
+    ]  # fmt: skip
+    return store.RunOutcome(
+        status="passed" if contract.passed else "failed",
+        counts=counts,
+        contract_passed=contract.passed,
+        violations=violations,
+        ledger_path=ledger_path,
+        sink_rows_scanned=sink_rows_scanned,
+        duration_seconds=duration_seconds,
+        topic_duplicates=counts.get(Verdict.TOPIC_DUPLICATE, 0),
+    )
+
+
+def run_summary(
+    cfg: PipelineConfig,
+    record: store.RunRecord,
+    outcome: store.RunOutcome,
+    discrepancies: int,
+    samples: dict[str, list[dict[str, Any]]],
+) -> RunSummary:
+    """The summary of a committed run, as the CLI prints it and Airflow's XCom carries it."""
+    return RunSummary(
+        pipeline=cfg.name,
+        run_id=record.run_id,
+        semantics=cfg.semantics,
+        status=outcome.status,
+        counts=dict(outcome.counts),
+        contract_passed=outcome.contract_passed,
+        violations=outcome.violations,
+        windows=[w.as_dict() for w in record.windows],
+        rewinds=rewinds(record.windows),
+        discrepancies=discrepancies,
+        sink_rows_scanned=outcome.sink_rows_scanned,
+        duration_seconds=round(outcome.duration_seconds, 3),
+        ledger_path=outcome.ledger_path,
+        samples=samples,
+    )
+
+
 def _gapped_windows(windows: list[PartitionWindow], seen: DataFrame) -> list[PartitionWindow]:
     """The partitions whose committed records do not fill every offset of ``[from, pending_to)``.
 
@@ -477,13 +534,6 @@ def reconcile_run(
         results.write.mode("overwrite").parquet(results_path(data_dir, cfg.name, run_id))
         progress(f"run {run_id}: ledger and results written at {time.monotonic() - started:.1f} s")
 
-        contract = evaluate_contract(cfg.semantics, counts, cfg.tolerances, cfg.idempotent_producer)
-        # Same keys as the checkpoint's failures (recon.validation), which replace these.
-        violations = [
-            {"verdict": v.verdict, "rule": v.verdict, "observed": v.count, "allowed": v.allowed,
-             "reason": v.reason}
-            for v in contract.violations
-        ]  # fmt: skip
         sink_scanned = sink_rows.count()
         flagged = results.filter(
             (F.col("verdict") != Verdict.DELIVERED.value) | F.col("topic_duplicate")
@@ -500,17 +550,10 @@ def reconcile_run(
         # no extra Spark job per verdict.
         sampler = _Samples([v for v, n in counts.items() if n and v != Verdict.DELIVERED])
         rows = sampler.watch(rows)
-        duration = time.monotonic() - started
-        outcome = store.RunOutcome(
-            status="passed" if contract.passed else "failed",
-            counts=counts,
-            contract_passed=contract.passed,
-            violations=violations,
-            ledger_path=ledger_path,
-            sink_rows_scanned=sink_scanned,
-            duration_seconds=duration,
-            topic_duplicates=counts.get(Verdict.TOPIC_DUPLICATE, 0),
-        )
+        outcome = judged_outcome(
+            cfg, counts, ledger_path=ledger_path, sink_rows_scanned=sink_scanned,
+            duration_seconds=time.monotonic() - started,
+        )  # fmt: skip
         with results_db() as pg:
             written = store.commit_run(pg, record=record, outcome=outcome, discrepancies=rows)
         results.unpersist()
@@ -520,23 +563,10 @@ def reconcile_run(
     except Exception as exc:
         _mark_error(cfg.name, run_id, exc, progress)
         raise
-    progress(f"run {run_id}: committed {written} discrepancy rows in {duration:.1f} s")
-    return RunSummary(
-        pipeline=cfg.name,
-        run_id=run_id,
-        semantics=cfg.semantics,
-        status=outcome.status,
-        counts=counts,
-        contract_passed=contract.passed,
-        violations=violations,
-        windows=[w.as_dict() for w in record.windows],
-        rewinds=rewinds(record.windows),
-        discrepancies=written,
-        sink_rows_scanned=sink_scanned,
-        duration_seconds=round(duration, 3),
-        ledger_path=ledger_path,
-        samples=sampler.result(),
+    progress(
+        f"run {run_id}: committed {written} discrepancy rows in {outcome.duration_seconds:.1f} s"
     )
+    return run_summary(cfg, record, outcome, written, sampler.result())
 
 
 def validate_step(

@@ -19,7 +19,6 @@ from typing import Any
 from recon import store
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection
-from recon.contract import evaluate_contract
 from recon.engine import (
     Progress,
     RunSummary,
@@ -29,8 +28,10 @@ from recon.engine import (
     _require_record,
     _safe,
     default_data_dir,
+    judged_outcome,
     results_db,
     results_path,
+    run_summary,
     sink_db,
     window_path,
 )
@@ -39,7 +40,7 @@ from recon.local import kafka_arrow
 from recon.local import ledger as ledger_store
 from recon.snapshot import KafkaAuthFailed, scrub
 from recon.verdicts import Verdict
-from recon.window import PartitionWindow, rewinds
+from recon.window import PartitionWindow
 
 PARTS = ("committed", "pending", "sink")
 
@@ -382,12 +383,6 @@ def reconcile_run(
         _publish_results(results_file, results_path(data_dir, cfg.name, run_id))
         progress(f"run {run_id}: ledger and results written at {time.monotonic() - started:.1f} s")
 
-        contract = evaluate_contract(cfg.semantics, counts, cfg.tolerances, cfg.idempotent_producer)
-        violations = [
-            {"verdict": v.verdict, "rule": v.verdict, "observed": v.count, "allowed": v.allowed,
-             "reason": v.reason}
-            for v in contract.violations
-        ]  # fmt: skip
         (sink_scanned,) = con.execute(f"SELECT count(*) FROM {sink}").fetchone()
         flagged = _flag_discrepancies(con, results)
         samples = _samples(
@@ -395,17 +390,10 @@ def reconcile_run(
         )
         csv_path = f"{run_dir}/discrepancies-{uuid.uuid4().hex[:8]}.csv"
         rows = _discrepancy_file(con, cfg.name, run_id, flagged, csv_path)
-        duration = time.monotonic() - started
-        outcome = store.RunOutcome(
-            status="passed" if contract.passed else "failed",
-            counts=counts,
-            contract_passed=contract.passed,
-            violations=violations,
-            ledger_path=ledger_path,
-            sink_rows_scanned=int(sink_scanned),
-            duration_seconds=duration,
-            topic_duplicates=counts.get(Verdict.TOPIC_DUPLICATE, 0),
-        )
+        outcome = judged_outcome(
+            cfg, counts, ledger_path=ledger_path, sink_rows_scanned=int(sink_scanned),
+            duration_seconds=time.monotonic() - started,
+        )  # fmt: skip
         try:
             with results_db() as pg:
                 written = store.commit_run(pg, record=record, outcome=outcome, discrepancies=rows)
@@ -416,20 +404,7 @@ def reconcile_run(
         raise
     finally:
         con.close()
-    progress(f"run {run_id}: committed {written} discrepancy rows in {duration:.1f} s")
-    return RunSummary(
-        pipeline=cfg.name,
-        run_id=run_id,
-        semantics=cfg.semantics,
-        status=outcome.status,
-        counts=counts,
-        contract_passed=contract.passed,
-        violations=violations,
-        windows=[w.as_dict() for w in record.windows],
-        rewinds=rewinds(record.windows),
-        discrepancies=written,
-        sink_rows_scanned=int(sink_scanned),
-        duration_seconds=round(duration, 3),
-        ledger_path=ledger_path,
-        samples=samples,
+    progress(
+        f"run {run_id}: committed {written} discrepancy rows in {outcome.duration_seconds:.1f} s"
     )
+    return run_summary(cfg, record, outcome, written, samples)
