@@ -1,4 +1,5 @@
-"""The Kafka broker killed while a run takes its offset snapshot, and while Spark reads the window.
+"""The Kafka broker killed while a run takes its offset snapshot, and while the window is read:
+by Spark, and by the local engine's reader processes.
 
 The broker is first frozen (SIGSTOP) so the run is provably waiting on it, then killed (SIGKILL)
 and started again. Whatever the run then does (finish after the broker is back, or fail), nothing
@@ -16,6 +17,7 @@ from faultkit import (
     assert_nothing_committed,
     freeze_kafka,
     kill_kafka,
+    local_reader_pid,
     rerun_equals_undisturbed,
     snapshot_recorded,
     start_kafka,
@@ -39,16 +41,24 @@ def _finished_after_fault(victim: Any, name: str) -> bool:
     return False
 
 
-@pytest.mark.parametrize("phase", ["offset_snapshot", "window_read"])
+@pytest.mark.parametrize(
+    ("phase", "engine"),
+    # The offset snapshot is one step shared by both engines; the window read is not.
+    [("offset_snapshot", "spark"), ("window_read", "spark"), ("window_read", "local")],
+)
 def test_broker_killed(
-    phase: str, tmp_path: Path, kafka_config: dict[str, str], pg_kwargs: dict[str, Any]
+    phase: str,
+    engine: str,
+    tmp_path: Path,
+    kafka_config: dict[str, str],
+    pg_kwargs: dict[str, Any],
 ) -> None:
-    name, control = f"kafka_killed_{phase}", f"kafka_killed_{phase}_control"
+    name, control = f"kafka_killed_{phase}_{engine}", f"kafka_killed_{phase}_{engine}_control"
     # The window read must outlast the moment the broker is frozen: a hundred thousand records.
     n = 2_000 if phase == "offset_snapshot" else 100_000
     with synthetic(kafka_config, pg_kwargs, n, name, control, pending=40) as s:
         pipelines = tmp_path / "pipelines.yaml"
-        pipelines.write_text(s.pipelines_yaml(name, control))
+        pipelines.write_text(s.pipelines_yaml(name, control, engine=engine))
         data = tmp_path / "data"
         window_done = data / "windows" / name / "r1" / "committed" / "_SUCCESS"
         victim = start_recon_run(pipelines, name, "r1", data)
@@ -65,7 +75,14 @@ def test_broker_killed(
             finally:
                 kill_kafka(pid)
         else:
-            wait_for("the run's snapshot", lambda: snapshot_recorded(name, "r1"), alive=victim)
+            if engine == "local":
+                # The readers fetch 100k records in about a second: freeze as one starts.
+                wait_for("a Kafka reader process",
+                         lambda: local_reader_pid(victim.proc.pid) is not None,
+                         alive=victim)  # fmt: skip
+            else:
+                wait_for("the run's snapshot", lambda: snapshot_recorded(name, "r1"),
+                         alive=victim)  # fmt: skip
             pid = freeze_kafka()
             try:
                 assert not window_done.exists(), "the window was read before the broker froze"
