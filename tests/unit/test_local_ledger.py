@@ -72,3 +72,56 @@ def test_a_manifest_names_the_run_of_a_results_entry(tmp_path: Path) -> None:
     )
     (entry,) = local_ledger.read_manifest(manifest)
     assert spark_ledger.parse_entry(entry) == (f"{tmp_path}/run-7.results", "run-7")
+
+
+@pytest.mark.parametrize("name", WITH_LEDGER)
+def test_a_runs_entries_are_those_of_the_whole_version_for_its_ids(
+    tmp_path: Path, name: str
+) -> None:
+    con, manifest, _ = _versions(tmp_path, name)
+    entries = local_ledger.read_manifest(manifest)
+    con.execute("CREATE TEMP TABLE ids AS SELECT message_id FROM w WHERE message_id IS NOT NULL")
+    picked = local_ledger.ledger_for(con, entries, "ids", name="picked")
+    merged = local_ledger.full_ledger(con, entries, name="merged")
+    assert picked is not None and merged is not None
+    want = f"SELECT * FROM {merged} WHERE message_id IN (SELECT message_id FROM ids)"
+    got = sorted((_plain(r) for r in rows(con, picked)), key=_key)
+    assert got == sorted((_plain(r) for r in rows(con, f"({want})")), key=_key)
+
+
+def _entry(con: Any, root: str, run: str, base: list[str], ids_verdicts: list[tuple]) -> str:
+    con.register("d", _table([(m, "t", 0, o, [o], 1, run, v) for m, o, v in ids_verdicts], LEDGER))
+    manifest, _ = local_ledger.write_version(con, root, run, base, ledger_with_positions(con, "d"))
+    return manifest
+
+
+def test_the_newest_entry_of_a_met_message_wins_and_unmet_entries_stay_out(
+    tmp_path: Path,
+) -> None:
+    """Three runs' entries: m1 judged in runs 1 and 3, m2 in run 1 only, m3 in run 2 only.
+    A run that meets m1 and m3 (and m9, never judged) gets run 3's m1 and run 2's m3."""
+    import duckdb
+
+    con = duckdb.connect()
+    root = str(tmp_path / "ledger")
+    v1 = _entry(con, root, "run-1", [], [("m1", 10, "lost"), ("m2", 11, "delivered")])
+    v2 = _entry(con, root, "run-2", local_ledger.read_manifest(v1), [("m3", 20, "delivered")])
+    v3 = _entry(con, root, "run-3", local_ledger.read_manifest(v2), [("m1", 30, "duplicated")])
+    entries = local_ledger.read_manifest(v3)
+    assert len(entries) == 3
+    con.execute(
+        "CREATE TEMP TABLE ids AS SELECT * FROM (VALUES ('m1'), ('m3'), ('m9')) t(message_id)"
+    )
+    picked = local_ledger.ledger_for(con, entries, "ids", name="picked")
+    assert picked is not None
+    got = {r["message_id"]: (r["first_offset"], r["verdict"], r["first_run_id"])
+           for r in rows(con, picked)}  # fmt: skip
+    assert got == {"m1": (30, "duplicated", "run-3"), "m3": (20, "delivered", "run-2")}
+
+    con.execute("CREATE OR REPLACE TEMP TABLE ids AS SELECT 'm9' AS message_id")
+    empty = local_ledger.ledger_for(con, entries, "ids", name="empty")
+    assert empty is not None
+    assert rows(con, empty) == []
+    assert [c[0] for c in con.execute(f"DESCRIBE {empty}").fetchall()] == list(
+        local_ledger.LEDGER_COLUMNS
+    )

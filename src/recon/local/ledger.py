@@ -5,7 +5,8 @@ of JSON lines ``{"seq": n, "entry": path}``, as Spark writes it) listing entry d
 Parquet files shaped as ``schemas.LEDGER`` plus ``id_hash`` and ``entry_seq``. The newest entry
 of a messageId wins. Entries written here leave ``id_hash`` null: the Spark engine computes a
 missing hash when it reads them (``recon.ledger.entries_frame``), and this engine selects a
-run's entries by a hash join on the messageId itself.
+run's entries by the messageId itself, in two passes (:func:`ledger_for`): history is read one
+column wide, whole entries only where the run meets their messages.
 """
 
 from __future__ import annotations
@@ -67,17 +68,33 @@ def _files(entry: str) -> list[str]:
     return found
 
 
-def entries_view(con: Any, entries: list[str], name: str = "recon_ledger_all") -> str | None:
-    """A view of every entry of every directory with its place in the manifest (``_seq``)."""
+def entries_view(
+    con: Any,
+    entries: list[str],
+    name: str = "recon_ledger_all",
+    *,
+    keys_only: bool = False,
+    only: set[int] | None = None,
+) -> str | None:
+    """A view of every entry of every directory with its place in the manifest (``_seq``).
+
+    :param keys_only: only ``message_id`` and ``_seq``: a scan of one column per entry.
+    :param only: the places of the entries to include (default: all).
+    """
     selects = []
     for seq, entry in enumerate(entries):
+        if only is not None and seq not in only:
+            continue
         path, run_id = parse_entry(entry)
         files = _files(path)
         if not files:
             continue
         listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
         if run_id is not None:
-            selects.append(_results_as_entries(listed, run_id, seq))
+            selects.append(_results_as_entries(listed, run_id, seq, keys_only=keys_only))
+            continue
+        if keys_only:
+            selects.append(f"SELECT message_id, {seq} AS _seq FROM read_parquet([{listed}])")
             continue
         cols = ", ".join(f'"{c}"' for c in LEDGER_COLUMNS if c not in ("offsets", "positions"))
         described = {
@@ -94,10 +111,14 @@ def entries_view(con: Any, entries: list[str], name: str = "recon_ledger_all") -
     return name
 
 
-def _results_as_entries(listed: str, run_id: str, seq: int) -> str:
+def _results_as_entries(listed: str, run_id: str, seq: int, *, keys_only: bool = False) -> str:
     """A run's result rows as the entries of their messages (``recon.ledger`` explains)."""
     from recon.local.verdicts import _in
     from recon.verdicts import LEDGER_VERDICTS, UNMATCHED
+
+    entry_rows = f"WHERE message_id IS NOT NULL AND verdict IN {_in(LEDGER_VERDICTS)}"
+    if keys_only:
+        return f"SELECT message_id, {seq} AS _seq FROM read_parquet([{listed}]) {entry_rows}"
 
     def placed(name: str, empty: str) -> str:
         return f'CASE WHEN verdict IN {_in(UNMATCHED)} THEN {empty} ELSE "{name}" END AS "{name}"'
@@ -109,7 +130,7 @@ def _results_as_entries(listed: str, run_id: str, seq: int) -> str:
                {placed("offsets", "[]::BIGINT[]")},
                {placed("positions", f"[]::{POSITION_TYPE}[]")}, {seq} AS _seq
         FROM read_parquet([{listed}])
-        WHERE message_id IS NOT NULL AND verdict IN {_in(LEDGER_VERDICTS)}
+        {entry_rows}
     """
 
 
@@ -123,17 +144,29 @@ def _newest_sql(source: str) -> str:
 
 def ledger_for(con: Any, entries: list[str], ids: str, name: str = "recon_ledger") -> str | None:
     """The newest entries of the messages in relation ``ids`` (a ``message_id`` column), as the
-    temporary table ``name``; None when there is no ledger yet."""
-    every = entries_view(con, entries)
-    if every is None:
+    temporary table ``name``; None when there is no ledger yet.
+
+    Two passes, so that history costs one column: the messageIds of every entry are matched
+    against the run's first (which entry holds each met message's newest entry), then whole
+    entries are read only from the entries holding one, and only for those messages.
+    """
+    keys = entries_view(con, entries, name="recon_ledger_keys", keys_only=True)
+    if keys is None:
         return None
     con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE {name} AS {
-            _newest_sql(
-                f"(SELECT * FROM {every} WHERE message_id IN (SELECT message_id FROM {ids}))"
-            )
-        }"""
+        f"""CREATE OR REPLACE TEMP TABLE recon_ledger_met AS
+        SELECT message_id, max(_seq) AS _seq FROM {keys}
+        WHERE message_id IN (SELECT message_id FROM {ids}) GROUP BY message_id"""
     )
+    holding = {s for (s,) in con.execute("SELECT DISTINCT _seq FROM recon_ledger_met").fetchall()}
+    every = entries_view(con, entries, only=holding)
+    if every is None:  # no message of the run is known: an empty ledger of the same shape
+        every = entries_view(con, entries)
+        assert every is not None  # the keys came from these entries
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {_newest_sql(every)} LIMIT 0")
+        return name
+    met = f"(SELECT * FROM {every} WHERE message_id IN (SELECT message_id FROM recon_ledger_met))"
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {_newest_sql(met)}")
     return name
 
 
