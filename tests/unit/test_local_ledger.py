@@ -99,7 +99,8 @@ def test_the_newest_entry_of_a_met_message_wins_and_unmet_entries_stay_out(
     tmp_path: Path,
 ) -> None:
     """Three runs' entries: m1 judged in runs 1 and 3, m2 in run 1 only, m3 in run 2 only.
-    A run that meets m1 and m3 (and m9, never judged) gets run 3's m1 and run 2's m3."""
+    A run that meets m1 and m3 (and m9, never judged) gets run 3's m1 and run 2's m3; the whole
+    version (compaction) holds those and run 1's m2, once each."""
     import duckdb
 
     con = duckdb.connect()
@@ -117,6 +118,13 @@ def test_the_newest_entry_of_a_met_message_wins_and_unmet_entries_stay_out(
     got = {r["message_id"]: (r["first_offset"], r["verdict"], r["first_run_id"])
            for r in rows(con, picked)}  # fmt: skip
     assert got == {"m1": (30, "duplicated", "run-3"), "m3": (20, "delivered", "run-2")}
+
+    merged = local_ledger.full_ledger(con, entries, name="merged")
+    assert merged is not None
+    every = {r["message_id"]: (r["first_offset"], r["verdict"], r["first_run_id"])
+             for r in rows(con, merged)}  # fmt: skip
+    assert every == {**got, "m2": (11, "delivered", "run-1")}
+    assert len(rows(con, merged)) == 3
 
     con.execute("CREATE OR REPLACE TEMP TABLE ids AS SELECT 'm9' AS message_id")
     empty = local_ledger.ledger_for(con, entries, "ids", name="empty")

@@ -171,11 +171,28 @@ def ledger_for(con: Any, entries: list[str], ids: str, name: str = "recon_ledger
 
 
 def full_ledger(con: Any, entries: list[str], name: str = "recon_ledger") -> str | None:
-    """Every message's newest entry (sinks scanned whole, compaction)."""
+    """Every message's newest entry (sinks scanned whole, compaction).
+
+    Most messages have one entry: only those found in several (by one narrow pass over the
+    messageIds) are ranked; the others are copied as they are.
+    """
     every = entries_view(con, entries)
     if every is None:
         return None
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {_newest_sql(every)}")
+    keys = entries_view(con, entries, name="recon_ledger_keys", keys_only=True)
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE recon_ledger_repeated AS
+        SELECT message_id FROM {keys} WHERE message_id IS NOT NULL
+        GROUP BY message_id HAVING count(*) > 1"""
+    )
+    cols = ", ".join(f'"{c}"' for c in LEDGER_COLUMNS)
+    repeated = "(SELECT message_id FROM recon_ledger_repeated)"
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE {name} AS
+        SELECT {cols} FROM {every} WHERE message_id NOT IN {repeated} OR message_id IS NULL
+        UNION ALL
+        {_newest_sql(f"(SELECT * FROM {every} WHERE message_id IN {repeated})")}"""
+    )
     return name
 
 
