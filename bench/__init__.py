@@ -12,8 +12,8 @@ _START = time.monotonic()
 
 def progress(line: str, transient: bool = False) -> None:
     """One line on stderr with the time since the bench started (transient lines overwrite)."""
-    elapsed = time.monotonic() - _START
-    text = f"[bench {elapsed // 60:02.0f}:{elapsed % 60:02.0f}] {line}"
+    minutes, seconds = divmod(int(time.monotonic() - _START), 60)
+    text = f"[bench {minutes:02d}:{seconds:02d}] {line}"
     if transient and sys.stderr.isatty():
         sys.stderr.write("\r" + text[:150].ljust(150))
     elif not transient:
