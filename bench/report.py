@@ -130,13 +130,12 @@ def _p2_judgement(engine: str, runs: list[dict[str, Any]]) -> str:
         return float((r.get("output") or {}).get("steps", {}).get("reconcile", 0.0))
 
     slope = _slope(runs)
-    span = (runs[-1]["history"] - runs[0]["history"]) / 1e6
-    fitted = [runs[0]["seconds"] + slope * (r["history"] - runs[0]["history"]) / 1e6 for r in runs]
-    shift = statistics.fmean(r["seconds"] for r in runs) - statistics.fmean(fitted)
-    noise = statistics.stdev(
-        r["seconds"] - f - shift for r, f in zip(runs, fitted, strict=True)
-    )  # the residuals of the least-squares line
-    growth = slope * span
+    xs = [r["history"] / 1e6 for r in runs]
+    ys = [r["seconds"] for r in runs]
+    intercept = statistics.fmean(ys) - slope * statistics.fmean(xs)
+    # how far the runs scatter around the least-squares line
+    noise = statistics.stdev(y - intercept - slope * x for x, y in zip(xs, ys, strict=True))
+    growth = slope * (xs[-1] - xs[0])
     if abs(growth) < 2 * noise:
         return (
             f"Flat within noise: the fitted line moves {growth:+.1f} s over the {len(runs)} runs, "
