@@ -29,8 +29,10 @@ from recon import store
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection, postgres_connection
 from recon.contract import evaluate_contract
+from recon.details import LATE_DELIVERY
 from recon.errors import first_line
 from recon.kafka_read import OffsetRange, extract_message_ids, read_kafka_ranges
+from recon.sink_position import take_sink_position
 from recon.sink_read import inspect_sink, read_sink_rows, sink_query
 from recon.snapshot import KafkaAuthFailed, scrub, take_offsets
 from recon.verdicts import Verdict
@@ -125,6 +127,17 @@ def snapshot_offsets(
             # judging it again would count it twice.
             progress(f"run {run_id}: run {base.run_id} committed after its snapshot: taking anew")
         kafka = kafka_connection(cfg.kafka.connection)
+        # The sink first: every row it sees was written from a record that is in the log by
+        # the time Kafka is asked, so no row of a record past the snapshot becomes a phantom.
+        with sink_db(cfg) as sink_pg:
+            table = inspect_sink(sink_pg, cfg.sink, cfg.name)
+            sink = (
+                take_sink_position(
+                    sink_pg, table.identifier(), cfg.sink.ingest_seq_column, base.sink_position
+                )
+                if cfg.sink.ingest_seq_column
+                else None
+            )
         snapshot_time = time.time() if now is None else now
         try:
             offsets = take_offsets(
@@ -137,8 +150,6 @@ def snapshot_offsets(
             ) from None
         start = cfg.kafka.start_offsets or "earliest"
         windows = plan_windows(offsets, base.watermarks, start)
-        with sink_db(cfg) as sink_pg:
-            table = inspect_sink(sink_pg, cfg.sink, cfg.name)
         store.record_snapshot(
             pg,
             pipeline=cfg.name,
@@ -147,7 +158,7 @@ def snapshot_offsets(
             snapshot_at=datetime.fromtimestamp(snapshot_time, UTC),
             windows=windows,
             base=base,
-            sink_seq_to=table.max_seq,
+            sink=sink,
         )
         record = store.find_run(pg, cfg.name, run_id)
     assert record is not None
@@ -172,9 +183,21 @@ def _require_record(cfg: PipelineConfig, run_id: str) -> store.RunRecord:
 # --- step 2 -------------------------------------------------------------------------------------
 
 
+#: What step 2 reads per partition: ``committed`` the window ``[from, to)`` and ``pending``
+#: ``[to, LSO)``, both read_committed; ``inflight`` ``[LSO, high watermark)`` read_uncommitted:
+#: records of open transactions and the committed records behind them, which a consumer reading
+#: uncommitted may have written already. Their sink rows are pending, never phantoms.
+PARTS = ("committed", "pending", "inflight")
+
+
 def _ranges(windows: list[PartitionWindow], part: str) -> list[OffsetRange]:
     if part == "committed":
         return [OffsetRange(w.topic, w.partition, w.read_from, w.window_to) for w in windows]
+    if part == "inflight":
+        return [
+            OffsetRange(w.topic, w.partition, max(w.pending_to, w.read_from), w.high_watermark)
+            for w in windows
+        ]
     return [OffsetRange(w.topic, w.partition, w.window_to, w.pending_to) for w in windows]
 
 
@@ -213,17 +236,19 @@ def snapshot_topic(
     if cfg.engine == "local":
         from recon.local import engine as local_engine
 
-        return local_engine.snapshot_topic(cfg, run_id, data_dir=data_dir, progress=progress)
+        with failure_recorded(cfg, run_id, progress):
+            return local_engine.snapshot_topic(cfg, run_id, data_dir=data_dir, progress=progress)
     assert spark is not None, "the Spark engine needs a SparkSession"
     record = _require_record(cfg, run_id)
     data_dir = data_dir or default_data_dir()
     paths = {}
-    for part in ("committed", "pending"):
-        path = window_path(data_dir, cfg.name, run_id, part)
-        _read_records(spark, cfg, _ranges(record.windows, part)).write.mode("overwrite").parquet(
-            path
-        )
-        paths[part] = path
+    with failure_recorded(cfg, run_id, progress):
+        for part in PARTS:
+            path = window_path(data_dir, cfg.name, run_id, part)
+            isolation = "read_uncommitted" if part == "inflight" else "read_committed"
+            records = _read_records(spark, cfg, _ranges(record.windows, part), isolation)
+            records.write.mode("overwrite").parquet(path)
+            paths[part] = path
     progress(f"run {run_id}: window written to {paths['committed']}")
     return paths
 
@@ -346,21 +371,60 @@ def _uncommitted_records(
     )
 
 
+def partition_ends(windows: list[PartitionWindow]) -> list[tuple[int, int, int]]:
+    """``(partition, window_to, log_start_offset)`` per partition: the rules' ``partition_ends``."""
+    return [(w.partition, w.window_to, w.log_start_offset) for w in windows]
+
+
+def carried_pending_path(data_dir: str, cfg: PipelineConfig, record: store.RunRecord) -> str | None:
+    """The results of the run this one starts from, whose ``pending`` rows are the messages still
+    pending (every pending message is reported again by each run until it is judged); None on
+    the first run."""
+    if record.base_run_id is None:
+        return None
+    return results_path(data_dir, cfg.name, record.base_run_id)
+
+
+def _carried_pending(
+    spark: SparkSession, data_dir: str, cfg: PipelineConfig, record: store.RunRecord
+) -> DataFrame:
+    """The messageIds the base run left pending: their ledger entries join this run even when no
+    record or sink row of theirs is read again (a record that aborted, or one retention removed),
+    so that they are judged when the window passes them."""
+    from pyspark.sql import functions as F
+
+    from recon.verdicts import Verdict as V
+
+    path = carried_pending_path(data_dir, cfg, record)
+    if path is None:
+        return spark.createDataFrame([], "message_id string")
+    try:
+        results = spark.read.parquet(path)
+    except Exception as exc:  # AnalysisException: the base run's results are gone
+        raise store.RunNotFound(
+            f"pipeline '{cfg.name}': the results of run '{record.base_run_id}', which this run "
+            f"starts from, are not at {path} ({first_line(exc)}): the data directory changed or "
+            "was cleaned; run `recon reset` to start the pipeline anew"
+        ) from None
+    return results.filter(F.col("verdict") == V.PENDING.value).select("message_id")
+
+
 def _sink_rows_for_run(
     spark: SparkSession, cfg: PipelineConfig, record: store.RunRecord
 ) -> DataFrame:
     conn = postgres_connection(cfg.sink.connection)
+    rows = record.sink_range if cfg.sink.ingest_seq_column else None
     with sink_db(cfg) as pg:
         table = inspect_sink(pg, cfg.sink, cfg.name)
-        seq_from = record.sink_seq_from if cfg.sink.ingest_seq_column else None
-        seq_to = record.sink_seq_to if cfg.sink.ingest_seq_column else None
-        query = sink_query(pg, cfg.sink, table, seq_from, seq_to)
-    if cfg.sink.ingest_seq_column and seq_to is None:
+        query = sink_query(pg, cfg.sink, table, rows)
+    if rows is not None and rows.seq_to is None:
         # The table was empty at snapshot time: nothing to read for this run.
         from recon import schemas
 
         return spark.createDataFrame([], schemas.SINK_ROWS)
-    return read_sink_rows(spark, conn, query, seq_from, seq_to)
+    if rows is None:
+        return read_sink_rows(spark, conn, query, None, None)
+    return read_sink_rows(spark, conn, query, rows.lowest, rows.seq_to)
 
 
 def _only_changed_ids(rows: DataFrame, ledger: DataFrame | None) -> tuple[DataFrame, Any]:
@@ -441,16 +505,52 @@ class _Samples:
         return out
 
 
-def _mark_error(pipeline: str, run_id: str, exc: Exception, progress: Progress) -> None:
+def redact(text: str, cfg: PipelineConfig) -> str:
+    """``text`` with every secret of the pipeline's connections (and the results database's)
+    masked: errors are stored in ``recon.runs`` and printed, never with a password in them."""
+    from recon.errors import ConnectionNotFound
+
+    secrets: list[str] = []
+    try:
+        kafka = kafka_connection(cfg.kafka.connection)
+        text = scrub(text, kafka.config)
+    except ConnectionNotFound:
+        pass
+    for conn_id in (cfg.sink.connection, results_conn_id()):
+        try:
+            password = postgres_connection(conn_id).password
+        except ConnectionNotFound:
+            continue
+        if password:
+            secrets.append(password)
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+def _mark_error(cfg: PipelineConfig, run_id: str, exc: Exception, progress: Progress) -> None:
     """Record the failure on the run's row when the results database can take it; the error
     that failed the run is what the caller raises either way."""
     import psycopg2
 
     try:
         with results_db() as pg:
-            store.mark_error(pg, pipeline, run_id, f"{type(exc).__name__}: {exc}")
+            store.mark_error(pg, cfg.name, run_id, redact(f"{type(exc).__name__}: {exc}", cfg))
     except psycopg2.Error as unreachable:
         progress(f"run {run_id}: could not record the error: {first_line(unreachable)}")
+
+
+@contextlib.contextmanager
+def failure_recorded(
+    cfg: PipelineConfig, run_id: str, progress: Progress = _noop
+) -> Iterator[None]:
+    """Any exception inside marks the run ``error`` with its (redacted) message, then propagates:
+    a run that failed is never left ``running``."""
+    try:
+        yield
+    except Exception as exc:
+        _mark_error(cfg, run_id, exc, progress)
+        raise
 
 
 def reconcile_run(
@@ -485,11 +585,13 @@ def reconcile_run(
         store.mark_running(pg, cfg.name, run_id)
     try:
         window = spark.read.parquet(window_path(data_dir, cfg.name, run_id, "committed"))
-        pending = spark.read.parquet(window_path(data_dir, cfg.name, run_id, "pending"))
+        readable = spark.read.parquet(window_path(data_dir, cfg.name, run_id, "pending"))
+        inflight = spark.read.parquet(window_path(data_dir, cfg.name, run_id, "inflight"))
+        pending = readable.unionByName(inflight)
         base_entries = ledger_store.read_manifest(spark, record.base_ledger_path)
         sink_rows = _sink_rows_for_run(spark, cfg, record).persist(StorageLevel.MEMORY_AND_DISK)
         if cfg.sink.ingest_seq_column:
-            facts = [window, pending, sink_rows]
+            facts = [window, pending, sink_rows, _carried_pending(spark, data_dir, cfg, record)]
             ledger = ledger_store.ledger_for(spark, base_entries, facts, record.fact_bound)
         else:
             # A sink scanned whole: every id's row count is compared with its ledger entry.
@@ -502,12 +604,15 @@ def reconcile_run(
             for w in record.windows
             if w.unverifiable
         ]
-        results = reconcile(window, sink_rows, ledger, pending, None, unverifiable)
+        ends = partition_ends(record.windows)
+        results = reconcile(window, sink_rows, ledger, pending, None, unverifiable, ends)
         results = results.persist(StorageLevel.MEMORY_AND_DISK)
         counts = counts_to_dict(verdict_counts(results))
         progress(f"run {run_id}: verdicts counted at {time.monotonic() - started:.1f} s")
+        # Only the records read committed count: the in-flight ones lie past the range.
+        committed_read = window.unionByName(readable)
         gapped = (
-            _gapped_windows(record.windows, window.unionByName(pending))
+            _gapped_windows(record.windows, committed_read)
             if counts.get(Verdict.PHANTOM, 0) > 0
             else []
         )
@@ -516,11 +621,11 @@ def reconcile_run(
                 f"run {run_id}: {counts[Verdict.PHANTOM]} phantoms: read_uncommitted pass over "
                 f"{len(gapped)} partition(s) with offset gaps"
             )
-            aborted = _uncommitted_records(spark, cfg, gapped, window.unionByName(pending)).persist(
+            aborted = _uncommitted_records(spark, cfg, gapped, committed_read).persist(
                 StorageLevel.MEMORY_AND_DISK
             )
             results.unpersist()
-            results = reconcile(window, sink_rows, ledger, pending, aborted, unverifiable)
+            results = reconcile(window, sink_rows, ledger, pending, aborted, unverifiable, ends)
             results = results.persist(StorageLevel.MEMORY_AND_DISK)
             counts = counts_to_dict(verdict_counts(results))
 
@@ -535,8 +640,11 @@ def reconcile_run(
         progress(f"run {run_id}: ledger and results written at {time.monotonic() - started:.1f} s")
 
         sink_scanned = sink_rows.count()
+        # A late delivery is written too: it corrects an earlier run's ``lost`` (recon.store).
         flagged = results.filter(
-            (F.col("verdict") != Verdict.DELIVERED.value) | F.col("topic_duplicate")
+            (F.col("verdict") != Verdict.DELIVERED.value)
+            | F.col("topic_duplicate")
+            | F.coalesce(F.col("detail").startswith(LATE_DELIVERY), F.lit(False))
         )
         rows: Iterator[tuple[Any, ...]] = (
             (
@@ -561,7 +669,7 @@ def reconcile_run(
         if ledger is not None:
             ledger.unpersist()
     except Exception as exc:
-        _mark_error(cfg.name, run_id, exc, progress)
+        _mark_error(cfg, run_id, exc, progress)
         raise
     progress(
         f"run {run_id}: committed {written} discrepancy rows in {outcome.duration_seconds:.1f} s"
@@ -586,10 +694,11 @@ def validate_step(
 
     _require_record(cfg, run_id)
     data_dir = data_dir or default_data_dir()
-    results = spark.read.parquet(results_path(data_dir, cfg.name, run_id))
-    outcome = validate_run(spark, results, cfg, run_id)
-    with results_db() as pg:
-        record_validation(pg, cfg.name, run_id, outcome)
+    with failure_recorded(cfg, run_id, progress):
+        results = spark.read.parquet(results_path(data_dir, cfg.name, run_id))
+        outcome = validate_run(spark, results, cfg, run_id)
+        with results_db() as pg:
+            record_validation(pg, cfg.name, run_id, outcome)
     progress(
         f"run {run_id}: validation {'passed' if outcome.passed else 'FAILED'}; "
         f"Data Docs: {outcome.data_docs_path}"

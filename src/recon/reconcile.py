@@ -58,11 +58,12 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, LongType, StringType, StructType
 
-from recon import schemas
+from recon import details, schemas
 from recon.errors import InputSchemaError
 from recon.verdicts import ALL_VERDICTS, JUDGED, LEDGER_VERDICTS, UNMATCHED, Verdict
 
 UnverifiableRows = Sequence[tuple[str, int, int, int]]
+PartitionEnds = Sequence[tuple[int, int, int]]
 
 _MAX_POSITIONS_IN_DETAIL = 20
 
@@ -74,6 +75,7 @@ def reconcile(
     pending_records: DataFrame | None = None,
     uncommitted_ids: DataFrame | None = None,
     unverifiable_partitions: DataFrame | UnverifiableRows | None = None,
+    partition_ends: PartitionEnds | None = None,
 ) -> DataFrame:
     """One verdict row per message (and per invalid record / sink row, per unverifiable partition).
 
@@ -85,6 +87,8 @@ def reconcile(
     :param unverifiable_partitions: ``schemas.UNVERIFIABLE`` rows, as a DataFrame or as tuples
         ``(topic, partition, from_offset, log_start_offset)``; ``log_start_offset`` ends the
         removed range (the log-start offset, or the window's end when that comes first).
+    :param partition_ends: ``(partition, window_to, log_start_offset)`` per partition of the
+        run: where a pending ledger entry's records stop being pending (step 4's last rows).
     :returns: a DataFrame shaped as ``schemas.RESULT``.
     :raises InputSchemaError: when an input lacks a column.
     """
@@ -128,7 +132,7 @@ def reconcile(
         grouped = grouped.crossJoin(flag)
         run_unverifiable = F.col("run_unverifiable")
 
-    result = _classify(grouped, run_unverifiable)
+    result = _classify(grouped, run_unverifiable, _ends_maps(partition_ends))
     for part in parts:
         result = result.unionByName(part)
     return result
@@ -266,7 +270,39 @@ def _group_facts(stacked: DataFrame) -> DataFrame:
     )
 
 
-def _classify(g: DataFrame, run_unverifiable: Column) -> DataFrame:
+def _ends_maps(ends: PartitionEnds | None) -> tuple[Column, Column] | None:
+    """Per partition: the offset below which a record is no longer pending (the window's end or
+    the log-start offset, whichever is higher), and the log-start offset, as map literals."""
+    if not ends:
+        return None
+    passed = F.create_map(*[F.lit(x) for p, to, start in ends for x in (p, max(to, start))])
+    log_start = F.create_map(*[F.lit(x) for p, _, start in ends for x in (p, start)])
+    return passed, log_start
+
+
+def _expiry(l_pos: Column, maps: tuple[Column, Column] | None) -> tuple[Column, Column]:
+    """``(expired, gone)`` of a pending ledger entry: every record it was seen at is behind the
+    window's end or removed (so it will never be read as pending again), and at least one of
+    them is below the log-start offset (removed by retention)."""
+    if maps is None:
+        return F.lit(False), F.lit(False)
+    passed, log_start = maps
+    behind = F.forall(
+        l_pos,
+        lambda p: F.coalesce(p["offset"] < F.try_element_at(passed, p["partition"]), F.lit(False)),
+    )
+    gone = F.exists(
+        l_pos,
+        lambda p: F.coalesce(
+            p["offset"] < F.try_element_at(log_start, p["partition"]), F.lit(False)
+        ),
+    )
+    return (F.size(l_pos) > 0) & behind, gone
+
+
+def _classify(
+    g: DataFrame, run_unverifiable: Column, ends: tuple[Column, Column] | None
+) -> DataFrame:
     """The verdict table of the module docstring; groups that say nothing new yield no row."""
     n_new = F.col("n_new")
     total = F.coalesce(F.col("l_sink_count"), F.lit(0)) + n_new
@@ -277,16 +313,21 @@ def _classify(g: DataFrame, run_unverifiable: Column) -> DataFrame:
     has_w = F.size("w_pos") > 0
     has_p = F.size("p_pos") > 0
     has_u = F.size("u_pos") > 0
+    behind, gone = _expiry(l_pos, ends)
 
     judged = has_w | (l_judged & (n_new > 0))
-    pending_now = ~judged & (has_p | (l_pending & (n_new > 0)))
-    unmatched = ~judged & ~pending_now & (n_new > 0)
+    expired = ~judged & ~has_p & l_pending & behind
+    pending_now = ~judged & ~expired & (has_p | l_pending)
+    unmatched = ~judged & ~pending_now & ~expired & (n_new > 0)
 
     verdict = (
         F.when(judged & (total == 0), Verdict.LOST.value)
         .when(judged & (total == 1), Verdict.DELIVERED.value)
         .when(judged, Verdict.DUPLICATED.value)
         .when(pending_now, Verdict.PENDING.value)
+        .when(expired & has_u, Verdict.ABORTED_READ.value)
+        .when(expired & gone, Verdict.UNVERIFIABLE.value)
+        .when(expired, Verdict.PHANTOM.value)
         .when(unmatched & has_u, Verdict.ABORTED_READ.value)
         .when(unmatched & run_unverifiable, Verdict.UNVERIFIABLE.value)
         .when(unmatched, Verdict.PHANTOM.value)
@@ -295,6 +336,7 @@ def _classify(g: DataFrame, run_unverifiable: Column) -> DataFrame:
         F.when(judged, _union_positions(F.col("w_pos"), l_pos))
         .when(pending_now, _union_positions(F.col("p_pos"), l_pos))
         .when(has_u, F.col("u_pos"))
+        .when(expired, l_pos)
         .otherwise(_empty_positions())
     )
     classified = g.select(
@@ -303,6 +345,7 @@ def _classify(g: DataFrame, run_unverifiable: Column) -> DataFrame:
         positions.alias("positions"),
         total.cast(LongType()).alias("sink_count"),
         (judged & (F.size(positions) > 1)).alias("topic_duplicate"),
+        expired.alias("expired"),
     ).filter(F.col("verdict").isNotNull())
 
     first = F.try_element_at("positions", F.lit(1))
@@ -324,6 +367,7 @@ def _classify(g: DataFrame, run_unverifiable: Column) -> DataFrame:
 def _message_detail(has_w: Column, l_verdict: Column) -> Column:
     """Why the verdict, in words a person can act on; parts that do not apply are null."""
     verdict = F.col("verdict")
+    expired = F.col("expired")
     first_run = F.coalesce(F.col("l_first_run_id"), F.lit("?"))
     listed = F.array_join(
         F.transform(
@@ -343,12 +387,12 @@ def _message_detail(has_w: Column, l_verdict: Column) -> Column:
             ),
         ),
         F.when(
+            (verdict == Verdict.DUPLICATED.value) & (l_verdict == Verdict.LOST.value),
+            F.concat(F.lit(details.LATE_DELIVERY), first_run, F.lit(")")),
+        ),
+        F.when(
             (verdict == Verdict.DELIVERED.value) & (l_verdict == Verdict.LOST.value),
-            F.concat(
-                F.lit("sink row arrived after the message was judged lost (first seen in run "),
-                first_run,
-                F.lit(")"),
-            ),
+            F.concat(F.lit(details.LATE_DELIVERY), first_run, F.lit(")")),
         ),
         F.when(
             rejudged & has_w,
@@ -377,22 +421,23 @@ def _message_detail(has_w: Column, l_verdict: Column) -> Column:
                 listed,
             ),
         ),
-        F.when(
-            verdict == Verdict.PENDING.value,
-            F.lit("at or past the committed offset, or younger than the settle time"),
-        ),
+        F.when(verdict == Verdict.PENDING.value, F.lit(details.PENDING)),
         F.when(
             verdict == Verdict.ABORTED_READ.value,
             F.concat(F.lit("id only in records of aborted transactions: "), listed),
         ),
         F.when(
-            verdict == Verdict.UNVERIFIABLE.value,
-            F.lit("no committed record found, and records below the log-start offset are gone"),
+            (verdict == Verdict.UNVERIFIABLE.value) & expired,
+            F.concat(F.lit(details.PENDING_REMOVED), listed),
         ),
         F.when(
-            verdict == Verdict.PHANTOM.value,
-            F.lit("no committed record in the window, the pending records or the ledger"),
+            (verdict == Verdict.UNVERIFIABLE.value) & ~expired, F.lit(details.NOT_FOUND_REMOVED)
         ),
+        F.when(
+            (verdict == Verdict.PHANTOM.value) & expired,
+            F.concat(F.lit(details.PENDING_NEVER_COMMITTED), listed),
+        ),
+        F.when((verdict == Verdict.PHANTOM.value) & ~expired, F.lit(details.PHANTOM)),
     )
     return F.when(text != "", text)
 

@@ -1,7 +1,8 @@
 """Reading the sink rows that matter for a run, through JDBC in parallel slices.
 
-With an ``ingest_seq_column`` only rows in ``(previous sequence, sequence at snapshot]`` are read,
-sliced on that column. Without one, the whole table is read every run (sliced on ``ctid`` pages
+With an ``ingest_seq_column`` only the run's rows are read (``recon.sink_position.SinkRange``: the
+new ones up to the sequence at snapshot, and the ones that committed late below it), sliced on
+that column. Without one, the whole table is read every run (sliced on ``ctid`` pages
 would need a server-side helper, so it is read as one slice plus ``fetchsize`` streaming).
 Identifiers are quoted with psycopg2's ``sql.Identifier``; nothing from the YAML is pasted into
 SQL unquoted.
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from recon.config import SinkSpec
 from recon.connections import PostgresConnection
 from recon.errors import ReconError
+from recon.sink_position import SinkRange
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -31,7 +33,11 @@ class SinkTable:
     schema: str
     table: str
     key_columns: tuple[str, ...]  # the primary key; empty: none (ctid stands in)
-    max_seq: int | None  # the ingest sequence at snapshot time
+
+    def identifier(self) -> Any:
+        from psycopg2 import sql
+
+        return sql.Identifier(self.schema, self.table)
 
 
 def _split_table(table: str) -> tuple[str, str]:
@@ -42,7 +48,7 @@ def _split_table(table: str) -> tuple[str, str]:
 
 
 def inspect_sink(pg: Any, spec: SinkSpec, pipeline: str) -> SinkTable:
-    """Check that the table and its columns exist; read the primary key and current sequence.
+    """Check that the table and its columns exist; read the primary key.
 
     :param pg: an open psycopg2 connection to the sink database.
     :param spec: the pipeline's sink declaration.
@@ -77,28 +83,17 @@ def inspect_sink(pg: Any, spec: SinkSpec, pipeline: str) -> SinkTable:
             (sql.Identifier(schema, name).as_string(pg),),
         )
         keys = tuple(row[0] for row in cur.fetchall())
-        max_seq = None
-        if spec.ingest_seq_column:
-            cur.execute(
-                sql.SQL("SELECT max({}) FROM {}").format(
-                    sql.Identifier(spec.ingest_seq_column), sql.Identifier(schema, name)
-                )
-            )
-            value = cur.fetchone()[0]
-            max_seq = int(value) if value is not None else None
-    return SinkTable(schema=schema, table=name, key_columns=keys, max_seq=max_seq)
+    pg.rollback()
+    return SinkTable(schema=schema, table=name, key_columns=keys)
 
 
-def sink_query(
-    pg: Any, spec: SinkSpec, table: SinkTable, seq_from: int | None, seq_to: int | None
-) -> str:
+def sink_query(pg: Any, spec: SinkSpec, table: SinkTable, rows: SinkRange | None) -> str:
     """The subquery Spark reads: ``sink_key, message_id, ingest_seq`` for the run's rows.
 
     :param pg: a psycopg2 connection (only used to quote identifiers).
     :param spec: the sink declaration.
     :param table: the inspected table.
-    :param seq_from: exclusive lower bound of the ingest sequence (None: from the start).
-    :param seq_to: inclusive upper bound (None: no bound).
+    :param rows: the run's range of the ingest sequence (None: the whole table).
     """
     from psycopg2 import sql
 
@@ -110,10 +105,8 @@ def sink_query(
         key = sql.SQL("ctid::text")
     seq = sql.Identifier(spec.ingest_seq_column) if spec.ingest_seq_column else None
     where: list[sql.Composable] = []
-    if seq is not None and seq_from is not None:
-        where.append(sql.SQL("{} > {}").format(seq, sql.Literal(seq_from)))
-    if seq is not None and seq_to is not None:
-        where.append(sql.SQL("{} <= {}").format(seq, sql.Literal(seq_to)))
+    if seq is not None and rows is not None:
+        where.append(rows.where(seq))
     query = sql.SQL(
         "SELECT {key} AS sink_key, {mid}::text AS message_id, {seq} AS ingest_seq FROM {t}"
     ).format(

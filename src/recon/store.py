@@ -17,6 +17,7 @@ from importlib import resources
 from typing import Any
 
 from recon.errors import ReconError, ServiceUnavailable, first_line
+from recon.sink_position import SinkPosition, SinkRange
 from recon.window import PartitionWindow, Watermark
 from recon.window import rewinds as window_rewinds
 
@@ -45,6 +46,15 @@ class PipelineState:
     sink_seq: int | None
     ledger_path: str | None
     watermarks: dict[tuple[str, int], Watermark] = field(default_factory=dict)
+    sink_snapshot: str | None = None
+    sink_floor: int | None = None
+
+    @property
+    def sink_position(self) -> SinkPosition | None:
+        """Where the last committed run left the sink (None: no run recorded a snapshot)."""
+        if self.sink_snapshot is None:
+            return None
+        return SinkPosition(self.sink_seq, self.sink_snapshot, self.sink_floor)
 
 
 @dataclass(frozen=True)
@@ -62,15 +72,27 @@ class RunRecord:
     sink_seq_to: int | None
     #: results of this run id were committed at least once (a re-run replaces them)
     committed: bool = False
+    sink_snapshot_from: str | None = None
+    sink_snapshot_to: str | None = None
+    sink_floor_from: int | None = None
+    sink_floor_to: int | None = None
+
+    @property
+    def sink_range(self) -> SinkRange:
+        """The sink rows this run reads (``recon.sink_position``)."""
+        return SinkRange(
+            self.sink_seq_from, self.sink_seq_to, self.sink_snapshot_from,
+            self.sink_snapshot_to, self.sink_floor_from,
+        )  # fmt: skip
 
     @property
     def fact_bound(self) -> int:
         """At most how many records and sink rows the run judges: its windows' offsets
-        (committed and pending) plus its range of the sink's ingest sequence."""
-        records = sum(w.pending_to - w.read_from for w in self.windows)
+        (committed, pending and in flight) plus its range of the sink's ingest sequence."""
+        records = sum(w.high_watermark - w.read_from for w in self.windows)
         if self.sink_seq_to is None:
             return records
-        return records + self.sink_seq_to - (self.sink_seq_from or 0)
+        return records + self.sink_seq_to - (self.sink_range.lowest or 0)
 
 
 def ensure_schema(pg: Any) -> None:
@@ -85,7 +107,8 @@ def ensure_schema(pg: Any) -> None:
 def load_state(pg: Any, pipeline: str) -> PipelineState:
     with pg.cursor() as cur:
         cur.execute(
-            "SELECT run_id, sink_seq, ledger_path FROM recon.pipeline_state WHERE pipeline = %s",
+            "SELECT run_id, sink_seq, ledger_path, sink_snapshot, sink_floor "
+            "FROM recon.pipeline_state WHERE pipeline = %s",
             (pipeline,),
         )
         row = cur.fetchone()
@@ -97,14 +120,15 @@ def load_state(pg: Any, pipeline: str) -> PipelineState:
         marks = {(t, p): Watermark(n, c) for t, p, n, c in cur.fetchall()}
     if row is None:
         return PipelineState(None, None, None, marks)
-    return PipelineState(row[0], row[1], row[2], marks)
+    return PipelineState(row[0], row[1], row[2], marks, row[3], row[4])
 
 
 def find_run(pg: Any, pipeline: str, run_id: str) -> RunRecord | None:
     with pg.cursor() as cur:
         cur.execute(
             "SELECT status, snapshot_at, base_run_id, base_ledger_path, sink_seq_from, "
-            "sink_seq_to, ledger_path IS NOT NULL FROM recon.runs "
+            "sink_seq_to, ledger_path IS NOT NULL, sink_snapshot_from, sink_snapshot_to, "
+            "sink_floor_from, sink_floor_to FROM recon.runs "
             "WHERE pipeline = %s AND run_id = %s",
             (pipeline, run_id),
         )
@@ -119,9 +143,7 @@ def find_run(pg: Any, pipeline: str, run_id: str) -> RunRecord | None:
             (pipeline, run_id),
         )
         windows = [PartitionWindow(*r) for r in cur.fetchall()]
-    return RunRecord(
-        pipeline, run_id, row[0], row[1], windows, row[2], row[3], row[4], row[5], row[6]
-    )
+    return RunRecord(pipeline, run_id, row[0], row[1], windows, *row[2:])
 
 
 def record_snapshot(
@@ -133,9 +155,12 @@ def record_snapshot(
     snapshot_at: datetime,
     windows: Sequence[PartitionWindow],
     base: PipelineState,
-    sink_seq_to: int | None,
+    sink: SinkPosition | None,
 ) -> None:
-    """Store a new run's snapshot (replacing any earlier attempt of the same run id)."""
+    """Store a new run's snapshot (replacing any earlier attempt of the same run id).
+
+    :param sink: the sink's position at the snapshot (None: a sink without ingest sequence).
+    """
     window_spec = [w.as_dict() for w in windows]
     rewinds = window_rewinds(list(windows))
     new_parts = [w.partition for w in windows if w.new_partition]
@@ -161,18 +186,24 @@ def record_snapshot(
         cur.execute(
             "INSERT INTO recon.runs (pipeline, run_id, semantics, status, started_at, snapshot_at, "
             "window_spec, rewinds, new_partitions, base_run_id, base_ledger_path, sink_seq_from, "
-            "sink_seq_to) VALUES (%s,%s,%s,'running',now(),%s,%s,%s,%s,%s,%s,%s,%s) "
+            "sink_seq_to, sink_snapshot_from, sink_snapshot_to, sink_floor_from, sink_floor_to) "
+            "VALUES (%s,%s,%s,'running',now(),%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
             "ON CONFLICT (pipeline, run_id) DO UPDATE SET semantics = EXCLUDED.semantics, "
             "status = 'running', started_at = now(), finished_at = NULL, "
             "snapshot_at = EXCLUDED.snapshot_at, window_spec = EXCLUDED.window_spec, "
             "rewinds = EXCLUDED.rewinds, new_partitions = EXCLUDED.new_partitions, "
             "base_run_id = EXCLUDED.base_run_id, base_ledger_path = EXCLUDED.base_ledger_path, "
             "sink_seq_from = EXCLUDED.sink_seq_from, sink_seq_to = EXCLUDED.sink_seq_to, "
+            "sink_snapshot_from = EXCLUDED.sink_snapshot_from, "
+            "sink_snapshot_to = EXCLUDED.sink_snapshot_to, "
+            "sink_floor_from = EXCLUDED.sink_floor_from, sink_floor_to = EXCLUDED.sink_floor_to, "
             "error = NULL",
             (
                 pipeline, run_id, semantics, snapshot_at, json.dumps(window_spec),
                 json.dumps(rewinds), json.dumps(new_parts), base.run_id, base.ledger_path,
-                base.sink_seq, sink_seq_to,
+                base.sink_seq, sink.seq if sink else None,
+                base.sink_snapshot if sink else None, sink.snapshot if sink else None,
+                base.sink_floor if sink else None, sink.floor if sink else None,
             ),
         )  # fmt: skip
     pg.commit()
@@ -344,17 +375,22 @@ def commit_run(
                     )
                 cur.execute(
                     "INSERT INTO recon.pipeline_state (pipeline, sink_seq, ledger_path, run_id, "
-                    "updated_at) VALUES (%s,%s,%s,%s,now()) ON CONFLICT (pipeline) DO UPDATE SET "
+                    "sink_snapshot, sink_floor, updated_at) VALUES (%s,%s,%s,%s,%s,%s,now()) "
+                    "ON CONFLICT (pipeline) DO UPDATE SET "
                     "sink_seq = EXCLUDED.sink_seq, ledger_path = EXCLUDED.ledger_path, "
-                    "run_id = EXCLUDED.run_id, updated_at = now()",
+                    "run_id = EXCLUDED.run_id, sink_snapshot = EXCLUDED.sink_snapshot, "
+                    "sink_floor = EXCLUDED.sink_floor, updated_at = now()",
                     (
                         pipeline,
                         record.sink_seq_to if record.sink_seq_to is not None else
                         record.sink_seq_from,
                         outcome.ledger_path,
                         run_id,
+                        record.sink_snapshot_to,
+                        record.sink_floor_to,
                     ),
                 )  # fmt: skip
+            _record_corrections(cur, pipeline, run_id)
         pg.commit()
     except BaseException as exc:
         with contextlib.suppress(Exception):  # a dead connection cannot roll back, nor needs to
@@ -368,6 +404,43 @@ def commit_run(
             ) from None
         raise
     return written
+
+
+def _record_corrections(cur: Any, pipeline: str, run_id: str) -> None:
+    """Mark the earlier ``lost`` rows this run proved wrong (their first sink row arrived now:
+    ``recon.details.LATE_DELIVERY``) with this run's id, and recount each earlier run's
+    ``corrections``. A re-run of this run first takes its own marks back."""
+    from recon.details import LATE_DELIVERY
+
+    cur.execute(
+        "UPDATE recon.discrepancies SET corrected_by_run = NULL "
+        "WHERE pipeline = %s AND corrected_by_run = %s RETURNING run_id",
+        (pipeline, run_id),
+    )
+    touched = {r[0] for r in cur.fetchall()}
+    cur.execute(
+        "UPDATE recon.discrepancies d SET corrected_by_run = %s "
+        "FROM recon.discrepancies n WHERE n.pipeline = %s AND n.run_id = %s "
+        "AND n.detail LIKE %s AND d.pipeline = n.pipeline AND d.message_id = n.message_id "
+        "AND d.verdict = 'lost' AND d.run_id <> n.run_id AND d.corrected_by_run IS NULL "
+        "RETURNING d.run_id",
+        (run_id, pipeline, run_id, _like_prefix(LATE_DELIVERY)),
+    )
+    touched |= {r[0] for r in cur.fetchall()}
+    if touched:
+        cur.execute(
+            "UPDATE recon.runs r SET corrections = coalesce((SELECT jsonb_object_agg(verdict, n) "
+            "FROM (SELECT verdict, count(*) AS n FROM recon.discrepancies d "
+            "WHERE d.pipeline = r.pipeline AND d.run_id = r.run_id "
+            "AND d.corrected_by_run IS NOT NULL GROUP BY verdict) c), '{}'::jsonb) "
+            "WHERE r.pipeline = %s AND r.run_id = ANY(%s)",
+            (pipeline, sorted(touched)),
+        )
+
+
+def _like_prefix(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "%"
 
 
 def _connection_lost(exc: BaseException) -> bool:

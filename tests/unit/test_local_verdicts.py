@@ -61,7 +61,10 @@ def judge(s: Scenario) -> tuple[Any, str, str | None]:
     if s.uncommitted is not None:
         con.register("u", _table(s.uncommitted, UNCOMMITTED))
         names["uncommitted"] = "u"
-    results = reconcile(con, window="w", sink_rows="s", unverifiable=s.unverifiable, **names)
+    results = reconcile(
+        con, window="w", sink_rows="s", unverifiable=s.unverifiable, partition_ends=s.ends,
+        **names,
+    )  # fmt: skip
     return con, results, names["ledger"]
 
 

@@ -55,6 +55,8 @@ class Scenario:
     pending: list[tuple] | None = None
     uncommitted: list[tuple] | None = None
     unverifiable: list[tuple[str, int, int, int]] | None = None
+    #: (partition, window_to, log_start_offset) per partition: where pending entries expire
+    ends: list[tuple[int, int, int]] | None = None
     expected: set[Expected] = field(default_factory=set)
 
 
@@ -78,6 +80,7 @@ def frames(spark: SparkSession, s: Scenario) -> dict[str, Any]:
         "pending_records": df(s.pending, schemas.PENDING),
         "uncommitted_ids": df(s.uncommitted, schemas.UNCOMMITTED),
         "unverifiable_partitions": s.unverifiable,
+        "partition_ends": s.ends,
     }
 
 
@@ -249,6 +252,69 @@ def below_log_start() -> Scenario:
     )
 
 
+# --- pending messages whose records the window reaches, or can no longer reach --------------
+# A ledger entry left ``pending`` (its record was past the committed offset, or past the last
+# stable offset: read uncommitted) is judged once every record it was seen at lies behind the
+# window's end (``ends``: partition 0's window ends at 10) or below the log-start offset.
+
+
+@scenario
+def pending_still_ahead() -> Scenario:
+    # Seen at offset 12, the window ends at 10: still pending, reported again.
+    return Scenario(
+        ledger=[led("m1", [12], 1, "pending")],
+        ends=[(0, 10, 0)],
+        expected={("pending", "m1", 0, (12,), 1, (), False)},
+    )
+
+
+@scenario
+def pending_then_committed() -> Scenario:
+    # Its record is now read committed in the window: judged on the ledger's row.
+    return Scenario(
+        window=[rec(5, "m1")],
+        ledger=[led("m1", [5], 1, "pending")],
+        ends=[(0, 10, 0)],
+        expected={("delivered", "m1", 0, (5,), 1, (), False)},
+    )
+
+
+@scenario
+def pending_transaction_aborted() -> Scenario:
+    # The window passed offset 5 without a committed record there; the read_uncommitted pass
+    # finds m1 at 5: its transaction aborted.
+    return Scenario(
+        ledger=[led("m1", [5], 1, "pending")],
+        uncommitted=[("m1", T, 0, 5)],
+        ends=[(0, 10, 0)],
+        expected={("aborted_read", "m1", 0, (5,), 1, (), False)},
+    )
+
+
+@scenario
+def pending_never_committed() -> Scenario:
+    # The window passed offset 5, no record committed or aborted carries m1 any more.
+    return Scenario(
+        ledger=[led("m1", [5], 1, "pending")],
+        uncommitted=[],
+        ends=[(0, 10, 0)],
+        expected={("phantom", "m1", 0, (5,), 1, (), False)},
+    )
+
+
+@scenario
+def pending_removed_by_retention() -> Scenario:
+    # Retention moved the log start to 20; the consumer (and the window) still end at 5.
+    return Scenario(
+        ledger=[led("m1", [7], 1, "pending"), led("m2", [25], 0, "pending")],
+        ends=[(0, 5, 20)],
+        expected={
+            ("unverifiable", "m1", 0, (7,), 1, (), False),
+            ("pending", "m2", 0, (25,), 0, (), False),
+        },
+    )
+
+
 @scenario
 def empty_window() -> Scenario:
     return Scenario(ledger=[led("m1", [0], 1)], pending=[], uncommitted=[], unverifiable=[])
@@ -356,7 +422,7 @@ def batch(spark: SparkSession) -> dict[str, list[Any]]:
     shared = {
         name: namespaced(name, make())
         for name, make in _SCENARIOS.items()
-        if not make().unverifiable
+        if not make().unverifiable and not make().ends
     }
     everything = Scenario(
         window=[r for s in shared.values() for r in s.window],

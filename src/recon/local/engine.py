@@ -9,6 +9,7 @@ results Parquet, and commits through ``recon.store.commit_run`` exactly as the S
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import threading
@@ -19,6 +20,7 @@ from typing import Any
 from recon import store
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection
+from recon.details import LATE_DELIVERY
 from recon.engine import (
     Progress,
     RunSummary,
@@ -27,8 +29,10 @@ from recon.engine import (
     _ranges,
     _require_record,
     _safe,
+    carried_pending_path,
     default_data_dir,
     judged_outcome,
+    partition_ends,
     results_db,
     results_path,
     run_summary,
@@ -42,7 +46,10 @@ from recon.snapshot import KafkaAuthFailed, scrub
 from recon.verdicts import Verdict
 from recon.window import PartitionWindow
 
-PARTS = ("committed", "pending", "sink")
+PARTS = ("committed", "pending", "inflight", "sink")
+#: Read committed, except the in-flight records past the last stable offset (``recon.engine``).
+_ISOLATION = {"committed": "read_committed", "pending": "read_committed",
+              "inflight": "read_uncommitted"}  # fmt: skip
 
 
 def _run_dir(data_dir: str, pipeline: str, run_id: str) -> str:
@@ -70,15 +77,14 @@ def _copy_sink(cfg: PipelineConfig, record: store.RunRecord, path: str) -> int:
 
     with sink_db(cfg) as pg:
         table = inspect_sink(pg, cfg.sink, cfg.name)
-        if cfg.sink.ingest_seq_column and record.sink_seq_to is None:
+        rows = record.sink_range if cfg.sink.ingest_seq_column else None
+        if rows is not None and rows.seq_to is None:
             import pyarrow.parquet as pq
 
             # The table was empty at snapshot time: nothing to read for this run.
             pq.write_table(sink_schema().empty_table(), path)
             return 0
-        seq_from = record.sink_seq_from if cfg.sink.ingest_seq_column else None
-        seq_to = record.sink_seq_to if cfg.sink.ingest_seq_column else None
-        return copy_sink_rows(pg, cfg.sink, table, seq_from, seq_to, path)
+        return copy_sink_rows(pg, cfg.sink, table, rows, path)
 
 
 def snapshot_topic(
@@ -115,16 +121,20 @@ def snapshot_topic(
     try:
         os.makedirs(f"{staging}/sink")
         copier = threading.Thread(target=copy_sink, name="recon-sink-copy")
-        readers = {
-            part: kafka_arrow.read_ranges(
-                dict(kafka.config), _ranges(record.windows, part), cfg.kafka.message_id,
-                f"{staging}/{part}", workers=workers,
-            )
-            for part in ("committed", "pending")
-        }  # fmt: skip
+        readers = {}
+        for part, isolation in _ISOLATION.items():
+            ranges = [r for r in _ranges(record.windows, part) if r.end > r.start]
+            if not ranges and part == "inflight":
+                # Nearly always: no open transaction. No reader process for nothing.
+                _empty_part(f"{staging}/{part}")
+                continue
+            readers[part] = kafka_arrow.read_ranges(
+                dict(kafka.config), ranges, cfg.kafka.message_id, f"{staging}/{part}",
+                isolation_level=isolation, workers=workers,
+            )  # fmt: skip
         try:
             copier.start()
-            read = {part: _wait(cfg, r) for part, r in readers.items()}
+            read = {"inflight": 0} | {part: _wait(cfg, r) for part, r in readers.items()}
         finally:
             for r in readers.values():
                 r.stop()
@@ -139,11 +149,18 @@ def snapshot_topic(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     progress(
-        f"run {run_id}: {read['committed']} records, {read['pending']} pending and "
-        f"{sink_rows.get('n', 0)} sink rows written to {final} in "
+        f"run {run_id}: {read['committed']} records, {read['pending']} pending, "
+        f"{read['inflight']} in flight and {sink_rows.get('n', 0)} sink rows written to {final} in "
         f"{time.monotonic() - started:.1f} s"
     )
     return {part: f"{final}/{part}" for part in PARTS}
+
+
+def _empty_part(directory: str) -> None:
+    import pyarrow.parquet as pq
+
+    os.makedirs(directory)
+    pq.write_table(kafka_arrow.window_schema().empty_table(), f"{directory}/part-0.parquet")
 
 
 def _connect(data_dir: str) -> Any:
@@ -167,7 +184,7 @@ def _gapped(con: Any, windows: list[PartitionWindow]) -> list[PartitionWindow]:
         (t, int(p)): int(n)
         for t, p, n in con.execute(
             'SELECT topic, "partition", count(*) FROM (SELECT topic, "partition" FROM '
-            'recon_window UNION ALL SELECT topic, "partition" FROM recon_pending) GROUP BY ALL'
+            'recon_window UNION ALL SELECT topic, "partition" FROM recon_readable) GROUP BY ALL'
         ).fetchall()
     }
     return [
@@ -194,11 +211,32 @@ def _read_uncommitted(
         SELECT e.message_id, e.topic, e."partition", e."offset" FROM recon_every e
         WHERE e.message_id IS NOT NULL AND NOT EXISTS (
             SELECT 1 FROM (SELECT topic, "partition", "offset" FROM recon_window UNION ALL
-                           SELECT topic, "partition", "offset" FROM recon_pending) c
+                           SELECT topic, "partition", "offset" FROM recon_readable) c
             WHERE c.topic = e.topic AND c."partition" = e."partition" AND c."offset" = e."offset")
         """
     )
     return "recon_aborted"
+
+
+def _carried_pending(con: Any, data_dir: str, cfg: PipelineConfig, record: store.RunRecord) -> str:
+    """The messageIds the base run left pending (``recon.engine._carried_pending``)."""
+    path = carried_pending_path(data_dir, cfg, record)
+    if path is None:
+        con.execute("CREATE OR REPLACE TEMP VIEW recon_carried AS SELECT NULL::VARCHAR AS "
+                    "message_id WHERE false")  # fmt: skip
+        return "recon_carried"
+    if not glob.glob(os.path.join(path, "*.parquet")):
+        raise store.RunNotFound(
+            f"pipeline '{cfg.name}': the results of run '{record.base_run_id}', which this run "
+            f"starts from, are not at {path}: the data directory changed or was cleaned; run "
+            "`recon reset` to start the pipeline anew"
+        )
+    _view(con, "recon_base_results", path)
+    con.execute(
+        "CREATE OR REPLACE TEMP VIEW recon_carried AS SELECT message_id FROM recon_base_results "
+        f"WHERE verdict = '{Verdict.PENDING}'"
+    )
+    return "recon_carried"
 
 
 def _only_changed_ids(con: Any, ledger: str | None) -> tuple[str, str | None]:
@@ -244,11 +282,12 @@ def _publish_results(results_file: str, out: str) -> None:
 
 
 def _flag_discrepancies(con: Any, results: str) -> str:
-    """The run's discrepancy rows (not plainly delivered), kept apart once: the samples and the
-    commit read them, not the whole run."""
+    """The run's discrepancy rows (not plainly delivered; a late delivery corrects an earlier
+    ``lost``), kept apart once: the samples and the commit read them, not the whole run."""
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE recon_flagged AS SELECT * FROM {results}
-        WHERE verdict <> '{Verdict.DELIVERED}' OR topic_duplicate"""
+        WHERE verdict <> '{Verdict.DELIVERED}' OR topic_duplicate
+           OR coalesce(starts_with(detail, {_literal(LATE_DELIVERY)}), false)"""
     )
     return "recon_flagged"
 
@@ -326,15 +365,22 @@ def reconcile_run(
     con = _connect(data_dir)
     try:
         _view(con, "recon_window", f"{run_dir}/committed")
-        _view(con, "recon_pending", f"{run_dir}/pending")
+        _view(con, "recon_readable", f"{run_dir}/pending")
+        _view(con, "recon_inflight", f"{run_dir}/inflight")
+        con.execute(
+            "CREATE OR REPLACE TEMP VIEW recon_pending AS SELECT * FROM recon_readable "
+            "UNION ALL SELECT * FROM recon_inflight"
+        )
         _view(con, "recon_sink", f"{run_dir}/sink")
         base_entries = ledger_store.read_manifest(record.base_ledger_path)
         sink = "recon_sink"
         if cfg.sink.ingest_seq_column:
+            carried = _carried_pending(con, data_dir, cfg, record)
             con.execute(
-                """CREATE OR REPLACE TEMP VIEW recon_ids AS
+                f"""CREATE OR REPLACE TEMP VIEW recon_ids AS
                 SELECT message_id FROM recon_window UNION ALL
-                SELECT message_id FROM recon_pending UNION ALL SELECT message_id FROM recon_sink"""
+                SELECT message_id FROM recon_pending UNION ALL SELECT message_id FROM recon_sink
+                UNION ALL SELECT message_id FROM {carried}"""
             )
             ledger = ledger_store.ledger_for(con, base_entries, "recon_ids")
         else:
@@ -342,10 +388,12 @@ def reconcile_run(
             sink, ledger = _only_changed_ids(con, ledger)
             if ledger is not None:
                 # Entries of messages this run has no fact about yield no verdict: leave them
-                # out of the judging (and of the entries the run writes).
+                # out of the judging (and of the entries the run writes). Pending ones stay:
+                # they are reported again, or judged once the window passes their records.
                 con.execute(
                     f"""CREATE OR REPLACE TEMP TABLE recon_ledger_seen AS SELECT * FROM {ledger}
-                    WHERE message_id IN (SELECT message_id FROM recon_window UNION ALL
+                    WHERE verdict = '{Verdict.PENDING}' OR message_id IN (
+                    SELECT message_id FROM recon_window UNION ALL
                     SELECT message_id FROM recon_pending UNION ALL SELECT message_id FROM {sink})"""
                 )
                 ledger = "recon_ledger_seen"
@@ -357,6 +405,7 @@ def reconcile_run(
         judge: dict[str, Any] = {
             "window": "recon_window", "sink_rows": sink, "ledger": ledger,
             "pending": "recon_pending", "unverifiable": unverifiable,
+            "partition_ends": partition_ends(record.windows),
         }  # fmt: skip
         results = reconcile(con, **judge)
         counts = verdict_counts(con, results)
@@ -400,7 +449,7 @@ def reconcile_run(
         finally:
             os.unlink(rows.path)
     except Exception as exc:
-        _mark_error(cfg.name, run_id, exc, progress)
+        _mark_error(cfg, run_id, exc, progress)
         raise
     finally:
         con.close()

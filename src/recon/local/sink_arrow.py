@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from recon.config import SinkSpec
+from recon.sink_position import SinkRange
 from recon.sink_read import SinkTable, sink_query
 
 
@@ -28,8 +29,7 @@ def copy_sink_rows(
     pg: Any,
     spec: SinkSpec,
     table: SinkTable,
-    seq_from: int | None,
-    seq_to: int | None,
+    rows: SinkRange | None,
     path: str,
 ) -> int:
     """Write the run's sink rows to the Parquet file ``path``; returns how many.
@@ -40,13 +40,12 @@ def copy_sink_rows(
     :param pg: an open psycopg2 connection to the sink database.
     :param spec: the sink declaration.
     :param table: the inspected table (``recon.sink_read.inspect_sink``).
-    :param seq_from: exclusive lower bound of the ingest sequence (None: from the start).
-    :param seq_to: inclusive upper bound (None: no bound).
+    :param rows: the run's range of the ingest sequence (None: the whole table).
     """
     import pyarrow.parquet as pq
     from pyarrow import csv
 
-    query = f"SELECT sink_key, message_id FROM ({sink_query(pg, spec, table, seq_from, seq_to)}) q"
+    query = f"SELECT sink_key, message_id FROM ({sink_query(pg, spec, table, rows)}) q"
     read_end, write_end = os.pipe()
     failure: list[BaseException] = []
 
@@ -59,24 +58,31 @@ def copy_sink_rows(
 
     producer = threading.Thread(target=produce, name="recon-sink-copy")
     producer.start()
-    rows = 0
+    written = 0
     writer = pq.ParquetWriter(path, sink_schema(), compression="lz4")
     try:
         with os.fdopen(read_end, "rb") as source:
-            reader = csv.open_csv(
-                source,
-                read_options=csv.ReadOptions(
-                    column_names=["sink_key", "message_id"], block_size=8 << 20
-                ),
-                convert_options=csv.ConvertOptions(
-                    column_types=sink_schema(),
-                    strings_can_be_null=True,
-                    quoted_strings_can_be_null=False,
-                ),
+            # No row in the run's range (an idle pipeline) is no CSV at all, which Arrow
+            # refuses: the Parquet file is left with no row group.
+            empty = not source.peek(1)
+            reader = (
+                []
+                if empty
+                else csv.open_csv(
+                    source,
+                    read_options=csv.ReadOptions(
+                        column_names=["sink_key", "message_id"], block_size=8 << 20
+                    ),
+                    convert_options=csv.ConvertOptions(
+                        column_types=sink_schema(),
+                        strings_can_be_null=True,
+                        quoted_strings_can_be_null=False,
+                    ),
+                )
             )
             for batch in reader:
                 writer.write_batch(batch)
-                rows += batch.num_rows
+                written += batch.num_rows
     except Exception:
         if not failure:
             raise
@@ -86,4 +92,4 @@ def copy_sink_rows(
         pg.rollback()  # the COPY's read-only transaction
     if failure:
         raise failure[0]
-    return rows
+    return written

@@ -22,9 +22,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from recon import details
 from recon.verdicts import JUDGED, LEDGER_VERDICTS, UNMATCHED, Verdict
 
 UnverifiableRows = Sequence[tuple[str, int, int, int]]
+PartitionEnds = Sequence[tuple[int, int, int]]
 
 _MAX_POSITIONS_IN_DETAIL = 20
 POSITION_TYPE = 'STRUCT("topic" VARCHAR, "partition" INTEGER, "offset" BIGINT)'
@@ -96,6 +98,7 @@ def reconcile(
     pending: str | None = None,
     uncommitted: str | None = None,
     unverifiable: UnverifiableRows | None = None,
+    partition_ends: PartitionEnds | None = None,
     into: str = "recon_results",
 ) -> str:
     """One verdict row per message (and per invalid record / sink row, per unverifiable
@@ -108,6 +111,8 @@ def reconcile(
     :param pending: ``schemas.PENDING`` records not judged yet.
     :param uncommitted: ``schemas.UNCOMMITTED`` records seen only reading uncommitted.
     :param unverifiable: ``(topic, partition, from_offset, log_start_offset)`` per partition.
+    :param partition_ends: ``(partition, window_to, log_start_offset)`` per partition: where a
+        pending ledger entry's records stop being pending (``recon.reconcile.reconcile``).
     :returns: ``into``, shaped as ``schemas.RESULT``.
     """
     removed = [u for u in (unverifiable or ()) if u[2] < u[3]]
@@ -161,7 +166,7 @@ def reconcile(
         + " UNION ALL ".join(["SELECT message_id FROM recon_j_multi", *others])
         + ")"
     )
-    general = _general_path_sql(ledger, pending, uncommitted, run_unverifiable)
+    general = _general_path_sql(ledger, pending, uncommitted, run_unverifiable, partition_ends)
     rest = [general, _invalid_records_sql(), _invalid_sink_rows_sql()]
     if removed:
         values = ", ".join(
@@ -192,6 +197,31 @@ def _quote(text: str) -> str:
     return text.replace("'", "''")
 
 
+def _literal(text: str) -> str:
+    return f"'{_quote(text)}'"
+
+
+def _ends_sql(ends: PartitionEnds | None) -> tuple[str, str]:
+    """``(expired, gone)`` of a pending ledger entry (``recon.reconcile._expiry``): every record
+    it was seen at is behind the window's end or removed, and one of them is below the
+    log-start offset."""
+    if not ends:
+        return "false", "false"
+
+    def per_partition(values: list[tuple[int, int]]) -> str:
+        cases = " ".join(f"WHEN {int(p)} THEN {int(v)}" for p, v in values)
+        return f'CASE p."partition" {cases} END'
+
+    passed = per_partition([(p, max(to, start)) for p, to, start in ends])
+    log_start = per_partition([(p, start) for p, _, start in ends])
+    behind = (
+        f'len(l_pos) > 0 AND len(list_filter(l_pos, p -> coalesce(p."offset" < {passed}, '
+        "false) = false)) = 0"
+    )
+    gone = f'len(list_filter(l_pos, p -> coalesce(p."offset" < {log_start}, false))) > 0'
+    return behind, gone
+
+
 def _fast_verdicts_sql(run_unverifiable: str) -> str:
     """The fast path's messages, one scalar row each: the verdict and the joined row."""
     v = Verdict
@@ -219,9 +249,8 @@ def _fast_path_sql(results: str) -> str:
             false AS topic_duplicate,
             CASE verdict WHEN '{v.DELIVERED}' THEN NULL
                  WHEN '{v.LOST}' THEN 'no sink row for a committed record'
-                 WHEN '{v.UNVERIFIABLE}' THEN 'no committed record found, and records below the '
-                      || 'log-start offset are gone'
-                 ELSE 'no committed record in the window, the pending records or the ledger'
+                 WHEN '{v.UNVERIFIABLE}' THEN {_literal(details.NOT_FOUND_REMOVED)}
+                 ELSE {_literal(details.PHANTOM)}
             END AS detail,
             CASE WHEN "offset" IS NOT NULL THEN [{_pos()}] ELSE []::{POSITION_TYPE}[] END
                 AS positions
@@ -234,8 +263,10 @@ def _general_path_sql(
     pending: str | None,
     uncommitted: str | None,
     run_unverifiable: str,
+    partition_ends: PartitionEnds | None = None,
 ) -> str:
     ok = _record_ok()
+    behind, gone = _ends_sql(partition_ends)
     empty_pos = f"NULL::{POSITION_TYPE}"
     no_ledger = f"NULL::BIGINT, NULL::VARCHAR, NULL::VARCHAR, NULL::{POSITION_TYPE}[]"
 
@@ -299,13 +330,18 @@ def _general_path_sql(
         FROM ({grouped})
     """
     states = f"""
-        SELECT *, has_w OR (l_verdict IN {judged} AND n_new > 0) AS judged
+        SELECT *, has_w OR (l_verdict IN {judged} AND n_new > 0) AS judged,
+               ({behind}) AS behind, ({gone}) AS gone
         FROM ({flags})
     """
-    states2 = f"""
-        SELECT *, NOT judged AND (has_p OR (l_verdict = '{v.PENDING}' AND n_new > 0))
-               AS pending_now
+    states1 = f"""
+        SELECT *, NOT judged AND NOT has_p AND l_verdict = '{v.PENDING}' AND behind AS expired
         FROM ({states})
+    """
+    states2 = f"""
+        SELECT *, NOT judged AND NOT expired AND (has_p OR l_verdict = '{v.PENDING}')
+               AS pending_now
+        FROM ({states1})
     """
     classified = f"""
         SELECT *,
@@ -313,12 +349,16 @@ def _general_path_sql(
                  WHEN judged AND total = 1 THEN '{v.DELIVERED}'
                  WHEN judged THEN '{v.DUPLICATED}'
                  WHEN pending_now THEN '{v.PENDING}'
+                 WHEN expired AND has_u THEN '{v.ABORTED_READ}'
+                 WHEN expired AND gone THEN '{v.UNVERIFIABLE}'
+                 WHEN expired THEN '{v.PHANTOM}'
                  WHEN n_new > 0 AND has_u THEN '{v.ABORTED_READ}'
                  WHEN n_new > 0 AND {run_unverifiable} THEN '{v.UNVERIFIABLE}'
                  WHEN n_new > 0 THEN '{v.PHANTOM}' END AS verdict,
             CASE WHEN judged THEN {union("w_pos", "l_pos")}
                  WHEN pending_now THEN {union("p_pos", "l_pos")}
                  WHEN has_u THEN u_pos
+                 WHEN expired THEN l_pos
                  ELSE []::{POSITION_TYPE}[] END AS positions
         FROM ({states2})
     """
@@ -346,9 +386,10 @@ def _detail_sql() -> str:
         f"CASE WHEN verdict = '{v.LOST}' THEN 'no sink row for a committed record' END",
         f"CASE WHEN verdict = '{v.DUPLICATED}' THEN "
         "printf('%d sink rows, %d new in this run', total, n_new) END",
+        f"CASE WHEN verdict = '{v.DUPLICATED}' AND l_verdict = '{v.LOST}' THEN "
+        f"{_literal(details.LATE_DELIVERY)} || first_run || ')' END",
         f"CASE WHEN verdict = '{v.DELIVERED}' AND l_verdict = '{v.LOST}' THEN "
-        "'sink row arrived after the message was judged lost (first seen in run ' || first_run "
-        "|| ')' END",
+        f"{_literal(details.LATE_DELIVERY)} || first_run || ')' END",
         f"CASE WHEN l_verdict IN {judged} AND has_w THEN "
         "'read again (group reset or replay), first seen in run ' || first_run END",
         f"CASE WHEN l_verdict IN {judged} AND NOT has_w AND verdict IN {judged} THEN "
@@ -358,14 +399,16 @@ def _detail_sql() -> str:
         "(first seen in run ' || first_run || ')' END",
         "CASE WHEN topic_duplicate THEN 'in the topic at ' || len(positions) || ' positions: ' "
         f"|| {listed} END",
-        f"CASE WHEN verdict = '{v.PENDING}' THEN "
-        "'at or past the committed offset, or younger than the settle time' END",
+        f"CASE WHEN verdict = '{v.PENDING}' THEN {_literal(details.PENDING)} END",
         f"CASE WHEN verdict = '{v.ABORTED_READ}' THEN "
         f"'id only in records of aborted transactions: ' || {listed} END",
-        f"CASE WHEN verdict = '{v.UNVERIFIABLE}' THEN 'no committed record found, and records "
-        "below the log-start offset are gone' END",
-        f"CASE WHEN verdict = '{v.PHANTOM}' THEN "
-        "'no committed record in the window, the pending records or the ledger' END",
+        f"CASE WHEN verdict = '{v.UNVERIFIABLE}' AND expired THEN "
+        f"{_literal(details.PENDING_REMOVED)} || {listed} END",
+        f"CASE WHEN verdict = '{v.UNVERIFIABLE}' AND NOT expired THEN "
+        f"{_literal(details.NOT_FOUND_REMOVED)} END",
+        f"CASE WHEN verdict = '{v.PHANTOM}' AND expired THEN "
+        f"{_literal(details.PENDING_NEVER_COMMITTED)} || {listed} END",
+        f"CASE WHEN verdict = '{v.PHANTOM}' AND NOT expired THEN {_literal(details.PHANTOM)} END",
     ]
     return "NULLIF(concat_ws('; ', " + ", ".join(parts) + "), '')"
 

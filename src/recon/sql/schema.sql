@@ -99,3 +99,18 @@ CREATE TABLE IF NOT EXISTS recon.alerts (
 );
 
 CREATE INDEX IF NOT EXISTS runs_pipeline_started ON recon.runs (pipeline, started_at DESC);
+
+-- The sink's position beside its ingest sequence (recon.sink_position): the database snapshot
+-- the sequence was read in, and the floor below which no transaction then open held a
+-- sequence. Rows committing late are read by the next run from these.
+ALTER TABLE recon.runs ADD COLUMN IF NOT EXISTS sink_snapshot_from text;
+ALTER TABLE recon.runs ADD COLUMN IF NOT EXISTS sink_snapshot_to text;
+ALTER TABLE recon.runs ADD COLUMN IF NOT EXISTS sink_floor_from bigint;
+ALTER TABLE recon.runs ADD COLUMN IF NOT EXISTS sink_floor_to bigint;
+ALTER TABLE recon.pipeline_state ADD COLUMN IF NOT EXISTS sink_snapshot text;
+ALTER TABLE recon.pipeline_state ADD COLUMN IF NOT EXISTS sink_floor bigint;
+
+-- A verdict a later run proved wrong (a message judged lost whose sink row committed late):
+-- the later run's id on the earlier row, and per run the number of its rows corrected so.
+ALTER TABLE recon.discrepancies ADD COLUMN IF NOT EXISTS corrected_by_run text;
+ALTER TABLE recon.runs ADD COLUMN IF NOT EXISTS corrections jsonb NOT NULL DEFAULT '{}'::jsonb;

@@ -1,0 +1,25 @@
+"""The words a verdict row's ``detail`` starts with, shared by both engines.
+
+A discrepancy row says why in words a person can act on; where a word also marks the row for the
+results store (a correction of an earlier ``lost``), both engines and the store read it here.
+"""
+
+from __future__ import annotations
+
+#: A first sink row for a message an earlier run judged ``lost``: the earlier verdict was wrong
+#: (a late-committing sink transaction); followed by the run id and ")".
+LATE_DELIVERY = "sink row arrived after the message was judged lost (first seen in run "
+
+PENDING = (
+    "its record is at or past the window's end (the committed offset, the last stable offset "
+    "of an open transaction, or the settle time): judged when the window reaches it"
+)
+PENDING_REMOVED = (
+    "pending when first seen; its record was removed (retention or compaction) before the "
+    "window reached it: "
+)
+PENDING_NEVER_COMMITTED = (
+    "pending when first seen; its record was never committed and is no longer readable: "
+)
+NOT_FOUND_REMOVED = "no committed record found, and records below the log-start offset are gone"
+PHANTOM = "no committed record in the window, the pending records or the ledger"
