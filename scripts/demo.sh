@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The demo: the stack, a mail/webhook catcher, four pipelines fed by the fault-injecting workload,
+# The demo: the stack, a mail/webhook catcher, five pipelines fed by the fault-injecting workload,
 # their reconciliation DAGs run by Airflow, and the verdict table.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from recon_workload.errors import WorkloadError
+from recon_workload.hold import HoldGate
 from recon_workload.kafka_io import base_config
 from recon_workload.ledger import VERDICTS
 from recon_workload.names import RunNames
@@ -19,6 +20,7 @@ from recon_workload.scenarios import SCENARIOS
 
 __all__ = [
     "SCENARIOS",
+    "HoldGate",
     "VERDICTS",
     "ScenarioResult",
     "WorkloadError",
@@ -35,6 +37,7 @@ def run_scenario(
     seed: int = 0,
     run_tag: str | None = None,
     progress: bool = True,
+    hold: HoldGate | None = None,
     **fault_rates: float,
 ) -> ScenarioResult:
     """Run one scenario for real and write its ledger.
@@ -46,6 +49,8 @@ def run_scenario(
         ledger records what did.
     :param run_tag: names the run's topic, group and tables; re-using a tag replaces that run.
     :param progress: print progress lines on stderr.
+    :param hold: keeps the scenario's long transaction open until released, so a caller can
+        reconcile meanwhile (scenarios that hold one: ``concurrent_writers``).
     :param fault_rates: override the scenario's fault parameters (``recon-workload list``).
     :raises WorkloadError: unknown scenario or parameter, or a step of the run failed.
     """
@@ -58,9 +63,12 @@ def run_scenario(
             f"scenario {name} has no parameter {', '.join(unknown)}; "
             f"it takes: {', '.join(scenario.defaults)}"
         )
+    if hold is not None and not scenario.takes_hold:
+        holding = ", ".join(s.name for s in SCENARIOS.values() if s.takes_hold)
+        raise WorkloadError(f"scenario {name} holds no transaction open; these do: {holding}")
     rates = {k: float(v) for k, v in {**scenario.defaults, **fault_rates}.items()}
     started = time.monotonic()
-    run = make_run(name, messages, partitions, seed, run_tag, rates, progress)
+    run = make_run(name, messages, partitions, seed, run_tag, rates, progress, hold)
     reset(run.names, run.conf)
     outcome = scenario.body(run)
     result = finish(run, outcome, started)

@@ -2,7 +2,7 @@
 
 recon-workload list
 recon-workload run SCENARIO --messages N --partitions P --seed S [--run-tag T]
-                   [--set NAME=VALUE ...] [--json]
+                   [--set NAME=VALUE ...] [--hold-until PATH] [--json]
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from recon_workload import SCENARIOS, WorkloadError, run_scenario
+from recon_workload import SCENARIOS, HoldGate, WorkloadError, run_scenario
 
 
 def _fault(text: str) -> tuple[str, float]:
@@ -45,6 +45,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         help="override a fault parameter (see 'list'); repeatable",
     )
+    run.add_argument(
+        "--hold-until",
+        metavar="PATH",
+        default=None,
+        help="keep the scenario's long transaction open until PATH exists (concurrent_writers),"
+        " e.g. to run 'recon run' meanwhile",
+    )
     run.add_argument("--json", action="store_true", help="print the result as JSON")
     return parser
 
@@ -68,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
             partitions=args.partitions,
             seed=args.seed,
             run_tag=args.run_tag,
+            hold=HoldGate(release_file=args.hold_until) if args.hold_until else None,
             **dict(args.faults),
         )
     except WorkloadError as exc:

@@ -11,7 +11,11 @@ writes one sink row per record, in one of four orders of side effects:
 - ``transactional_sink``: rows plus next offsets in one PostgreSQL transaction; it resumes from
   the stored offsets, and mirrors them to the group so the product sees its progress.
 
-The crash window sits between the two side effects.
+The crash window sits between the two side effects. Two options shape a consumer group with more
+than one member writing into the same sink: ``assigned`` gives a process only some partitions (the
+other members read the rest), and ``hold_transactions`` keeps its first sink transactions open,
+rows inserted but not committed, until the supervisor says go (a long transaction: the sink's
+ingest sequence then differs from its commit order).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from confluent_kafka import OFFSET_STORED, Consumer, Message, TopicPartition
 from recon_workload import sink
 from recon_workload.kafka_io import base_config, is_eof, quiet, where
 from recon_workload.messages import extract_id
-from recon_workload.protocol import BATCH, DONE, crash_window, say
+from recon_workload.protocol import BATCH, DONE, crash_window, hold_point, say
 
 MODES = ("commit_then_write", "write_then_commit", "idempotent", "transactional_sink")
 
@@ -38,7 +42,11 @@ class ConsumerSpec:
     :param isolation: ``read_committed`` or ``read_uncommitted``.
     :param stop_after: leave cleanly once this many records are processed (``None``: read to
         the end of every partition).
-    :param windows: stop at crash windows for the supervisor.
+    :param windows: stop at crash windows (and hold points) for the supervisor.
+    :param assigned: the partitions this process reads (``None``: all ``partitions``); another
+        member of the group reads the others.
+    :param hold_transactions: this many of the process's first sink transactions stop at a hold
+        point (rows inserted, transaction open) until the supervisor answers ``go``.
     """
 
     mode: str
@@ -50,6 +58,13 @@ class ConsumerSpec:
     batch_size: int = 20
     stop_after: int | None = None
     windows: bool = True
+    assigned: list[int] | None = None
+    hold_transactions: int = 0
+
+    @property
+    def reads(self) -> list[int]:
+        """The partitions this process reads."""
+        return list(range(self.partitions)) if self.assigned is None else list(self.assigned)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -107,6 +122,7 @@ class SinkConsumer:
         if spec.mode not in MODES:
             raise ValueError(f"unknown consumer mode {spec.mode!r}")
         self.spec = spec
+        self.transactions = 0
         self.db = sink.connect()
         self.consumer = Consumer(
             quiet(
@@ -126,7 +142,7 @@ class SinkConsumer:
         self._assign()
         spec, processed = self.spec, 0
         at_end: set[int] = set()
-        while len(at_end) < spec.partitions:
+        while len(at_end) < len(spec.reads):
             batch = []
             for msg in self.consumer.consume(spec.batch_size, timeout=1.0):
                 partition = where(msg).partition
@@ -160,10 +176,7 @@ class SinkConsumer:
             # PostgreSQL commit leaves the group behind until this catch-up).
             _commit(self.consumer, {(spec.topic, p): o for p, o in start.items()})
         self.consumer.assign(
-            [
-                TopicPartition(spec.topic, p, start.get(p, OFFSET_STORED))
-                for p in range(spec.partitions)
-            ]
+            [TopicPartition(spec.topic, p, start.get(p, OFFSET_STORED)) for p in spec.reads]
         )
 
     def _handle(self, batch: list[Message]) -> None:
@@ -173,6 +186,7 @@ class SinkConsumer:
             crash_window(self.spec.windows)
             with self.db, self.db.cursor() as cur:
                 sink.insert_rows(cur, table, _rows(batch))
+                self._hold()
             return
         with self.db, self.db.cursor() as cur:
             rows = _rows(batch)
@@ -182,8 +196,15 @@ class SinkConsumer:
             sink.insert_rows(cur, table, rows)
             if mode == "transactional_sink":
                 sink.store_offsets(cur, table, offsets)
+            self._hold()
         crash_window(self.spec.windows)
         _commit(self.consumer, offsets)
+
+    def _hold(self) -> None:
+        """Keep the open sink transaction open at a hold point, for the first few batches."""
+        self.transactions += 1
+        if self.transactions <= self.spec.hold_transactions:
+            hold_point(self.spec.windows)
 
     def _commit_positions(self) -> None:
         positions = self.consumer.position(self.consumer.assignment())

@@ -1,4 +1,4 @@
-"""The demo: four pipelines fed by the workload, reconciled by their Airflow DAGs.
+"""The demo: five pipelines fed by the workload, reconciled by their Airflow DAGs.
 
 Three keep the promise they claim (at-most-once, at-least-once, exactly-once), one claims
 exactly-once and breaks it. Runs the workload, triggers each pipeline's DAG through Airflow's REST
@@ -23,6 +23,7 @@ DEMO = {
     "clicks_at_least_once": "at_least_once",
     "payments_exactly_once": "exactly_once_transactional_sink",
     "ledger_broken_exactly_once": "broken_exactly_once",
+    "shipments_concurrent_writers": "concurrent_writers",
 }
 TAG = "demo"
 TERMINAL = ("success", "failed")

@@ -1,9 +1,11 @@
 """The line protocol between a supervisor and the consumer processes it may kill.
 
 A child prints ``WINDOW`` when it reaches its crash window (after one side effect, before the
-other) and waits for a line on stdin; the supervisor answers ``go`` or sends SIGKILL. ``BATCH n``
-reports progress and ``DONE n`` a clean end. Keeping the child blocked while the supervisor
-decides makes the kill land exactly between the two steps, not somewhere near them.
+other) and waits for a line on stdin; the supervisor answers ``go`` or sends SIGKILL. ``HOLD``
+is the same handshake at a hold point (a sink transaction kept open: rows inserted, not yet
+committed); the supervisor answers ``go`` when whoever holds it lets go. ``BATCH n`` reports
+progress and ``DONE n`` a clean end. Keeping the child blocked while the supervisor decides makes
+the kill land exactly between the two steps, not somewhere near them.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import sys
 
 WINDOW = "WINDOW"
+HOLD = "HOLD"
 BATCH = "BATCH"
 DONE = "DONE"
 GO = "go"
@@ -27,9 +30,21 @@ def crash_window(enabled: bool) -> None:
 
     :param enabled: without a supervisor listening, there is no window.
     """
-    if not enabled:
-        return
-    say(WINDOW)
+    if enabled:
+        _wait_for_go(WINDOW)
+
+
+def hold_point(enabled: bool) -> None:
+    """Stop with the sink transaction open until the supervisor lets the child commit.
+
+    :param enabled: without a supervisor listening, nothing is held.
+    """
+    if enabled:
+        _wait_for_go(HOLD)
+
+
+def _wait_for_go(word: str) -> None:
+    say(word)
     answer = sys.stdin.readline()
     if answer.strip() != GO:
         # The supervisor is gone (EOF): a consumer without its supervisor must not go on.

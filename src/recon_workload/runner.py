@@ -8,6 +8,7 @@ from typing import Any
 
 from recon_workload import kafka_io, ledger, sink
 from recon_workload.errors import WorkloadError
+from recon_workload.hold import HoldGate
 from recon_workload.ledger import Produced
 from recon_workload.names import RunNames, new_run_tag
 from recon_workload.progress import Progress
@@ -19,6 +20,8 @@ class Run:
 
     :param faults: filled in by the scenario with what it actually injected (kills, dropped
         acks, aborted transactions, bounce time), stored in the run's summary.
+    :param hold: the caller's gate on a transaction the scenario holds open (only scenarios
+        that hold one take it).
     """
 
     names: RunNames
@@ -29,6 +32,7 @@ class Run:
     conf: dict[str, Any]
     progress: Progress
     faults: dict[str, Any] = field(default_factory=dict)
+    hold: HoldGate | None = None
 
     @property
     def batch_size(self) -> int:
@@ -99,6 +103,7 @@ def make_run(
     run_tag: str | None,
     rates: dict[str, float],
     show_progress: bool,
+    hold: HoldGate | None = None,
 ) -> Run:
     """Validate the parameters and build the run context.
 
@@ -110,7 +115,8 @@ def make_run(
         raise WorkloadError(f"partitions={partitions}: use 1 to 64")
     names = RunNames(scenario, run_tag or new_run_tag())
     progress = Progress(names.scenario_run, enabled=show_progress)
-    return Run(names, messages, partitions, seed, rates, kafka_io.base_config(), progress)
+    conf = kafka_io.base_config()
+    return Run(names, messages, partitions, seed, rates, conf, progress, hold=hold)
 
 
 def finish(run: Run, outcome: Outcome, started: float) -> ScenarioResult:

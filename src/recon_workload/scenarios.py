@@ -1,4 +1,4 @@
-"""The eight scenarios: each keeps or breaks a delivery promise the way real pipelines do.
+"""The nine scenarios: each keeps or breaks a delivery promise the way real pipelines do.
 
 Every scenario function sets up its topic(s) and sink, produces, consumes (in killable child
 processes) and returns an :class:`~recon_workload.runner.Outcome`; the runner then reads back
@@ -9,6 +9,8 @@ what actually happened and writes the ledger. Fault parameters are per scenario 
 from __future__ import annotations
 
 import random
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +19,7 @@ from confluent_kafka.admin import AdminClient
 
 from recon_workload import kafka_io, sink
 from recon_workload.consumer import ConsumerSpec
+from recon_workload.errors import WorkloadError
 from recon_workload.messages import BAD_KINDS
 from recon_workload.processor import ProcessorSpec
 from recon_workload.producers import (
@@ -39,6 +42,7 @@ class Scenario:
     description: str
     defaults: dict[str, float]
     body: Callable[[Run], Outcome]
+    takes_hold: bool = False  # holds a transaction open a caller can wait on (Run.hold)
 
 
 def _setup(run: Run, topics: list[str], aux: tuple[str, ...] = ()) -> None:
@@ -61,7 +65,19 @@ def _consume(
     stage: int = 1,
     isolation: str = "read_committed",
     stop_after: int | None = None,
+    *,
+    member: str = "",
+    assigned: list[int] | None = None,
+    hold_transactions: int = 0,
+    on_hold: Callable[[], None] | None = None,
+    timeout: float = 120.0,
 ) -> Supervised:
+    """Run one consumer process (one group member) to the end under a kill plan.
+
+    :param member: names the member in progress lines when the group has several.
+    :param assigned, hold_transactions: see :class:`ConsumerSpec`; ``on_hold`` decides when a
+        held transaction may commit (see :func:`supervise`).
+    """
     spec = ConsumerSpec(
         mode=mode,
         topic=topic,
@@ -71,15 +87,20 @@ def _consume(
         isolation=isolation,
         batch_size=run.batch_size,
         stop_after=stop_after,
+        assigned=assigned,
+        hold_transactions=hold_transactions,
     )
-    label = f"consumer[{mode}]"
-    run.progress.step(f"{label} on {topic} ({isolation}), kill rate {kill_rate}")
+    label = f"consumer[{mode}{' ' + member if member else ''}]"
+    reads = "" if assigned is None else f" partitions {assigned}"
+    run.progress.step(f"{label} on {topic}{reads} ({isolation}), kill rate {kill_rate}")
     out = supervise(
         "recon_workload.consumer",
         spec.to_json(),
         _kill_plan(run, kill_rate, stage),
         run.progress,
         label,
+        timeout=timeout,
+        on_hold=on_hold,
     )
     run.faults.setdefault("consumer_kills", []).append(len(out.kills))
     run.faults.setdefault("consumer_starts", []).append(out.starts)
@@ -251,9 +272,107 @@ def bad_records(run: Run) -> Outcome:
     return Outcome(topic, [topic], run.names.group(), produced)
 
 
-def _scenario(body: Callable[[Run], Outcome], **defaults: float) -> Scenario:
+def concurrent_writers(run: Run) -> Outcome:
+    """Two members of one consumer group (each its own partitions) write into the same sink
+    table and commit their offsets after their sink transaction (at-least-once done right). The
+    slow member holds its first sink transaction open (rows inserted, ids taken) while the fast
+    one inserts and commits all of its rows, so the ingest sequence differs from commit order."""
+    names = run.names
+    topic, group = names.topic(), names.group()
+    if run.partitions < 2:
+        raise WorkloadError("concurrent_writers: partitions must be 2 or more (one per member)")
+    _setup(run, [topic])
+    messages = plan(names.run_tag, run.messages, run.seed)
+    produced = send_all({**run.conf, **IDEMPOTENT}, topic, messages, run.progress)
+    half = max(1, run.partitions // 2)
+    slow, fast = list(range(half)), list(range(half, run.partitions))
+    hold = _LongTransaction(run)
+    extra = run.rates["hold_seconds"] + (run.hold.timeout if run.hold is not None else 0.0)
+
+    failed: list[BaseException] = []
+
+    def slow_member() -> None:
+        try:
+            _consume(
+                run,
+                "write_then_commit",
+                topic,
+                run.rates["kill_rate"],
+                1,
+                member="slow",
+                assigned=slow,
+                hold_transactions=1,
+                on_hold=hold.wait,
+                timeout=120.0 + extra,
+            )
+        except BaseException as exc:  # re-raised in the scenario's thread
+            failed.append(exc)
+        finally:
+            hold.opened.set()  # a member that never held must not keep the other waiting
+
+    thread = threading.Thread(target=slow_member, name="concurrent_writers-slow", daemon=True)
+    thread.start()
+    hold.opened.wait()
+    try:
+        kill_rate = run.rates["kill_rate"]
+        _consume(run, "write_then_commit", topic, kill_rate, 2, member="fast", assigned=fast)
+    finally:
+        hold.other_done.set()
+        thread.join()
+    if failed:
+        raise failed[0]
+    with sink.transaction() as cur:
+        seen = sink.visible_by_partition(cur, names.table)
+    first_slow_id = min((seen[p][1] for p in slow if p in seen), default=None)
+    during = run.faults.get("visible_during_hold", {})
+    run.faults["members"] = {"slow": slow, "fast": fast}
+    run.faults["ingest_order_differs_from_commit_order"] = (
+        first_slow_id is not None and first_slow_id < during.get("max_id", 0)
+    )
+    return Outcome(topic, [topic], group, produced)
+
+
+class _LongTransaction:
+    """The slow member's held transactions: the first stays open until the fast member has
+    committed everything, ``hold_seconds`` have passed and the caller's gate (if any) opens; a
+    restarted process's first transaction is held ``hold_seconds`` again."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.opened = threading.Event()
+        self.other_done = threading.Event()
+        self.holds = 0
+
+    def wait(self) -> None:
+        run, started = self.run, time.monotonic()
+        self.holds += 1
+        first = self.holds == 1
+        if first:
+            run.progress.step("slow member: sink transaction open; the fast member starts")
+            self.opened.set()
+            self.other_done.wait()
+            with sink.transaction() as cur:
+                seen = sink.visible_by_partition(cur, run.names.table)
+            run.faults["visible_during_hold"] = {
+                "rows": sum(n for n, _, _ in seen.values()),
+                "partitions": sorted(seen),
+                "max_id": max((hi for _, _, hi in seen.values()), default=0),
+            }
+        time.sleep(max(0.0, run.rates["hold_seconds"] - (time.monotonic() - started)))
+        if first and run.hold is not None:
+            run.progress.step(
+                "slow member: transaction held open; waiting for the caller's release"
+                + (f" (create {run.hold.release_file})" if run.hold.release_file else "")
+            )
+            run.faults["hold_released"] = run.hold.hold()
+        run.faults.setdefault("held_seconds", []).append(round(time.monotonic() - started, 1))
+
+
+def _scenario(
+    body: Callable[[Run], Outcome], takes_hold: bool = False, **defaults: float
+) -> Scenario:
     doc = " ".join((body.__doc__ or "").split())
-    return Scenario(body.__name__, doc, defaults, body)
+    return Scenario(body.__name__, doc, defaults, body, takes_hold)
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -271,5 +390,6 @@ SCENARIOS: dict[str, Scenario] = {
         _scenario(broken_exactly_once, abort_rate=0.3, txn_size=10, kill_rate=0.15),
         _scenario(consumer_group_rewind, stop_fraction=0.6, rewind_fraction=0.5, kill_rate=0.0),
         _scenario(bad_records, kill_rate=0.0),
+        _scenario(concurrent_writers, takes_hold=True, hold_seconds=3, kill_rate=0.0),
     )
 }

@@ -137,6 +137,16 @@ def stored_offsets(cur: Any, table: str) -> dict[tuple[str, int], int]:
     return {(t, p): o for t, p, o in cur.fetchall()}
 
 
+def visible_by_partition(cur: Any, table: str) -> dict[int, tuple[int, int, int]]:
+    """Per Kafka partition, the committed rows this transaction sees: (count, min id, max id)."""
+    cur.execute(
+        sql.SQL(
+            "SELECT kafka_partition, count(*), min(id), max(id) FROM {} GROUP BY kafka_partition"
+        ).format(sql.Identifier("public", table))
+    )
+    return {p: (n, lo, hi) for p, n, lo, hi in cur.fetchall()}
+
+
 def read_rows(cur: Any, table: str) -> list[SinkRow]:
     """Every sink row, in ingest order."""
     cur.execute(

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from recon_workload.errors import WorkloadError
 from recon_workload.progress import Progress
-from recon_workload.protocol import BATCH, DONE, GO, WINDOW
+from recon_workload.protocol import BATCH, DONE, GO, HOLD, WINDOW
 
 
 @dataclass
@@ -76,16 +76,23 @@ def supervise(
     progress: Progress,
     label: str,
     timeout: float = 120.0,
+    on_hold: Callable[[], None] | None = None,
 ) -> Supervised:
     """Run ``python -m module spec_json`` until it finishes cleanly, killing it per ``plan``.
 
     :param module: ``recon_workload.consumer`` or ``recon_workload.processor``.
     :param label: names the stage in progress lines.
     :param timeout: the whole stage, restarts included.
+    :param on_hold: called when the child stops at a hold point (its sink transaction open); the
+        child commits once it returns. Without it, the child goes on at once.
     :raises WorkloadError: when the child fails on its own or the stage overruns.
     """
     out = Supervised()
     deadline = time.monotonic() + timeout
+
+    def tick(message: str) -> None:
+        progress.tick(f"{label}: {message}")
+
     while True:
         out.starts += 1
         with tempfile.TemporaryFile(mode="w+") as errfile:
@@ -101,7 +108,7 @@ def supervise(
             watchdog = threading.Timer(max(deadline - time.monotonic(), 0.1), proc.kill)
             watchdog.start()
             try:
-                done, killed = _drive(proc, plan, out, lambda m: progress.tick(f"{label}: {m}"))
+                done, killed = _drive(proc, plan, out, tick, on_hold)
             finally:
                 watchdog.cancel()
             rc = proc.wait()
@@ -118,7 +125,11 @@ def supervise(
 
 
 def _drive(
-    proc: subprocess.Popen[str], plan: KillPlan, out: Supervised, tick: Callable[[str], None]
+    proc: subprocess.Popen[str],
+    plan: KillPlan,
+    out: Supervised,
+    tick: Callable[[str], None],
+    on_hold: Callable[[], None] | None = None,
 ) -> tuple[bool, bool]:
     """Answer the child's protocol lines until it ends; return (finished cleanly, killed)."""
     assert proc.stdout is not None and proc.stdin is not None
@@ -129,6 +140,11 @@ def _drive(
                 _kill(proc)
                 out.kills.append(plan.windows)
                 return False, True
+            proc.stdin.write(GO + "\n")
+            proc.stdin.flush()
+        elif word == HOLD:
+            if on_hold is not None:
+                on_hold()
             proc.stdin.write(GO + "\n")
             proc.stdin.flush()
         elif word == BATCH:

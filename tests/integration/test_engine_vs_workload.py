@@ -52,6 +52,7 @@ SEMANTICS = {
     "broken_exactly_once": ("exactly_once", True),
     "consumer_group_rewind": ("at_least_once", False),
     "bad_records": ("exactly_once", False),
+    "concurrent_writers": ("at_least_once", True),
 }
 
 
@@ -109,9 +110,9 @@ def _discrepancy_rows(pipeline: str, run_id: str) -> list[tuple[Any, ...]]:
 
 
 def assert_local_layout(data_dir: str, pipeline: str, run_id: str) -> None:
-    """The run's window directory is the local engine's: three parts made visible at once."""
+    """The run's window directory is the local engine's: four parts made visible at once."""
     run_dir = os.path.dirname(window_path(data_dir, pipeline, run_id, "committed"))
-    for part in ("committed", "pending", "sink"):
+    for part in ("committed", "pending", "inflight", "sink"):
         assert os.path.isdir(os.path.join(run_dir, part)), f"{run_dir}: no {part}/"
     assert os.path.exists(os.path.join(run_dir, "_SUCCESS")), f"{run_dir}: no _SUCCESS"
 

@@ -330,6 +330,42 @@ def test_bad_records_are_invalid(
     assert result.counts["delivered"] == SMALL["messages"]
 
 
+def test_concurrent_writers_commit_out_of_ingest_order(
+    request: pytest.FixtureRequest, run_tag: str, wl_kafka: dict[str, str], wl_pg: dict[str, Any]
+) -> None:
+    result = _run(request, "concurrent_writers", run_tag, hold_seconds=1)
+    check_ledger(wl_kafka, wl_pg, result, SMALL["partitions"], SMALL["messages"])
+    # At-least-once done right, no fault injected: every message exactly once.
+    assert result.counts["delivered"] == SMALL["messages"]
+    assert sum(n for v, n in result.counts.items() if v != "delivered") == 0
+    # Two members of one group, each its own partitions, into one table.
+    slow, fast = result.faults["members"]["slow"], result.faults["members"]["fast"]
+    assert slow and fast and sorted(slow + fast) == list(range(SMALL["partitions"]))
+    assert result.faults["consumer_starts"] == [1, 1]
+    schema, table = result.sink_table.split(".")
+    rows = _query(wl_pg, f'SELECT id, kafka_partition FROM {schema}."{table}"')
+    slow_ids = [i for i, p in rows if p in slow]
+    fast_ids = [i for i, p in rows if p in fast]
+    assert slow_ids and fast_ids
+    # While the slow member's first transaction was open, the fast member's rows were all
+    # committed and visible, the slow member's not one, though its rows took lower ids.
+    during = result.faults["visible_during_hold"]
+    assert during["rows"] == len(fast_ids)
+    assert set(during["partitions"]) <= set(fast)
+    assert min(slow_ids) < min(fast_ids) <= max(fast_ids) == during["max_id"]
+    assert result.faults["ingest_order_differs_from_commit_order"] is True
+    assert result.faults["held_seconds"][0] >= 1
+
+
+def test_concurrent_writers_rejects_one_partition(
+    request: pytest.FixtureRequest, run_tag: str
+) -> None:
+    from recon_workload import WorkloadError
+
+    with pytest.raises(WorkloadError, match="partitions must be 2 or more"):
+        _run(request, "concurrent_writers", run_tag, partitions=1)
+
+
 def test_cli_rerun_replaces_the_run(
     request: pytest.FixtureRequest, run_tag: str, wl_kafka: dict[str, str], wl_pg: dict[str, Any]
 ) -> None:
@@ -357,4 +393,5 @@ def test_cli_rerun_replaces_the_run(
     listing = subprocess.run(
         [sys.executable, "-m", "recon_workload.cli", "list"], capture_output=True, text=True
     )
-    assert all(name in listing.stdout for name in (*EXACTLY_ONCE, "bad_records", "at_most_once"))
+    names = (*EXACTLY_ONCE, "bad_records", "at_most_once", "concurrent_writers")
+    assert all(name in listing.stdout for name in names)

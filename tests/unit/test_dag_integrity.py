@@ -20,6 +20,7 @@ DEMO_DAGS = {
     "recon_clicks_at_least_once",
     "recon_payments_exactly_once",
     "recon_ledger_broken_exactly_once",
+    "recon_shipments_concurrent_writers",
 }
 
 
