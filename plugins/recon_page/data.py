@@ -53,6 +53,8 @@ class Run:
     rewinds: list[Any] = field(default_factory=list)
     duration_seconds: float | None = None
     error: str | None = None
+    #: rows of this run a later run proved wrong, per verdict (a late sink row for a ``lost``)
+    corrections: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ class Discrepancy:
 
 _RUN_COLUMNS = (
     "pipeline, run_id, semantics, status, started_at, finished_at, counts, contract_passed, "
-    "violations, validation_url, window_spec, rewinds, duration_seconds, error"
+    "violations, validation_url, window_spec, rewinds, duration_seconds, error, corrections"
 )
 _DISCREPANCY_COLUMNS = (
     "d.pipeline, d.run_id, d.verdict, d.message_id, d.topic, d.partition, d.offsets, d.sink_keys, "
@@ -164,7 +166,7 @@ def _fetch(conn: Any, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
 
 def _run(row: tuple[Any, ...]) -> Run:
     (pipeline, run_id, semantics, status, started, finished, counts, passed, violations, url,
-     window, rewinds, duration, error) = row  # fmt: skip
+     window, rewinds, duration, error, corrections) = row  # fmt: skip
     return Run(
         pipeline=pipeline,
         run_id=run_id,
@@ -180,6 +182,7 @@ def _run(row: tuple[Any, ...]) -> Run:
         rewinds=list(rewinds or []),
         duration_seconds=duration,
         error=redact(error),
+        corrections={str(k): int(v or 0) for k, v in (corrections or {}).items()},
     )
 
 

@@ -19,7 +19,10 @@ VERDICT_HINTS: dict[str, str] = {
     "unverifiable": (
         "Retention or compaction removed these records before they were read: check upstream."
     ),
-    "pending": "Not judged yet (past the committed offset or younger than the settle time).",
+    "pending": (
+        "Not judged yet: past the committed offset, past the last stable offset of an open "
+        "transaction, or younger than the settle time."
+    ),
     "topic_duplicate": "Producer retry: enable the idempotent producer.",
 }
 

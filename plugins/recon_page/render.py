@@ -243,6 +243,9 @@ def _runs_table(view: PipelineView, links: Links) -> str:
     rows = []
     for r in view.runs:
         counts = ", ".join(f"{k} {v:,}" for k, v in sorted(r.counts.items()) if v) or "—"
+        if r.corrections:
+            fixed = ", ".join(f"{k} {v:,}" for k, v in sorted(r.corrections.items()))
+            counts += f" (corrected by later runs: {fixed})"
         docs = links.docs(r)
         rows.append(
             f"<tr><td>{_a(links.dag_run(r.pipeline, r.run_id), r.run_id, top=True)}</td>"

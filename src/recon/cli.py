@@ -1,9 +1,9 @@
 """``recon``: reconcile a pipeline outside Airflow, list its runs, validate the YAML.
 
 Exit status: 0 the contract holds (or the command succeeded), 1 the contract is broken,
-2 a user error (configuration, connection, missing topic or table) or a failed service (Kafka
-unreachable, PostgreSQL gone during the commit, the Spark driver dead, a concurrent run), named in
-one line.
+2 a user error (configuration, connection, missing topic or table), a failed service (Kafka
+unreachable, PostgreSQL gone during the commit, the Spark driver dead, a concurrent run) or any
+other failure of a run (marked ``error`` in ``recon.runs``), named in one line.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from recon.errors import ReconError, SparkDriverLost
+from recon.errors import ReconError, RunFailed, SparkDriverLost, first_line
 
 EXIT_OK, EXIT_CONTRACT_BROKEN, EXIT_USER_ERROR = 0, 1, 2
 
@@ -154,10 +154,18 @@ def _run(args: argparse.Namespace) -> int:
     driver_lost = False
     try:
         summary = run_pipeline(cfg, run_id, spark, data_dir=args.data_dir, progress=_progress)
+    except ReconError:
+        raise
     except Exception as exc:
         driver_lost = _driver_lost(spark, exc)
         if not driver_lost:
-            raise
+            from recon.engine import redact
+
+            raise RunFailed(
+                f"pipeline '{cfg.name}': run '{run_id}' failed: "
+                f"{redact(f'{type(exc).__name__}: {first_line(exc)}', cfg)}; it is marked error "
+                "in recon.runs and committed nothing"
+            ) from None
         raise SparkDriverLost(
             f"pipeline '{cfg.name}': the Spark driver died during run '{run_id}' "
             f"({type(exc).__name__}); a run commits all of its results or none: run it again "
@@ -224,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
         return handlers[args.command](args)
     except ReconError as exc:
         print(f"recon: error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except Exception as exc:  # never a traceback: one line, and the status of a failure
+        print(f"recon: error: {type(exc).__name__}: {first_line(exc)}", file=sys.stderr)
         return EXIT_USER_ERROR
 
 

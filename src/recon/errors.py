@@ -40,3 +40,8 @@ class InputSchemaError(ReconError):
 
 class SparkDriverLost(ServiceUnavailable):
     """The Spark driver (the JVM a run talks to) died while the run was using it."""
+
+
+class RunFailed(ReconError):
+    """A run stopped on an error nobody planned for (a bug, a corrupt file, a full disk). The run
+    is marked ``error`` in ``recon.runs`` and committed nothing; its message is redacted."""

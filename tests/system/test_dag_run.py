@@ -100,3 +100,56 @@ def test_dags_test_runs_every_task_and_commits_the_verdicts(tmp_path: Path, engi
         remove_run("exactly_once_idempotent_consumer", tag)
         with results_db() as pg:
             forget_pipeline(pg, name)
+
+
+def test_an_idle_local_pipeline_runs_green(tmp_path: Path) -> None:
+    """A second DAG run with nothing new (no record, no sink row since the first) is a normal,
+    passing run on ``engine: local``: its empty sink range is read as empty (it used to crash
+    with 'Empty CSV file' and leave the run 'running')."""
+    tag = uuid.uuid4().hex[:6]
+    truth = run_scenario(
+        "exactly_once_idempotent_consumer", messages=60, run_tag=tag, progress=False
+    )
+    name = f"systest_idle_{tag}"
+    pipelines = tmp_path / "pipelines.yaml"
+    pipelines.write_text(
+        PIPELINE.format(
+            name=name,
+            topic=truth.topic,
+            group=truth.consumer_group,
+            table=truth.sink_table,
+            engine="local",
+        )  # fmt: skip
+    )
+    env = {
+        **os.environ,
+        "RECON_PIPELINES": str(pipelines),
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
+    }
+    try:
+        for day in ("2026-01-01", "2026-01-02"):
+            result = subprocess.run(
+                ["airflow", "dags", "test", f"recon_{name}", day],
+                env=env, capture_output=True, text=True, timeout=900,
+            )  # fmt: skip
+            tail = _failure_excerpt(result.stdout + result.stderr)
+            assert result.returncode == 0, tail
+            assert "state=success" in result.stdout + result.stderr, tail
+
+        kwargs = postgres_connection("postgres_recon").psycopg2_kwargs()
+        with psycopg2.connect(**kwargs) as pg, pg.cursor() as cur:
+            cur.execute(
+                "SELECT status, contract_passed, counts, sink_rows_scanned FROM recon.runs "
+                "WHERE pipeline = %s ORDER BY snapshot_at",
+                (name,),
+            )
+            rows = cur.fetchall()
+        assert [(r[0], r[1]) for r in rows] == [("passed", True), ("passed", True)], rows
+        first, idle = rows[0][2], rows[1][2]
+        assert first["delivered"] == truth.counts["delivered"] == 60
+        assert sum(idle.values()) == 0, idle
+        assert rows[1][3] == 0
+    finally:
+        remove_run("exactly_once_idempotent_consumer", tag)
+        with results_db() as pg:
+            forget_pipeline(pg, name)
