@@ -18,6 +18,9 @@ import time
 from types import FrameType
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+#: The scheduler's and triggerer's log servers bind every interface (Airflow hard-codes it) and
+#: serve nothing here: the api-server reads the task logs from this machine's files.
+SKIP_LOG_SERVER = {"scheduler": ("--skip-serve-logs",), "triggerer": ("--skip-serve-logs",)}
 MAX_BACKOFF_SECONDS = 30.0
 STABLE_AFTER_SECONDS = 60.0  # a component that ran this long restarts at once the next time
 STOP_GRACE_SECONDS = 30.0
@@ -44,7 +47,9 @@ class Component:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            ["airflow", self.name], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+            ["airflow", self.name, *SKIP_LOG_SERVER.get(self.name, ())],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
         )
         self.started_at = time.monotonic()
         self.restart_at = None

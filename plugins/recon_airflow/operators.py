@@ -151,7 +151,7 @@ class ReconSparkSubmitOperator(SparkSubmitOperator):
         _check_name(pipeline)
         if step not in SPARK_STEPS:
             raise ValueError(f"step must be one of {', '.join(SPARK_STEPS)}, not {step!r}")
-        from recon.spark import spark_extra_jars
+        from recon.spark import spark_extra_jars, spark_settings
 
         args = ["--pipeline", pipeline, "--run-id", "{{ run_id }}", "--step", step]
         if pipelines_file:
@@ -162,14 +162,8 @@ class ReconSparkSubmitOperator(SparkSubmitOperator):
             conn_id=conn_id,
             jars=",".join(spark_extra_jars()) or None,
             name=f"recon-{pipeline}-{step}",
-            conf={
-                "spark.driver.host": "127.0.0.1",
-                "spark.ui.showConsoleProgress": "false",
-                "spark.sql.session.timeZone": "UTC",
-                "spark.sql.shuffle.partitions": os.environ.get(
-                    "RECON_SPARK_SHUFFLE_PARTITIONS", "8"
-                ),
-            },
+            # The CLI's settings, one source: loopback only, no UI, secrets redacted.
+            conf=spark_settings(),
             **kwargs,
         )
         self.pipeline = pipeline

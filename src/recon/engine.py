@@ -379,20 +379,31 @@ def partition_ends(windows: list[PartitionWindow]) -> list[tuple[int, int, int]]
 def carried_pending_path(data_dir: str, cfg: PipelineConfig, record: store.RunRecord) -> str | None:
     """The results of the run this one starts from, whose ``pending`` rows are the messages still
     pending (every pending message is reported again by each run until it is judged); None on
-    the first run."""
+    the first run. They sit beside the base run's ledger version (``<dir>/ledger/...`` and
+    ``<dir>/results/...``), wherever this run's data directory is."""
     if record.base_run_id is None:
         return None
-    return results_path(data_dir, cfg.name, record.base_run_id)
+    base = record.base_ledger_path or ""
+    root = base.rsplit("/ledger/", 1)[0] if "/ledger/" in base else data_dir
+    return results_path(root, cfg.name, record.base_run_id)
 
 
 def _carried_pending(
-    spark: SparkSession, data_dir: str, cfg: PipelineConfig, record: store.RunRecord
+    spark: SparkSession,
+    data_dir: str,
+    cfg: PipelineConfig,
+    record: store.RunRecord,
+    base_entries: list[str],
+    progress: Progress,
 ) -> DataFrame:
     """The messageIds the base run left pending: their ledger entries join this run even when no
     record or sink row of theirs is read again (a record that aborted, or one retention removed),
-    so that they are judged when the window passes them."""
+    so that they are judged when the window passes them. Without the base run's results (a data
+    directory cleaned by hand) they are found by scanning the whole ledger instead."""
+    from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
 
+    from recon import ledger as ledger_store
     from recon.verdicts import Verdict as V
 
     path = carried_pending_path(data_dir, cfg, record)
@@ -400,12 +411,13 @@ def _carried_pending(
         return spark.createDataFrame([], "message_id string")
     try:
         results = spark.read.parquet(path)
-    except Exception as exc:  # AnalysisException: the base run's results are gone
-        raise store.RunNotFound(
-            f"pipeline '{cfg.name}': the results of run '{record.base_run_id}', which this run "
-            f"starts from, are not at {path} ({first_line(exc)}): the data directory changed or "
-            "was cleaned; run `recon reset` to start the pipeline anew"
-        ) from None
+    except AnalysisException:
+        progress(f"run {record.run_id}: no results of run {record.base_run_id} at {path}: "
+                 "the ledger is scanned for pending messages instead")  # fmt: skip
+        whole = ledger_store.full_ledger(spark, base_entries)
+        if whole is None:
+            return spark.createDataFrame([], "message_id string")
+        results = whole
     return results.filter(F.col("verdict") == V.PENDING.value).select("message_id")
 
 
@@ -591,7 +603,8 @@ def reconcile_run(
         base_entries = ledger_store.read_manifest(spark, record.base_ledger_path)
         sink_rows = _sink_rows_for_run(spark, cfg, record).persist(StorageLevel.MEMORY_AND_DISK)
         if cfg.sink.ingest_seq_column:
-            facts = [window, pending, sink_rows, _carried_pending(spark, data_dir, cfg, record)]
+            carried = _carried_pending(spark, data_dir, cfg, record, base_entries, progress)
+            facts = [window, pending, sink_rows, carried]
             ledger = ledger_store.ledger_for(spark, base_entries, facts, record.fact_bound)
         else:
             # A sink scanned whole: every id's row count is compared with its ledger entry.

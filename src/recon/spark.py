@@ -23,6 +23,25 @@ def _state_dir() -> str:
     return os.environ.get("RECON_STATE") or os.path.join(root, ".state")
 
 
+def spark_settings() -> dict[str, str]:
+    """Every setting a Spark driver of the product runs with, whoever starts it (``recon run``'s
+    session, spark-submit from Airflow, ``spark_apps/``): bound to loopback, no UI unless
+    ``RECON_SPARK_UI=true``, credentials redacted from plans, logs and the event log."""
+    return {
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.ui.enabled": os.environ.get("RECON_SPARK_UI", "false"),
+        "spark.sql.shuffle.partitions": os.environ.get("RECON_SPARK_SHUFFLE_PARTITIONS", "8"),
+        "spark.sql.adaptive.enabled": "true",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        # Kafka SASL credentials travel as a JAAS option: keep them out of plans, logs and UI.
+        "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas",
+        "spark.sql.redaction.options.regex": "(?i)url|jaas|password|secret",
+        "spark.driver.memory": os.environ.get("RECON_SPARK_DRIVER_MEMORY", "2g"),
+    }
+
+
 def spark_session(app_name: str = "recon", master: str | None = None) -> SparkSession:
     """Build (or reuse) a SparkSession with the project's jars on its classpath.
 
@@ -36,22 +55,29 @@ def spark_session(app_name: str = "recon", master: str | None = None) -> SparkSe
         raise RuntimeError(
             "Spark's extra jars (Kafka source, PostgreSQL JDBC) are missing: run 'make setup'"
         )
-    builder = (
-        SparkSession.builder.appName(app_name)
-        .master(master or os.environ.get("RECON_SPARK_MASTER", "local[*]"))
-        .config("spark.jars", ",".join(jars))
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", os.environ.get("RECON_SPARK_UI", "false"))
-        .config(
-            "spark.sql.shuffle.partitions", os.environ.get("RECON_SPARK_SHUFFLE_PARTITIONS", "8")
-        )
-        .config("spark.sql.adaptive.enabled", "true")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        # Kafka SASL credentials travel as a JAAS option: keep them out of plans, logs and the UI.
-        .config("spark.redaction.regex", "(?i)secret|password|token|access[.]?key|jaas")
-        .config("spark.sql.redaction.options.regex", "(?i)url|jaas|password|secret")
-        .config("spark.driver.memory", os.environ.get("RECON_SPARK_DRIVER_MEMORY", "2g"))
+    builder = SparkSession.builder.appName(app_name).master(
+        master or os.environ.get("RECON_SPARK_MASTER", "local[*]")
     )
-    return builder.getOrCreate()
+    for key, value in {"spark.jars": ",".join(jars), **spark_settings()}.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    _quiet_accumulator_server(session)
+    return session
+
+
+def _quiet_accumulator_server(session: SparkSession) -> None:
+    """pyspark's accumulator server (a thread of this process) prints a traceback to stderr when
+    the driver JVM dies mid-update; the run reports the lost driver in one line instead."""
+    import logging
+
+    server = getattr(session.sparkContext, "_accumulatorServer", None)
+    if server is None:
+        return
+
+    def handle_error(_request: object, client_address: object) -> None:
+        logging.getLogger(__name__).debug(
+            "accumulator update from %s failed (the driver went away)", client_address,
+            exc_info=True,
+        )  # fmt: skip
+
+    server.handle_error = handle_error

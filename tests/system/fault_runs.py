@@ -6,8 +6,10 @@ which go on to clear it, and by the secret-leak test, which searches everything 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import signal
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -41,6 +43,54 @@ class RetriedRun:
     airflow: kit.Airflow
     killed_pids: list[int]
     after_kill: dict[str, Any] = field(default_factory=dict)
+    #: sockets the project's processes listened on beyond loopback while the run ran
+    exposed: list[str] = field(default_factory=list)
+    #: how many times the listening sockets were listed during the run
+    listings: int = 0
+
+
+def _project_process(pid: int | None, root: str) -> str | None:
+    """The command line of ``pid`` when it is one of the project's (Airflow's components and
+    children, Spark drivers and the JVMs with the checkout's jars, Kafka, PostgreSQL)."""
+    if pid is None:
+        return None
+    try:
+        cmd = " ".join(psutil.Process(pid).cmdline())
+    except psutil.Error:
+        return None
+    return cmd if cmd.startswith("airflow") or root in cmd else None
+
+
+class ListenerWatch:
+    """Lists the listening TCP sockets every 0.2 s in a thread, and keeps every one that a
+    process of the project opened on an address other than loopback."""
+
+    def __init__(self) -> None:
+        self.root = os.environ.get("RECON_ROOT", os.getcwd())
+        self.exposed: set[str] = set()
+        self.listings = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="listener-watch", daemon=True)
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.2):
+            for conn in psutil.net_connections(kind="tcp"):
+                if conn.status != psutil.CONN_LISTEN or not conn.laddr:
+                    continue
+                if ipaddress.ip_address(conn.laddr.ip).is_loopback:
+                    continue
+                cmd = _project_process(conn.pid, self.root)
+                if cmd is not None:
+                    self.exposed.add(f"{conn.laddr.ip}:{conn.laddr.port} by {cmd[:160]}")
+            self.listings += 1
+
+    def __enter__(self) -> ListenerWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def spark_step_processes(pipeline: str, step: str) -> list[psutil.Process]:
@@ -118,20 +168,22 @@ def retried_run(airflow_url: str) -> Iterator[RetriedRun]:
             truth = run_scenario(SCENARIO, messages=MESSAGES, run_tag=tag, progress=False)
             assert truth.counts["duplicated"] > 0, truth.summary  # else nothing to double-count
             airflow.wait_for_dag(dag_id)
-            airflow.trigger(dag_id, run_id)
-            killed = kill_when_judging(pipeline, run_id)
-            run = RetriedRun(pipeline, dag_id, run_id, truth, airflow, killed)
-            # Between the kill and the retry (30 s later): what a reader of recon.* would see.
-            run.after_kill = {
-                "runs": kit.runs(pipeline),
-                "watermarks": kit.watermarks(pipeline),
-                "discrepancies": kit.discrepancies(pipeline),
-                "state": kit.query(
-                    "SELECT run_id FROM recon.pipeline_state WHERE pipeline = %s", pipeline
-                ),
-                "ti": wait_task_state(airflow, dag_id, run_id, KILLED_TASK, "up_for_retry"),
-            }
-            final = airflow.wait_run(dag_id, run_id, timeout=600)
+            with ListenerWatch() as watch:
+                airflow.trigger(dag_id, run_id)
+                killed = kill_when_judging(pipeline, run_id)
+                run = RetriedRun(pipeline, dag_id, run_id, truth, airflow, killed)
+                # Between the kill and the retry (30 s later): what a reader of recon.* would see.
+                run.after_kill = {
+                    "runs": kit.runs(pipeline),
+                    "watermarks": kit.watermarks(pipeline),
+                    "discrepancies": kit.discrepancies(pipeline),
+                    "state": kit.query(
+                        "SELECT run_id FROM recon.pipeline_state WHERE pipeline = %s", pipeline
+                    ),
+                    "ti": wait_task_state(airflow, dag_id, run_id, KILLED_TASK, "up_for_retry"),
+                }
+                final = airflow.wait_run(dag_id, run_id, timeout=600)
+            run.exposed, run.listings = sorted(watch.exposed), watch.listings
             logs = kit.task_log_dir(dag_id, run_id)
             assert final["state"] == "success", f"the run ended {final['state']}: see {logs}"
             yield run

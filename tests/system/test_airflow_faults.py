@@ -197,3 +197,11 @@ def test_backfill_runs_one_at_a_time_each_committing_its_window(airflow_url: str
         remove_run(BACKFILL_SCENARIO, tag)
         with results_db() as pg:
             forget_pipeline(pg, pipeline)
+
+
+def test_nothing_listens_beyond_loopback_during_a_dag_run(retried_run: RetriedRun) -> None:
+    """Every socket the project's processes listened on while the DAG run (its spark-submit
+    steps, the scheduler's workers, the retry) went on was bound to loopback: no Spark UI on
+    ``*:4040``, no Airflow log server on ``0.0.0.0:8793``."""
+    assert retried_run.listings > 10, "the sockets were hardly listed during the run"
+    assert retried_run.exposed == [], "\n".join(retried_run.exposed)

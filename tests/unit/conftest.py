@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+
+# The Airflow plugin's package (operators, hooks) as Airflow imports it, whichever test runs first.
+_PLUGINS = str(Path(__file__).resolve().parents[2] / "plugins")
+if _PLUGINS not in sys.path:
+    sys.path.insert(0, _PLUGINS)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

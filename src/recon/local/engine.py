@@ -218,23 +218,27 @@ def _read_uncommitted(
     return "recon_aborted"
 
 
-def _carried_pending(con: Any, data_dir: str, cfg: PipelineConfig, record: store.RunRecord) -> str:
+def _carried_pending(
+    con: Any,
+    data_dir: str,
+    cfg: PipelineConfig,
+    record: store.RunRecord,
+    base_entries: list[str],
+    progress: Progress,
+) -> str:
     """The messageIds the base run left pending (``recon.engine._carried_pending``)."""
     path = carried_pending_path(data_dir, cfg, record)
-    if path is None:
-        con.execute("CREATE OR REPLACE TEMP VIEW recon_carried AS SELECT NULL::VARCHAR AS "
-                    "message_id WHERE false")  # fmt: skip
-        return "recon_carried"
-    if not glob.glob(os.path.join(path, "*.parquet")):
-        raise store.RunNotFound(
-            f"pipeline '{cfg.name}': the results of run '{record.base_run_id}', which this run "
-            f"starts from, are not at {path}: the data directory changed or was cleaned; run "
-            "`recon reset` to start the pipeline anew"
-        )
-    _view(con, "recon_base_results", path)
+    source = None
+    if path is not None and glob.glob(os.path.join(ledger_store.local_path(path), "*.parquet")):
+        source = _view(con, "recon_base_results", ledger_store.local_path(path))
+    elif path is not None:
+        progress(f"run {record.run_id}: no results of run {record.base_run_id} at {path}: "
+                 "the ledger is scanned for pending messages instead")  # fmt: skip
+        source = ledger_store.full_ledger(con, base_entries, name="recon_base_ledger")
+    where = f"verdict = '{Verdict.PENDING}'" if source else "false"
     con.execute(
-        "CREATE OR REPLACE TEMP VIEW recon_carried AS SELECT message_id FROM recon_base_results "
-        f"WHERE verdict = '{Verdict.PENDING}'"
+        "CREATE OR REPLACE TEMP VIEW recon_carried AS SELECT message_id FROM "
+        f"{source or '(SELECT NULL::VARCHAR AS message_id)'} WHERE {where}"
     )
     return "recon_carried"
 
@@ -375,7 +379,7 @@ def reconcile_run(
         base_entries = ledger_store.read_manifest(record.base_ledger_path)
         sink = "recon_sink"
         if cfg.sink.ingest_seq_column:
-            carried = _carried_pending(con, data_dir, cfg, record)
+            carried = _carried_pending(con, data_dir, cfg, record, base_entries, progress)
             con.execute(
                 f"""CREATE OR REPLACE TEMP VIEW recon_ids AS
                 SELECT message_id FROM recon_window UNION ALL

@@ -41,8 +41,12 @@ LEDGER_COLUMNS = (
 )  # fmt: skip
 
 
-def _local(path: str) -> str:
+def local_path(path: str) -> str:
+    """A Spark-style ``file:`` path as a plain one."""
     return path[len("file:") :] if path.startswith("file:") else path
+
+
+_local = local_path
 
 
 def read_manifest(path: str | None) -> list[str]:
