@@ -61,6 +61,13 @@ def _project_process(pid: int | None, root: str) -> str | None:
     return cmd if cmd.startswith("airflow") or root in cmd else None
 
 
+def _loopback(ip: str) -> bool:
+    """Loopback, also as an IPv4-mapped IPv6 address (``::ffff:127.0.0.1``, as Java binds)."""
+    address = ipaddress.ip_address(ip.split("%", 1)[0])
+    mapped = getattr(address, "ipv4_mapped", None)
+    return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))
+
+
 class ListenerWatch:
     """Lists the listening TCP sockets every 0.2 s in a thread, and keeps every one that a
     process of the project opened on an address other than loopback."""
@@ -77,7 +84,7 @@ class ListenerWatch:
             for conn in psutil.net_connections(kind="tcp"):
                 if conn.status != psutil.CONN_LISTEN or not conn.laddr:
                     continue
-                if ipaddress.ip_address(conn.laddr.ip).is_loopback:
+                if _loopback(conn.laddr.ip):
                     continue
                 cmd = _project_process(conn.pid, self.root)
                 if cmd is not None:
