@@ -15,6 +15,7 @@ from typing import Any
 
 import psycopg2
 import pytest
+from test_engine_vs_workload import PIPELINE_YAML
 
 from recon.config import load_pipelines
 from recon.engine import results_db, results_path, run_pipeline
@@ -25,26 +26,6 @@ pytestmark = pytest.mark.integration
 
 SCENARIO = "concurrent_writers"
 PARAMS = {"messages": 150, "partitions": 3, "seed": 5, "hold_seconds": 1}
-
-PIPELINE_YAML = """
-pipelines:
-  {name}:
-    engine: {engine}
-    semantics: at_least_once
-    schedule: null
-    settle_seconds: 0
-    kafka:
-      connection: kafka_default
-      topic: {topic}
-      consumer_group: {group}
-      message_id: {{header: message_id}}
-    sink:
-      connection: postgres_sink
-      table: {table}
-      message_id_column: message_id
-      ingest_seq_column: id
-    idempotent_producer: true
-"""
 
 
 def _names(tag: str) -> tuple[str, str, str]:
@@ -108,7 +89,15 @@ def test_rows_committed_after_a_run_are_judged_by_the_next(
         # transaction is open (its rows invisible, their ids below the fast member's rows).
         yaml_path = tmp_path / "pipelines.yaml"
         yaml_path.write_text(
-            PIPELINE_YAML.format(name=name, engine=engine, topic=topic, group=group, table=table)
+            PIPELINE_YAML.format(
+                name=name,
+                engine=engine,
+                semantics="at_least_once",
+                topic=topic,
+                group=group,
+                table=table,
+                idempotent="true",
+            )  # fmt: skip
         )
         cfg = load_pipelines(yaml_path)[name]
         run_pipeline(cfg, "run-1", spark, data_dir=data_dir)

@@ -13,7 +13,7 @@ import pytest
 from recon.connections import postgres_connection
 from recon.engine import results_db
 from recon.store import forget_pipeline
-from recon_workload import remove_run, run_scenario
+from recon_workload import ScenarioResult, remove_run, run_scenario
 
 pytestmark = pytest.mark.system
 
@@ -49,13 +49,8 @@ def _failure_excerpt(output: str, limit: int = 40) -> str:
     return "\n".join([*picked, "--- last lines ---", *lines[-15:]])
 
 
-@pytest.mark.parametrize("engine", ["spark", "local"])
-def test_dags_test_runs_every_task_and_commits_the_verdicts(tmp_path: Path, engine: str) -> None:
-    tag = uuid.uuid4().hex[:6]
-    truth = run_scenario(
-        "exactly_once_idempotent_consumer", messages=150, run_tag=tag, progress=False
-    )
-    name = f"systest_{tag}"
+def _declared(tmp_path: Path, name: str, truth: ScenarioResult, engine: str) -> dict[str, str]:
+    """The pipeline's YAML written for the workload run, and the environment its DAG runs in."""
     pipelines = tmp_path / "pipelines.yaml"
     pipelines.write_text(
         PIPELINE.format(
@@ -69,19 +64,34 @@ def test_dags_test_runs_every_task_and_commits_the_verdicts(tmp_path: Path, engi
     # `dags test` writes the DAG to the metadata database the running stack shares. Paused, and
     # without a schedule, the stack's scheduler neither starts runs of it nor queues this run's
     # tasks: its workers would fail them, not knowing the pipeline (the CI failure of stop 14).
-    env = {
+    return {
         **os.environ,
         "RECON_PIPELINES": str(pipelines),
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
     }
+
+
+def _dags_test(name: str, env: dict[str, str], logical_date: str | None = None) -> None:
+    """One whole run of the pipeline's DAG by `airflow dags test`; it must end in success."""
+    result = subprocess.run(
+        ["airflow", "dags", "test", f"recon_{name}", *([logical_date] if logical_date else [])],
+        env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    tail = _failure_excerpt(result.stdout + result.stderr)
+    assert result.returncode == 0, tail
+    assert "state=success" in result.stdout + result.stderr, tail
+
+
+@pytest.mark.parametrize("engine", ["spark", "local"])
+def test_dags_test_runs_every_task_and_commits_the_verdicts(tmp_path: Path, engine: str) -> None:
+    tag = uuid.uuid4().hex[:6]
+    truth = run_scenario(
+        "exactly_once_idempotent_consumer", messages=150, run_tag=tag, progress=False
+    )
+    name = f"systest_{tag}"
+    env = _declared(tmp_path, name, truth, engine)
     try:
-        result = subprocess.run(
-            ["airflow", "dags", "test", f"recon_{name}"],
-            env=env, capture_output=True, text=True, timeout=900,
-        )  # fmt: skip
-        tail = _failure_excerpt(result.stdout + result.stderr)
-        assert result.returncode == 0, tail
-        assert "state=success" in result.stdout + result.stderr, tail
+        _dags_test(name, env)
 
         kwargs = postgres_connection("postgres_recon").psycopg2_kwargs()
         with psycopg2.connect(**kwargs) as pg, pg.cursor() as cur:
@@ -111,30 +121,10 @@ def test_an_idle_local_pipeline_runs_green(tmp_path: Path) -> None:
         "exactly_once_idempotent_consumer", messages=60, run_tag=tag, progress=False
     )
     name = f"systest_idle_{tag}"
-    pipelines = tmp_path / "pipelines.yaml"
-    pipelines.write_text(
-        PIPELINE.format(
-            name=name,
-            topic=truth.topic,
-            group=truth.consumer_group,
-            table=truth.sink_table,
-            engine="local",
-        )  # fmt: skip
-    )
-    env = {
-        **os.environ,
-        "RECON_PIPELINES": str(pipelines),
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
-    }
+    env = _declared(tmp_path, name, truth, "local")
     try:
         for day in ("2026-01-01", "2026-01-02"):
-            result = subprocess.run(
-                ["airflow", "dags", "test", f"recon_{name}", day],
-                env=env, capture_output=True, text=True, timeout=900,
-            )  # fmt: skip
-            tail = _failure_excerpt(result.stdout + result.stderr)
-            assert result.returncode == 0, tail
-            assert "state=success" in result.stdout + result.stderr, tail
+            _dags_test(name, env, day)
 
         kwargs = postgres_connection("postgres_recon").psycopg2_kwargs()
         with psycopg2.connect(**kwargs) as pg, pg.cursor() as cur:
