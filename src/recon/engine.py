@@ -32,6 +32,12 @@ from recon.contract import evaluate_contract
 from recon.details import LATE_DELIVERY
 from recon.errors import first_line
 from recon.kafka_read import OffsetRange, extract_message_ids, read_kafka_ranges
+
+# Re-exported: callers (the CLI, tests, plugins) find a run's paths here.
+from recon.paths import _safe
+from recon.paths import results_path as results_path
+from recon.paths import window_path as window_path
+from recon.pending import partition_ends, spark_carried_pending
 from recon.sink_position import take_sink_position
 from recon.sink_read import inspect_sink, read_sink_rows, sink_query
 from recon.snapshot import KafkaAuthFailed, scrub, take_offsets
@@ -87,19 +93,6 @@ def sink_db(cfg: PipelineConfig) -> Iterator[Any]:
         yield pg
     finally:
         pg.close()
-
-
-def window_path(data_dir: str, pipeline: str, run_id: str, part: str) -> str:
-    return f"{data_dir.rstrip('/')}/windows/{pipeline}/{_safe(run_id)}/{part}"
-
-
-def results_path(data_dir: str, pipeline: str, run_id: str) -> str:
-    """Every verdict row of a run (delivered included): what the validation step reads."""
-    return f"{data_dir.rstrip('/')}/results/{pipeline}/{_safe(run_id)}"
-
-
-def _safe(run_id: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
 
 
 # --- step 1 -------------------------------------------------------------------------------------
@@ -371,56 +364,6 @@ def _uncommitted_records(
     )
 
 
-def partition_ends(windows: list[PartitionWindow]) -> list[tuple[int, int, int]]:
-    """``(partition, window_to, log_start_offset)`` per partition: the rules' ``partition_ends``."""
-    return [(w.partition, w.window_to, w.log_start_offset) for w in windows]
-
-
-def carried_pending_path(data_dir: str, cfg: PipelineConfig, record: store.RunRecord) -> str | None:
-    """The results of the run this one starts from, whose ``pending`` rows are the messages still
-    pending (every pending message is reported again by each run until it is judged); None on
-    the first run. They sit beside the base run's ledger version (``<dir>/ledger/...`` and
-    ``<dir>/results/...``), wherever this run's data directory is."""
-    if record.base_run_id is None:
-        return None
-    base = record.base_ledger_path or ""
-    root = base.rsplit("/ledger/", 1)[0] if "/ledger/" in base else data_dir
-    return results_path(root, cfg.name, record.base_run_id)
-
-
-def _carried_pending(
-    spark: SparkSession,
-    data_dir: str,
-    cfg: PipelineConfig,
-    record: store.RunRecord,
-    base_entries: list[str],
-    progress: Progress,
-) -> DataFrame:
-    """The messageIds the base run left pending: their ledger entries join this run even when no
-    record or sink row of theirs is read again (a record that aborted, or one retention removed),
-    so that they are judged when the window passes them. Without the base run's results (a data
-    directory cleaned by hand) they are found by scanning the whole ledger instead."""
-    from pyspark.errors import AnalysisException
-    from pyspark.sql import functions as F
-
-    from recon import ledger as ledger_store
-    from recon.verdicts import Verdict as V
-
-    path = carried_pending_path(data_dir, cfg, record)
-    if path is None:
-        return spark.createDataFrame([], "message_id string")
-    try:
-        results = spark.read.parquet(path)
-    except AnalysisException:
-        progress(f"run {record.run_id}: no results of run {record.base_run_id} at {path}: "
-                 "the ledger is scanned for pending messages instead")  # fmt: skip
-        whole = ledger_store.full_ledger(spark, base_entries)
-        if whole is None:
-            return spark.createDataFrame([], "message_id string")
-        results = whole
-    return results.filter(F.col("verdict") == V.PENDING.value).select("message_id")
-
-
 def _sink_rows_for_run(
     spark: SparkSession, cfg: PipelineConfig, record: store.RunRecord
 ) -> DataFrame:
@@ -603,7 +546,7 @@ def reconcile_run(
         base_entries = ledger_store.read_manifest(spark, record.base_ledger_path)
         sink_rows = _sink_rows_for_run(spark, cfg, record).persist(StorageLevel.MEMORY_AND_DISK)
         if cfg.sink.ingest_seq_column:
-            carried = _carried_pending(spark, data_dir, cfg, record, base_entries, progress)
+            carried = spark_carried_pending(spark, data_dir, cfg, record, base_entries, progress)
             facts = [window, pending, sink_rows, carried]
             ledger = ledger_store.ledger_for(spark, base_entries, facts, record.fact_bound)
         else:

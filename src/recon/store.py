@@ -16,6 +16,7 @@ from datetime import datetime
 from importlib import resources
 from typing import Any
 
+from recon.corrections import record_corrections
 from recon.errors import ReconError, ServiceUnavailable, first_line
 from recon.sink_position import SinkPosition, SinkRange
 from recon.window import PartitionWindow, Watermark
@@ -390,7 +391,7 @@ def commit_run(
                         record.sink_floor_to,
                     ),
                 )  # fmt: skip
-            _record_corrections(cur, pipeline, run_id)
+            record_corrections(cur, pipeline, run_id)
         pg.commit()
     except BaseException as exc:
         with contextlib.suppress(Exception):  # a dead connection cannot roll back, nor needs to
@@ -404,43 +405,6 @@ def commit_run(
             ) from None
         raise
     return written
-
-
-def _record_corrections(cur: Any, pipeline: str, run_id: str) -> None:
-    """Mark the earlier ``lost`` rows this run proved wrong (their first sink row arrived now:
-    ``recon.details.LATE_DELIVERY``) with this run's id, and recount each earlier run's
-    ``corrections``. A re-run of this run first takes its own marks back."""
-    from recon.details import LATE_DELIVERY
-
-    cur.execute(
-        "UPDATE recon.discrepancies SET corrected_by_run = NULL "
-        "WHERE pipeline = %s AND corrected_by_run = %s RETURNING run_id",
-        (pipeline, run_id),
-    )
-    touched = {r[0] for r in cur.fetchall()}
-    cur.execute(
-        "UPDATE recon.discrepancies d SET corrected_by_run = %s "
-        "FROM recon.discrepancies n WHERE n.pipeline = %s AND n.run_id = %s "
-        "AND n.detail LIKE %s AND d.pipeline = n.pipeline AND d.message_id = n.message_id "
-        "AND d.verdict = 'lost' AND d.run_id <> n.run_id AND d.corrected_by_run IS NULL "
-        "RETURNING d.run_id",
-        (run_id, pipeline, run_id, _like_prefix(LATE_DELIVERY)),
-    )
-    touched |= {r[0] for r in cur.fetchall()}
-    if touched:
-        cur.execute(
-            "UPDATE recon.runs r SET corrections = coalesce((SELECT jsonb_object_agg(verdict, n) "
-            "FROM (SELECT verdict, count(*) AS n FROM recon.discrepancies d "
-            "WHERE d.pipeline = r.pipeline AND d.run_id = r.run_id "
-            "AND d.corrected_by_run IS NOT NULL GROUP BY verdict) c), '{}'::jsonb) "
-            "WHERE r.pipeline = %s AND r.run_id = ANY(%s)",
-            (pipeline, sorted(touched)),
-        )
-
-
-def _like_prefix(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped + "%"
 
 
 def _connection_lost(exc: BaseException) -> bool:

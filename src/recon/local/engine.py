@@ -9,7 +9,6 @@ results Parquet, and commits through ``recon.store.commit_run`` exactly as the S
 
 from __future__ import annotations
 
-import glob
 import os
 import shutil
 import threading
@@ -28,20 +27,18 @@ from recon.engine import (
     _noop,
     _ranges,
     _require_record,
-    _safe,
-    carried_pending_path,
     default_data_dir,
     judged_outcome,
-    partition_ends,
     results_db,
-    results_path,
     run_summary,
     sink_db,
-    window_path,
 )
 from recon.kafka_read import OffsetRange
 from recon.local import kafka_arrow
 from recon.local import ledger as ledger_store
+from recon.local.verdicts import sql_literal as _literal
+from recon.paths import _safe, results_path, window_path
+from recon.pending import local_carried_pending, partition_ends
 from recon.snapshot import KafkaAuthFailed, scrub
 from recon.verdicts import Verdict
 from recon.window import PartitionWindow
@@ -218,31 +215,6 @@ def _read_uncommitted(
     return "recon_aborted"
 
 
-def _carried_pending(
-    con: Any,
-    data_dir: str,
-    cfg: PipelineConfig,
-    record: store.RunRecord,
-    base_entries: list[str],
-    progress: Progress,
-) -> str:
-    """The messageIds the base run left pending (``recon.engine._carried_pending``)."""
-    path = carried_pending_path(data_dir, cfg, record)
-    source = None
-    if path is not None and glob.glob(os.path.join(ledger_store.local_path(path), "*.parquet")):
-        source = _view(con, "recon_base_results", ledger_store.local_path(path))
-    elif path is not None:
-        progress(f"run {record.run_id}: no results of run {record.base_run_id} at {path}: "
-                 "the ledger is scanned for pending messages instead")  # fmt: skip
-        source = ledger_store.full_ledger(con, base_entries, name="recon_base_ledger")
-    where = f"verdict = '{Verdict.PENDING}'" if source else "false"
-    con.execute(
-        "CREATE OR REPLACE TEMP VIEW recon_carried AS SELECT message_id FROM "
-        f"{source or '(SELECT NULL::VARCHAR AS message_id)'} WHERE {where}"
-    )
-    return "recon_carried"
-
-
 def _only_changed_ids(con: Any, ledger: str | None) -> tuple[str, str | None]:
     """Full-scan sinks (no ingest sequence): keep the rows of ids whose count changed since the
     ledger, and zero their ledger count (all their rows are passed again)."""
@@ -266,10 +238,6 @@ def _only_changed_ids(con: Any, ledger: str | None) -> tuple[str, str | None]:
                           THEN 0 ELSE sink_count END AS sink_count) FROM {ledger}"""
     )
     return "recon_sink_changed", "recon_ledger_adjusted"
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _publish_results(results_file: str, out: str) -> None:
@@ -379,7 +347,7 @@ def reconcile_run(
         base_entries = ledger_store.read_manifest(record.base_ledger_path)
         sink = "recon_sink"
         if cfg.sink.ingest_seq_column:
-            carried = _carried_pending(con, data_dir, cfg, record, base_entries, progress)
+            carried = local_carried_pending(con, data_dir, cfg, record, base_entries, progress)
             con.execute(
                 f"""CREATE OR REPLACE TEMP VIEW recon_ids AS
                 SELECT message_id FROM recon_window UNION ALL

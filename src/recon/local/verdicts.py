@@ -197,8 +197,12 @@ def _quote(text: str) -> str:
     return text.replace("'", "''")
 
 
-def _literal(text: str) -> str:
+def sql_literal(text: str) -> str:
+    """``text`` as a SQL string literal."""
     return f"'{_quote(text)}'"
+
+
+_literal = sql_literal
 
 
 def _ends_sql(ends: PartitionEnds | None) -> tuple[str, str]:
