@@ -82,3 +82,21 @@ def test_two_runs_at_once_one_advances(
         assert f"run {winner} committed after its snapshot: taking anew" in again.stderr
         assert {m[4] for m in stored(name).watermarks} == {loser}
         rerun_equals_undisturbed(pipelines, name, control, data, s.expected, rerun=None)
+
+
+def test_schema_check_waits_for_no_reader() -> None:
+    """A run's schema check beside another run's open read of ``recon.runs`` returns at once:
+    re-applying the DDL would queue for an ACCESS EXCLUSIVE lock behind the reader, and the two
+    runs deadlock when the reader then waits for the DDL's session (as two runs started at once
+    did)."""
+    from recon.store import ensure_schema
+
+    with results_db() as reader, results_db() as checker:
+        ensure_schema(checker)
+        with reader.cursor() as cur:
+            cur.execute("SELECT count(*) FROM recon.runs")  # holds ACCESS SHARE until rollback
+        with checker.cursor() as cur:
+            cur.execute("SET lock_timeout = '2s'")
+        checker.commit()
+        ensure_schema(checker)  # before the fix: LockNotAvailable after 2 s
+        reader.rollback()

@@ -114,3 +114,7 @@ ALTER TABLE recon.pipeline_state ADD COLUMN IF NOT EXISTS sink_floor bigint;
 -- the later run's id on the earlier row, and per run the number of its rows corrected so.
 ALTER TABLE recon.discrepancies ADD COLUMN IF NOT EXISTS corrected_by_run text;
 ALTER TABLE recon.runs ADD COLUMN IF NOT EXISTS corrections jsonb NOT NULL DEFAULT '{}'::jsonb;
+
+-- The version of this file last applied (its SHA-256), so that a run skips the DDL above, and
+-- its table locks, when nothing changed.
+CREATE TABLE IF NOT EXISTS recon.schema_version (version text NOT NULL);
