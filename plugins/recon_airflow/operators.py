@@ -212,7 +212,7 @@ class AlertOperator(BaseOperator):
         self.pipelines_file = pipelines_file
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from recon.alerting import alert_for_run
+        from recon.alert.for_run import alert_for_run
         from recon.store import RunNotFound
         from recon_airflow.hooks import use_airflow_connections
 

@@ -175,7 +175,7 @@ def _run(args: argparse.Namespace) -> int:
         if not driver_lost:
             spark.stop()
     if not summary.contract_passed:
-        from recon.alerting import alert_for_run
+        from recon.alert.for_run import alert_for_run
 
         sent = alert_for_run(cfg, run_id)["channels"]
         _progress("alerts: " + (", ".join(f"{c} {s}" for c, s in sent.items()) or "none"))

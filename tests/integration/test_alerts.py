@@ -8,6 +8,7 @@ Only configuration is set here (the two alert connections, the Airflow base URL)
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import uuid
@@ -253,7 +254,7 @@ def test_broken_run_alerts_once_by_email_and_webhook(
     http_receiver: tuple[Hooks, int],
 ) -> None:
     from recon import schemas
-    from recon.alerts import send_alerts
+    from recon.alert.send import send_alerts
     from recon.validation import validate_run
 
     mailbox, _ = smtp_server
@@ -337,7 +338,7 @@ def test_broken_run_alerts_once_by_email_and_webhook(
 def test_undefined_channel_is_skipped_and_failed_channel_retried(
     pg: Any, pipeline: str, alert_connections: None, http_receiver: tuple[Hooks, int]
 ) -> None:
-    from recon.alerts import send_alerts
+    from recon.alert.send import send_alerts
     from recon.validation import ValidationOutcome
 
     hooks, _ = http_receiver
@@ -381,6 +382,40 @@ def test_undefined_channel_is_skipped_and_failed_channel_retried(
         == "already_sent"
     )
     assert len(hooks.requests) == 2
+
+
+def test_the_full_list_sql_of_a_crafted_run_id_runs_as_written(pg: Any, pipeline: str) -> None:
+    """The SQL an alert prints to list every message is pasteable: a run id with a quote, a
+    line break and backticks is one literal that PostgreSQL reads back as the run id."""
+    from recon.alert.content import build_alert
+    from recon.validation import ValidationOutcome
+
+    run_id = "manual__x'; DROP TABLE recon.runs; --\nSELECT `1` \\ \u2028"
+    outcome = ValidationOutcome(
+        passed=False,
+        failures=[{"expectation": "expect_column_values_to_not_be_in_set",
+                   "rule": "lost_forbidden", "verdict": "lost", "observed": 5, "allowed": 0}],
+        data_docs_path="/tmp/none.html",
+        validation_id="v",
+    )  # fmt: skip
+    summary = {"counts": {"lost": 5}, "samples": {"lost": [
+        {"message_id": "gone-9", "topic": TOPIC, "partition": 2, "offsets": [5]}]}}  # fmt: skip
+    text = build_alert(
+        pipeline=pipeline, semantics="exactly_once", run_id=run_id, summary=summary,
+        outcome=outcome,
+    ).text()  # fmt: skip
+    (line,) = [line for line in text.splitlines() if "all of them:" in line]
+    sql = line.split("all of them: ", 1)[1].strip("`")
+    literal = re.search(r"run_id = (E?'(?:[^']|'')*')", sql)
+    assert literal is not None, sql
+    with pg.cursor() as cur:
+        cur.execute(f"SELECT {literal.group(1)}")
+        assert cur.fetchone() == (run_id,)
+        cur.execute(sql)
+        assert cur.fetchall() == []
+        cur.execute("SELECT to_regclass('recon.runs') IS NOT NULL")
+        assert cur.fetchone() == (True,)
+    pg.commit()
 
 
 def test_validation_outcome_is_recorded_on_the_run(pg: Any, pipeline: str) -> None:

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from fault_runs import RetriedRun, environment_secrets
 
-from recon.alerting import alert_for_run
+from recon.alert.for_run import alert_for_run
 from recon.config import parse_pipelines
 from recon.engine import results_db
 from recon.store import forget_pipeline

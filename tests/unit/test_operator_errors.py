@@ -74,7 +74,7 @@ def test_the_alert_task_names_a_missing_snapshot_not_a_stack_trace(
 
     from airflow.sdk.exceptions import AirflowFailException
 
-    import recon.alerting
+    import recon.alert.for_run
     import recon_airflow.hooks
     from recon.store import RunNotFound
     from recon_airflow import operators
@@ -84,7 +84,7 @@ def test_the_alert_task_names_a_missing_snapshot_not_a_stack_trace(
 
     monkeypatch.setattr(recon_airflow.hooks, "use_airflow_connections", lambda: None)
     monkeypatch.setattr(operators, "_load", lambda *_: types.SimpleNamespace(name="p1"))
-    monkeypatch.setattr(recon.alerting, "alert_for_run", no_run)
+    monkeypatch.setattr(recon.alert.for_run, "alert_for_run", no_run)
     task = operators.AlertOperator(task_id="alert", pipeline="p1")
     context = {"run_id": "r1", "dag": types.SimpleNamespace(dag_id="recon_p1")}
     with pytest.raises(AirflowFailException, match="snapshot_offsets failed or did not run"):

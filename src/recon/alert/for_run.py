@@ -9,7 +9,6 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from recon.config import PipelineConfig
-from recon.errors import ReconError
 from recon.store import RunNotFound
 
 SAMPLE_SIZE = 10
@@ -58,7 +57,7 @@ def alert_for_run(cfg: PipelineConfig, run_id: str, dag_id: str | None = None) -
     :returns: ``status``, ``contract_passed``, ``violations`` (verdict -> observed) and
         ``channels`` (channel -> sent / already_sent / skipped / failed).
     """
-    from recon.alerts import send_alerts
+    from recon.alert.send import send_alerts
     from recon.engine import results_db
     from recon.validation import ValidationOutcome
 
@@ -91,13 +90,10 @@ def alert_for_run(cfg: PipelineConfig, run_id: str, dag_id: str | None = None) -
             "counts": counts or {}, "samples": samples, "windows": windows or [],
             "duration_seconds": duration,
         }  # fmt: skip
-        try:
-            channels = send_alerts(
-                pg, pipeline=cfg.name, semantics=cfg.semantics, run_id=run_id,
-                summary=summary, outcome=outcome, dag_id=dag_id,
-            )  # fmt: skip
-        except ReconError:
-            raise
+        channels = send_alerts(
+            pg, pipeline=cfg.name, semantics=cfg.semantics, run_id=run_id,
+            summary=summary, outcome=outcome, dag_id=dag_id,
+        )  # fmt: skip
     return {
         "status": status,
         "contract_passed": bool(passed),

@@ -1,0 +1,185 @@
+"""What an alert says, independent of the channel: the violated rules, sample messages with their
+positions, a repair hint per verdict and the links to the run and its Data Docs."""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from recon.alert.hints import full_list_sql, repair_hint, sample_keys
+from recon.alert.text import shown, value
+from recon.validation import ValidationOutcome, data_docs_url
+from recon.verdicts import JUDGED, Verdict
+
+DEFAULT_SAMPLE_SIZE = 10
+
+
+@dataclass(frozen=True)
+class VerdictReport:
+    """One violated rule: how many, what was allowed, which messages, how to repair."""
+
+    verdict: str | None
+    rule: str
+    observed: int | None
+    allowed: str
+    samples: list[str]
+    hint: str
+
+
+@dataclass(frozen=True)
+class Alert:
+    """Everything an alert says, independent of the channel."""
+
+    pipeline: str
+    semantics: str
+    run_id: str
+    title: str
+    reports: list[VerdictReport]
+    data_docs_url: str
+    run_url: str | None
+    validation_id: str
+    sample_ids: dict[str, list[str]] = field(default_factory=dict)
+
+    def text(self) -> str:
+        """The alert as plain text (the email body, the webhook's fallback ``text``)."""
+        lines = [self.title, ""]
+        for report in self.reports:
+            lines.append(report_heading(report))
+            lines.extend(f"  - {s}" for s in report.samples)
+            lines.append(f"  Repair: {report.hint}")
+            lines.append("")
+        lines.extend(link_lines(self))
+        return "\n".join(lines).rstrip() + "\n"
+
+
+def report_heading(report: VerdictReport) -> str:
+    """``<verdict or rule>: <observed> (<what was allowed>)``."""
+    name = report.verdict or report.rule
+    observed = "?" if report.observed is None else str(report.observed)
+    return f"{name}: {observed} ({report.allowed})"
+
+
+def link_lines(alert: Alert) -> list[str]:
+    """The lines that link to the Airflow run, its Data Docs and the stored validation."""
+    lines = []
+    if alert.run_url:
+        lines.append(f"Airflow run: {alert.run_url}")
+    if alert.data_docs_url:
+        lines.append(f"Data Docs: {alert.data_docs_url}")
+    lines.append(f"Validation: {shown(alert.validation_id, 300)}")
+    return lines
+
+
+def _position(sample: Mapping[str, Any]) -> str | None:
+    topic, partition = sample.get("topic"), sample.get("partition")
+    if topic is None or partition is None:
+        return None
+    offsets = [int(o) for o in sample.get("offsets") or []]
+    return f"{shown(topic)}/{int(partition)}" + (
+        "@" + ",".join(map(str, offsets)) if offsets else ""
+    )
+
+
+def _sample_line(verdict: str, sample: Mapping[str, Any]) -> str:
+    # Only these fields are rendered: a sample that carries anything else (a payload) leaks nothing.
+    message_id = sample.get("message_id")
+    parts = [value(message_id) if message_id else "(no message id)"]
+    position = _position(sample)
+    if position:
+        parts.append(f"at {position}")
+    keys = sample_keys(sample)
+    if keys:
+        parts.append("sink keys " + ", ".join(keys))
+    if verdict == Verdict.DUPLICATED and sample.get("sink_count") is not None:
+        parts.append(f"{int(sample['sink_count'])} sink rows")
+    return "  ".join(parts)
+
+
+def _allowed_text(failure: Mapping[str, Any], semantics: str, judged: int) -> str:
+    rule = str(failure.get("rule") or "")
+    allowed = failure.get("allowed") or 0
+    if rule.endswith("_ratio"):
+        return f"allowed up to {float(allowed):.2%} of {judged} judged messages"
+    if rule.endswith("_count"):
+        return f"allowed {int(allowed)}"
+    if failure.get("verdict") == Verdict.TOPIC_DUPLICATE:
+        return "forbidden: the producer is declared idempotent"
+    if failure.get("verdict"):
+        return f"forbidden under {semantics}"
+    return f"expectation {failure.get('expectation')} failed"
+
+
+def airflow_run_url(dag_id: str, run_id: str) -> str | None:
+    """``{RECON_AIRFLOW_BASE_URL}/dags/{dag_id}/runs/{run_id}``, or ``None`` when unset."""
+    base = os.environ.get("RECON_AIRFLOW_BASE_URL")
+    if not base:
+        return None
+    quote = urllib.parse.quote
+    return f"{base.rstrip('/')}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
+
+
+def build_alert(
+    *,
+    pipeline: str,
+    semantics: str,
+    run_id: str,
+    summary: Mapping[str, Any],
+    outcome: ValidationOutcome,
+    sample_size: int = DEFAULT_SAMPLE_SIZE,
+    dag_id: str | None = None,
+) -> Alert:
+    """Compose the alert for a failed validation.
+
+    :param summary: the run's summary (``dataclasses.asdict(RunSummary)``): ``counts`` and
+        ``samples`` (per verdict: message_id, topic, partition, offsets, sink_keys, sink_count).
+    :param outcome: the checkpoint's decision; its failures name the violated rules.
+    :param sample_size: at most this many sample messages per verdict.
+    :param dag_id: the pipeline's DAG id for the run link (default: the pipeline name).
+    """
+    counts = {str(k): int(v) for k, v in (summary.get("counts") or {}).items()}
+    judged = sum(counts.get(v, 0) for v in JUDGED)
+    all_samples: Mapping[str, Sequence[Mapping[str, Any]]] = summary.get("samples") or {}
+    reports: list[VerdictReport] = []
+    sample_ids: dict[str, list[str]] = {}
+    for failure in outcome.failures:
+        verdict = failure.get("verdict")
+        samples = list(all_samples.get(verdict, []))[: max(sample_size, 0)] if verdict else []
+        observed = failure.get("observed")
+        lines = [_sample_line(verdict or "", s) for s in samples]
+        if verdict and observed is not None and observed > len(samples):
+            every = full_list_sql(pipeline, run_id, verdict)
+            lines.append(f"... {len(samples)} of {observed} shown; all of them: `{every}`")
+        if verdict:
+            sample_ids[verdict] = [str(s.get("message_id")) for s in samples]
+        reports.append(
+            VerdictReport(
+                verdict=verdict,
+                rule=str(failure.get("rule") or failure.get("expectation")),
+                observed=observed,
+                allowed=_allowed_text(failure, semantics, judged),
+                samples=lines,
+                hint=repair_hint(verdict, samples),
+            )
+        )
+    broken = ", ".join(
+        f"{r.observed} {r.verdict or r.rule}" for r in reports if r.observed is not None
+    )
+    title = (
+        f"Delivery contract broken: pipeline {value(pipeline)} claims {semantics}, "
+        f"run {value(run_id)}: "
+        f"{broken or 'see Data Docs'}"
+    )
+    return Alert(
+        pipeline=pipeline,
+        semantics=semantics,
+        run_id=run_id,
+        title=title,
+        reports=reports,
+        data_docs_url=data_docs_url(outcome.data_docs_path),
+        run_url=airflow_run_url(dag_id or pipeline, run_id),
+        validation_id=outcome.validation_id,
+        sample_ids=sample_ids,
+    )

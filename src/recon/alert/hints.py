@@ -1,0 +1,128 @@
+"""The repair hint of each violated verdict, and the SQL that lists every message of one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from recon.alert.text import shown, sql_literal, value
+from recon.verdicts import Verdict
+
+
+def sample_keys(sample: Mapping[str, Any]) -> list[str]:
+    """The sample's sink keys as an alert shows them (data: :func:`recon.alert.text.value`)."""
+    return [value(k) for k in sample.get("sink_keys") or []]
+
+
+def _ranges(offsets: Iterable[int]) -> str:
+    ordered = sorted(set(offsets))
+    spans: list[str] = []
+    start = prev = None
+    for o in [*ordered, None]:
+        if o is not None and prev is not None and o == prev + 1:
+            prev = o
+            continue
+        if start is not None:
+            spans.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = o
+    return ", ".join(spans)
+
+
+def _by_partition(samples: Sequence[Mapping[str, Any]]) -> str:
+    grouped: dict[tuple[str, int], list[int]] = {}
+    for s in samples:
+        if s.get("topic") is None or s.get("partition") is None:
+            continue
+        grouped.setdefault((shown(s["topic"]), int(s["partition"])), []).extend(
+            int(o) for o in s.get("offsets") or []
+        )
+    parts = []
+    for (topic, partition), offsets in sorted(grouped.items()):
+        word = "offset" if len(set(offsets)) == 1 else "offsets"
+        parts.append(
+            f"{topic}/{partition} {word} {_ranges(offsets)}" if offsets else f"{topic}/{partition}"
+        )
+    return "; ".join(parts)
+
+
+def full_list_sql(pipeline: str, run_id: str, verdict: str) -> str:
+    """The query that lists every message of ``verdict`` in the run (one line, literals quoted)."""
+    where = (
+        "topic_duplicate"
+        if verdict == Verdict.TOPIC_DUPLICATE
+        else f"verdict = {sql_literal(verdict)}"
+    )
+    return (
+        "SELECT message_id, topic, partition, offsets, sink_keys FROM recon.discrepancies "
+        f"WHERE pipeline = {sql_literal(pipeline)} AND run_id = {sql_literal(run_id)} "
+        f"AND {where}"
+    )
+
+
+def _duplicate_deletes(samples: Sequence[Mapping[str, Any]]) -> str:
+    items = []
+    for s in samples:
+        keys = sample_keys(s)
+        message_id = value(s.get("message_id"))
+        total = int(s.get("sink_count") or len(keys))
+        if not keys:
+            continue
+        if total > len(keys):
+            # Rows from earlier runs (or keys left out of the sample) keep the message delivered.
+            items.append(f"{message_id}: delete {', '.join(keys)} ({total} rows in all)")
+        else:
+            items.append(f"{message_id}: delete {', '.join(keys[1:])} (keep {keys[0]})")
+    return "; ".join(items)
+
+
+def repair_hint(verdict: str | None, samples: Sequence[Mapping[str, Any]]) -> str:
+    """What to do about ``verdict``, naming the samples' positions and sink keys."""
+    keys = [k for s in samples for k in sample_keys(s)]
+    positions = _by_partition(samples)
+    if verdict == Verdict.LOST:
+        return (
+            f"replay these committed records to the sink: {positions or 'see the full list'}."
+            " Typical cause: the consumer committed offsets before writing, then crashed."
+        )
+    if verdict == Verdict.DUPLICATED:
+        return (
+            "delete the extra sink rows, keeping one per message: "
+            f"{_duplicate_deletes(samples) or 'see the full list'}."
+            " Typical cause: the consumer wrote again after a crash or a rewind, without an upsert."
+        )
+    if verdict == Verdict.ABORTED_READ:
+        return (
+            "records of aborted producer transactions reached the sink, at "
+            f"{positions or 'see the full list'}; delete their sink rows "
+            f"({', '.join(keys) or 'see the full list'}) and make the consumer read with "
+            "isolation.level=read_committed."
+        )
+    if verdict == Verdict.PHANTOM:
+        return (
+            "no committed record carries these messageIds: investigate sink keys "
+            f"{', '.join(keys) or '(see the full list)'}: written by something other than the "
+            "consumer, or read from records outside the reconciled topic."
+        )
+    if verdict == Verdict.TOPIC_DUPLICATE:
+        return (
+            "the producer wrote the same messageId at several offsets (a retry without "
+            f"idempotence): {positions or 'see the full list'}. Check enable.idempotence and "
+            "the producer's retries; the sink verdicts count each message once."
+        )
+    if verdict == Verdict.UNVERIFIABLE:
+        return (
+            "records were removed by retention or compaction before this run read them"
+            + (f" ({positions})" if positions else "")
+            + ": reconcile more often than the topic's retention, or raise max_unverifiable "
+            "to accept the gap."
+        )
+    if verdict == Verdict.INVALID:
+        where = "; ".join(
+            part for part in (positions, "sink keys " + ", ".join(keys) if keys else "") if part
+        )
+        return (
+            f"records or sink rows without a usable messageId ({where or 'see the full list'}): "
+            "fix the producer or the consumer so every record carries its id, or raise "
+            "max_invalid to accept them."
+        )
+    return "the results do not have the shape the suite expects (a reconciler bug): see Data Docs."

@@ -1,0 +1,396 @@
+"""The alert channels (recon.alert.channels, through recon.alert.send.send_alerts) against
+receivers that misbehave or sit beyond loopback (issue 22, security):
+
+- an exception from the webhook sender (an invalid URL, a header with a line break) fails that
+  channel only, the email still goes out, and the recorded and logged error has no token;
+- a redirect is refused, so the Authorization header never goes anywhere but the configured URL;
+- SMTP: STARTTLS or SMTPS when the connection asks, and no login in plain text to a remote host.
+
+The webhook receivers are real HTTP servers on loopback (in this process); the SMTP server is a
+fake patched into ``smtplib`` (a remote host cannot be real here); the results database is a
+stand-in for the psycopg2 connection that keeps ``recon.alerts`` rows in a dict.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import smtplib
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from email.message import EmailMessage
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from recon.alert.send import send_alerts
+from recon.validation import ValidationOutcome
+
+pytestmark = pytest.mark.unit
+
+TOKEN = "T0KEN-hook-5ecret-8b1d"
+QUERY_TOKEN = "q5ecret-77aa21"
+HOOK_PASSWORD = "hook-pa55-e3c9"
+SMTP_PASSWORD = "smtp-pa55-0f2a"
+WEBHOOK_ID, SMTP_ID = "unit_alert_webhook", "unit_alert_smtp"
+
+
+# --- the results database: recon.alerts in a dict ---------------------------------------------
+
+
+class _Cursor:
+    def __init__(self, db: FakeResults) -> None:
+        self.db = db
+        self.row: tuple[Any, ...] | None = None
+
+    def __enter__(self) -> _Cursor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def execute(self, sql: str, params: tuple[Any, ...]) -> None:
+        if sql.startswith("INSERT INTO recon.alerts"):
+            self.db.rows.setdefault(tuple(params), {"status": "sending"})
+        elif sql.startswith("SELECT status FROM recon.alerts"):
+            self.row = (self.db.rows[tuple(params)]["status"],)
+        elif sql.startswith("UPDATE recon.alerts"):
+            status, summary, error, *key = params
+            self.db.rows[tuple(key)].update(status=status, summary=json.loads(summary), error=error)
+        else:
+            raise AssertionError(f"unexpected statement: {sql}")
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self.row
+
+
+class FakeResults:
+    """The psycopg2 connection to the results database, as far as the send loop uses it."""
+
+    autocommit = False
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+    def cursor(self) -> _Cursor:
+        return _Cursor(self)
+
+    def commit(self) -> None:
+        return None
+
+    def rollback(self) -> None:
+        return None
+
+    def row(self, channel: str) -> dict[str, Any]:
+        return self.rows[("payments", "r1", channel)]
+
+
+# --- the SMTP server at the other end -----------------------------------------------------------
+
+
+class FakeSmtpServer:
+    """What an SMTP server sees of each session; patched into ``smtplib`` as SMTP and SMTP_SSL."""
+
+    def __init__(self, offers_starttls: bool) -> None:
+        self.offers_starttls = offers_starttls
+        self.sessions: list[dict[str, Any]] = []
+        self.messages: list[EmailMessage] = []
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        server = self
+
+        class Client:
+            tls_from_start = False
+
+            def __init__(self, host: str = "", port: int = 0, **_: Any) -> None:
+                self.session: dict[str, Any] = {
+                    "host": host, "port": port, "tls": self.tls_from_start, "events": [],
+                }  # fmt: skip
+                server.sessions.append(self.session)
+
+            def __enter__(self) -> Client:
+                return self
+
+            def __exit__(self, *exc: object) -> None:
+                self.session["events"].append("quit")
+
+            def ehlo(self, name: str = "") -> tuple[int, bytes]:
+                self.session["events"].append("ehlo")
+                return 250, b"fake"
+
+            def has_extn(self, opt: str) -> bool:
+                return opt.lower() == "starttls" and server.offers_starttls
+
+            def starttls(self, context: Any = None) -> tuple[int, bytes]:
+                if not server.offers_starttls:
+                    raise smtplib.SMTPNotSupportedError("STARTTLS extension not supported")
+                self.session["events"].append("starttls")
+                self.session["tls"] = True
+                return 220, b"go ahead"
+
+            def login(self, user: str, password: str, **_: Any) -> tuple[int, bytes]:
+                self.session["events"].append(("login", user, password, self.session["tls"]))
+                return 235, b"ok"
+
+            def send_message(self, msg: EmailMessage, *_: Any, **__: Any) -> dict[str, Any]:
+                self.session["events"].append(("send", self.session["tls"]))
+                server.messages.append(msg)
+                return {}
+
+        class SslClient(Client):
+            tls_from_start = True
+
+        monkeypatch.setattr(smtplib, "SMTP", Client)
+        monkeypatch.setattr(smtplib, "SMTP_SSL", SslClient)
+
+    def logins(self) -> list[tuple[Any, ...]]:
+        return [e for s in self.sessions for e in s["events"] if e[0] == "login"]
+
+
+# --- HTTP receivers on loopback ----------------------------------------------------------------
+
+
+class Receiver:
+    def __init__(self, status: int = 200, location: str | None = None) -> None:
+        self.status, self.location = status, location
+        self.requests: list[dict[str, Any]] = []
+
+
+@contextmanager
+def serving(receiver: Receiver) -> Iterator[int]:
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            receiver.requests.append(
+                {"method": self.command, "path": self.path, "headers": dict(self.headers),
+                 "body": self.rfile.read(length).decode()}
+            )  # fmt: skip
+            self.send_response(receiver.status)
+            if receiver.location:
+                self.send_header("Location", receiver.location)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        do_POST = do_GET = _answer  # noqa: N815
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield int(server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def _connection(monkeypatch: pytest.MonkeyPatch, conn_id: str, **fields: Any) -> None:
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(fields))
+
+
+def _smtp(monkeypatch: pytest.MonkeyPatch, host: str, **fields: Any) -> None:
+    extra = {"from_email": "recon@example.test", "to": ["oncall@example.test"]}
+    extra.update(fields.pop("extra", {}))
+    _connection(monkeypatch, SMTP_ID, conn_type="smtp", host=host, port=25, extra=extra, **fields)
+
+
+def _send(pg: FakeResults, webhook_id: str = WEBHOOK_ID) -> dict[str, str]:
+    outcome = ValidationOutcome(
+        passed=False,
+        failures=[{"expectation": "expect_column_values_to_not_be_in_set",
+                   "rule": "lost_forbidden", "verdict": "lost", "observed": 1, "allowed": 0}],
+        data_docs_path="/tmp/none.html",
+        validation_id="exactly_once/r1/t/recon_results-x",
+    )  # fmt: skip
+    summary = {"counts": {"delivered": 3, "lost": 1}, "samples": {"lost": [
+        {"message_id": "gone-9", "topic": "orders", "partition": 2, "offsets": [5]}]}}  # fmt: skip
+    return send_alerts(
+        pg, pipeline="payments", semantics="exactly_once", run_id="r1", summary=summary,
+        outcome=outcome, webhook_conn_id=webhook_id, smtp_conn_id=SMTP_ID, timeout=5.0,
+    )  # fmt: skip
+
+
+def _assert_no_secret(*texts: str) -> None:
+    for text in texts:
+        for secret in (TOKEN, QUERY_TOKEN, HOOK_PASSWORD, SMTP_PASSWORD):
+            assert secret not in text, (secret, text)
+
+
+# --- the webhook --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "webhook",
+    [
+        pytest.param(  # http.client.InvalidURL: the path, printed with its token
+            {
+                "host": "127.0.0.1",
+                "port": 9,
+                "extra": {"endpoint": f"/services/{TOKEN} x?token={QUERY_TOKEN}"},
+            },
+            id="space-in-the-path",
+        ),
+        pytest.param(  # http.client.InvalidURL: "nonnumeric port: '<password>@host'"
+            {"extra": {"endpoint": f"http://hook:{HOOK_PASSWORD}@127.0.0.1/services/{TOKEN}"}},
+            id="credentials-in-the-url",
+        ),
+        pytest.param(  # ValueError naming the header's value
+            {
+                "host": "127.0.0.1",
+                "port": 9,
+                "extra": {
+                    "endpoint": "/hook",
+                    "headers": {"Authorization": f"Bearer {TOKEN}\r\nX-A: 1"},
+                },
+            },
+            id="line-break-in-a-header",
+        ),
+    ],
+)
+def test_a_webhook_that_cannot_be_sent_fails_alone_and_names_no_secret(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, webhook: dict[str, Any]
+) -> None:
+    _connection(monkeypatch, WEBHOOK_ID, conn_type="http", schema="http", **webhook)
+    _smtp(monkeypatch, "127.0.0.1")
+    mail = FakeSmtpServer(offers_starttls=False)
+    mail.install(monkeypatch)
+    pg = FakeResults()
+
+    with caplog.at_level(logging.INFO, logger="recon"):
+        statuses = _send(pg)
+
+    assert statuses == {"webhook": "failed", "email": "sent"}
+    assert len(mail.messages) == 1
+    error = pg.row("webhook")["error"]
+    assert error and pg.row("webhook")["status"] == "failed"
+    _assert_no_secret(error, caplog.text, json.dumps(list(pg.rows.values()), default=str))
+
+
+@pytest.mark.parametrize("code", [301, 302, 303, 307, 308])
+def test_a_redirect_is_refused_and_the_credentials_go_nowhere_else(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, code: int
+) -> None:
+    elsewhere = Receiver()
+    with serving(elsewhere) as other_port:
+        hook = Receiver(code, f"http://localhost:{other_port}/landed?token={QUERY_TOKEN}")
+        with serving(hook) as port:
+            _connection(
+                monkeypatch, WEBHOOK_ID, conn_type="http", schema="http", host="127.0.0.1",
+                port=port, login="hook", password=HOOK_PASSWORD, extra={"endpoint": "/hook"},
+            )  # fmt: skip
+            pg = FakeResults()
+            with caplog.at_level(logging.INFO, logger="recon"):
+                statuses = _send(pg)
+
+    assert statuses["webhook"] == "failed"
+    assert elsewhere.requests == []
+    assert [r["method"] for r in hook.requests] == ["POST"]
+    error = pg.row("webhook")["error"]
+    assert f"HTTP {code}" in error and "redirect" in error
+    _assert_no_secret(error, caplog.text)
+
+
+def test_a_webhook_gets_slack_json_with_basic_auth(monkeypatch: pytest.MonkeyPatch) -> None:
+    hook = Receiver()
+    with serving(hook) as port:
+        _connection(
+            monkeypatch, WEBHOOK_ID, conn_type="http", schema="http", host="127.0.0.1",
+            port=port, login="hook", password=HOOK_PASSWORD, extra={"endpoint": f"/h/{TOKEN}"},
+        )  # fmt: skip
+        pg = FakeResults()
+        statuses = _send(pg, webhook_id=WEBHOOK_ID)
+    assert statuses["webhook"] == "sent"
+    (request,) = hook.requests
+    assert request["path"] == f"/h/{TOKEN}"
+    credentials = base64.b64encode(f"hook:{HOOK_PASSWORD}".encode()).decode()
+    assert request["headers"]["Authorization"] == f"Basic {credentials}"
+    assert "gone-9  at orders/2@5" in json.loads(request["body"])["text"]
+    assert pg.row("webhook")["summary"]["target"] == {"host": "127.0.0.1", "http_status": 200}
+
+
+# --- SMTP ---------------------------------------------------------------------------------------
+
+
+def test_no_smtp_login_in_plain_text_to_a_remote_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    _smtp(monkeypatch, "mail.example.test", login="recon", password=SMTP_PASSWORD)
+    mail = FakeSmtpServer(offers_starttls=False)
+    mail.install(monkeypatch)
+    pg = FakeResults()
+
+    assert _send(pg, webhook_id="unit_alert_webhook_not_defined")["email"] == "failed"
+    assert mail.logins() == [] and mail.messages == []
+    error = pg.row("email")["error"]
+    assert "mail.example.test" in error and "starttls" in error
+    _assert_no_secret(error)
+
+
+def test_a_remote_host_gets_the_login_after_starttls(monkeypatch: pytest.MonkeyPatch) -> None:
+    _smtp(monkeypatch, "mail.example.test", login="recon", password=SMTP_PASSWORD)
+    mail = FakeSmtpServer(offers_starttls=True)
+    mail.install(monkeypatch)
+
+    assert _send(FakeResults(), webhook_id="unit_alert_webhook_not_defined")["email"] == "sent"
+    (session,) = mail.sessions
+    assert session["events"] == [
+        "ehlo", "starttls", "ehlo", ("login", "recon", SMTP_PASSWORD, True), ("send", True),
+        "quit",
+    ]  # fmt: skip
+
+
+def test_starttls_asked_for_and_not_offered_fails_before_the_login(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _smtp(
+        monkeypatch, "127.0.0.1", login="recon", password=SMTP_PASSWORD,
+        extra={"starttls": True},
+    )  # fmt: skip
+    mail = FakeSmtpServer(offers_starttls=False)
+    mail.install(monkeypatch)
+    pg = FakeResults()
+
+    assert _send(pg, webhook_id="unit_alert_webhook_not_defined")["email"] == "failed"
+    assert mail.logins() == [] and mail.messages == []
+    assert "STARTTLS" in pg.row("email")["error"]
+
+
+def test_ssl_asked_for_is_smtps_from_the_first_byte(monkeypatch: pytest.MonkeyPatch) -> None:
+    _smtp(
+        monkeypatch, "mail.example.test", login="recon", password=SMTP_PASSWORD,
+        extra={"ssl": "true"},
+    )  # fmt: skip
+    mail = FakeSmtpServer(offers_starttls=False)
+    mail.install(monkeypatch)
+
+    assert _send(FakeResults(), webhook_id="unit_alert_webhook_not_defined")["email"] == "sent"
+    (session,) = mail.sessions
+    assert session["tls"] and ("login", "recon", SMTP_PASSWORD, True) in session["events"]
+
+
+@pytest.mark.parametrize(
+    ("host", "extra"),
+    [
+        ("127.0.0.1", {}),
+        ("localhost", {}),
+        ("::1", {}),
+        ("mail.example.test", {"allow_plaintext_auth": True}),
+    ],
+)
+def test_a_plain_text_login_only_on_loopback_or_when_allowed(
+    monkeypatch: pytest.MonkeyPatch, host: str, extra: dict[str, Any]
+) -> None:
+    _smtp(monkeypatch, host, login="recon", password=SMTP_PASSWORD, extra=extra)
+    mail = FakeSmtpServer(offers_starttls=False)
+    mail.install(monkeypatch)
+
+    assert _send(FakeResults(), webhook_id="unit_alert_webhook_not_defined")["email"] == "sent"
+    assert mail.logins() == [("login", "recon", SMTP_PASSWORD, False)]
+    assert len(mail.messages) == 1
