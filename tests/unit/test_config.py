@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from recon.config import (
     SinkSpec,
     Tolerances,
     cron_problem,
+    default_pipelines_path,
     load_pipeline_dir,
     load_pipelines,
     parse_pipelines,
@@ -370,7 +372,22 @@ def test_empty_pipelines() -> None:
 
 @pytest.mark.parametrize(
     "expression",
-    ["*/15 * * * *", "0 0 * * *", "5,35 8-18 * JAN-MAR mon-fri", "0 0 1 */3 *", "@hourly", "@once"],
+    [
+        "*/15 * * * *",
+        "0 0 * * *",
+        "5,35 8-18 * JAN-MAR mon-fri",
+        "0 0 1 */3 *",
+        "@hourly",
+        "@once",
+        # Airflow accepts these too (croniter reads them): every schedule Airflow accepts is ours.
+        "@continuous",
+        "@midnight",
+        "* * * * * *",
+        "0 0 * * * * 2030",
+        "5-1 * * * *",
+        "0 0 L * *",
+        "0 9 * * 1#2",
+    ],
 )
 def test_good_cron(expression: str) -> None:
     assert cron_problem(expression) is None
@@ -380,13 +397,16 @@ def test_good_cron(expression: str) -> None:
     "expression",
     [
         "* * * *",
-        "* * * * * *",
+        "* * * * * * * *",
         "60 * * * *",
         "* 24 * * *",
         "* * 0 * *",
         "*/0 * * * *",
         "@often",
-        "5-1 * * * *",
+        "@reboot",
+        " @hourly",
+        "H * * * *",
+        "",
         "x * * * *",
     ],
 )
@@ -526,3 +546,127 @@ def test_an_unknown_engine_names_pipeline_and_key() -> None:
 def test_the_engine_is_spark_unless_declared() -> None:
     assert parse_pipelines(doc())["payments"].engine == "spark"
     assert parse_pipelines(doc(engine="local"))["payments"].engine == "local"
+
+
+def test_the_default_file_is_at_the_root_of_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RECON_PIPELINES", raising=False)
+    monkeypatch.delenv("RECON_ROOT", raising=False)
+    assert default_pipelines_path() == str(REPO_ROOT / "pipelines.yaml")
+
+
+# Every name other modules, DAGs, Spark apps, benches and tests import from recon.config.
+PUBLIC_NAMES = (
+    "KafkaSource",
+    "MessageIdSpec",
+    "PipelineConfig",
+    "SinkSpec",
+    "Tolerances",
+    "MAX_REPORTED_ERRORS",
+    "cron_problem",
+    "default_pipelines_path",
+    "load_pipeline_dir",
+    "load_pipelines",
+    "parse_pipelines",
+    "ENGINES",
+    "ENV_VAR",
+    "DIR_ENV_VAR",
+)
+
+
+def test_public_names_stay_importable_from_the_package() -> None:
+    import recon.config
+
+    assert [n for n in PUBLIC_NAMES if not hasattr(recon.config, n)] == []
+    assert [n for n in recon.config.__all__ if not hasattr(recon.config, n)] == []
+
+
+def test_the_schema_declares_exactly_the_fields_of_the_values() -> None:
+    from dataclasses import fields
+
+    from recon.config.model import MESSAGE_ID_KINDS
+    from recon.config.schema import (
+        KafkaDecl,
+        MessageIdDecl,
+        PipelineDecl,
+        SinkDecl,
+        TolerancesDecl,
+    )
+
+    def names(value_class: type) -> set[str]:
+        return {f.name for f in fields(value_class)}
+
+    assert set(PipelineDecl.model_fields) == names(PipelineConfig) - {"name"}
+    assert set(KafkaDecl.model_fields) == names(KafkaSource)
+    assert set(SinkDecl.model_fields) == names(SinkSpec)
+    assert set(TolerancesDecl.model_fields) == names(Tolerances)
+    assert tuple(MessageIdDecl.model_fields) == MESSAGE_ID_KINDS
+
+
+def test_an_unknown_key_lists_the_keys_in_declaration_order() -> None:
+    assert only_error(doc(retry=3)) == (
+        "pipelines.yaml: pipeline 'payments': retry: unknown key (expected one of engine, "
+        "semantics, schedule, settle_seconds, kafka, sink, tolerances, idempotent_producer, "
+        "catchup, retries, tags)"
+    )
+
+
+def test_a_key_that_is_not_a_string_is_an_unknown_key() -> None:
+    text = doc().replace("    semantics:", "    7: seven\n    semantics:", 1)
+    assert only_error(text).startswith("pipelines.yaml: pipeline 'payments': 7: unknown key")
+
+
+def test_a_credential_key_is_refused_whatever_its_case() -> None:
+    error = only_error(doc(sink__Password="hunter2"))
+    assert "sink.Password: credentials and connection settings do not belong" in error
+    assert "hunter2" not in error
+
+
+def test_the_contract_check_runs_beside_other_mistakes() -> None:
+    # The semantic reaches the tolerances as validation context, so a wrong key elsewhere does
+    # not hide a tolerance the contract forbids.
+    errors = errors_of(doc(settle_seconds="soon", tolerances={"max_loss_ratio": 0.1}))
+    assert errors == [
+        "pipelines.yaml: pipeline 'payments': settle_seconds: expected a whole number, "
+        "got a string",
+        "pipelines.yaml: pipeline 'payments': tolerances.max_loss_ratio: exactly_once forbids "
+        "loss: only at_most_once may",
+    ]
+
+
+def test_every_bad_partition_is_reported_at_its_own_key() -> None:
+    errors = errors_of(doc(kafka__start_offsets={"x": 5, 0: -1, 1: 7}))
+    assert [e.split(": ")[2] for e in errors] == ["kafka.start_offsets.x", "kafka.start_offsets.0"]
+
+
+def test_start_offsets_are_read_only() -> None:
+    offsets = parse_pipelines(doc(kafka__start_offsets={0: 10}))["payments"].kafka.start_offsets
+    assert isinstance(offsets, Mapping)
+    with pytest.raises(TypeError):
+        offsets[0] = 11  # type: ignore[index]
+
+
+@pytest.mark.parametrize("kind", ["header", "json_field"])
+def test_a_null_id_name_is_refused_at_its_key(kind: str) -> None:
+    assert only_error(doc(kafka__message_id={kind: None})) == (
+        f"pipelines.yaml: pipeline 'payments': kafka.message_id.{kind}: expected a string, got null"
+    )
+
+
+def test_the_schedule_is_kept_as_declared() -> None:
+    assert parse_pipelines(doc(schedule="@quarterly"))["payments"].schedule == "@quarterly"
+    assert parse_pipelines(doc(schedule="@continuous"))["payments"].schedule == "@continuous"
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"settle_seconds": "x", "retries": None, "catchup": 1, "tags": 3},
+        {"kafka": {"topic": 5, "message_id": {"key": 1}, "start_offsets": []}},
+        {"sink": {"table": None, "ingest_seq_column": [], "x": 1}, "tolerances": {"a": 1}},
+        {"engine": {}, "semantics": 3, "schedule": 4, "idempotent_producer": [], "kafka": "k"},
+    ],
+)
+def test_no_message_is_in_pydantics_words(changes: dict[str, Any]) -> None:
+    for error in errors_of(doc(**changes)):
+        assert error.startswith("pipelines.yaml: pipeline 'payments': "), error
+        assert "Input should" not in error and "pydantic" not in error, error

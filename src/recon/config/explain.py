@@ -1,0 +1,136 @@
+"""Validate one pipeline against the schema and word each error as the user reads it.
+
+pydantic names where an error happened (its ``loc``) and what kind it is; this module turns that
+into ``key.path`` and a message in the words the rest of the product uses (``expected a whole
+number, got a string``). An unknown key that looks like a credential (``password``,
+``bootstrap.servers``, ``sasl.*`` ...) gets a pointer to the Airflow connection instead: the file
+names connections, never credentials or connection settings.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from recon.config.model import PipelineConfig
+from recon.config.problems import RECON_ERROR, kind_of
+from recon.config.schema import PipelineDecl
+
+# Keys that carry secrets or connection details; they belong in the Airflow connection.
+CREDENTIAL_KEYS = frozenset(
+    {
+        "password",
+        "passwd",
+        "pwd",
+        "secret",
+        "token",
+        "api_key",
+        "apikey",
+        "access_key",
+        "secret_key",
+        "private_key",
+        "credentials",
+        "user",
+        "username",
+        "login",
+        "dsn",
+        "url",
+        "uri",
+        "jdbc_url",
+        "host",
+        "bootstrap.servers",
+        "bootstrap_servers",
+    }
+)
+CREDENTIAL_PREFIXES = ("sasl.", "ssl.", "security.")
+CREDENTIALS_REFUSED = (
+    "credentials and connection settings do not belong in the pipeline file: put them in the "
+    "Airflow connection named by kafka.connection / sink.connection"
+)
+
+# pydantic's type errors, in the product's words; {kind} is what the value was instead.
+_TYPE_MESSAGES = {
+    "model_type": "expected a mapping, got {kind}",
+    "dict_type": "expected a mapping, got {kind}",
+    "int_type": "expected a whole number, got {kind}",
+    "bool_type": "expected true or false, got {kind}",
+    "string_type": "expected a string, got {kind}",
+}
+
+
+def check_pipeline(name: str, raw: Any) -> tuple[PipelineConfig | None, list[tuple[str, str]]]:
+    """Validate one pipeline's declaration.
+
+    :param name: the pipeline's name (already checked).
+    :param raw: what the YAML holds under its name.
+    :returns: the pipeline, or ``None`` and every problem as ``(key path, message)``.
+    """
+    semantics = raw.get("semantics") if isinstance(raw, dict) else None
+    try:
+        decl = PipelineDecl.model_validate(raw, context={"semantics": semantics})
+    except ValidationError as exc:
+        return None, [explain(error) for error in exc.errors(include_url=False)]
+    return decl.config(name), []
+
+
+def is_credential(key: Any) -> bool:
+    """Whether a key names a secret or a connection setting.
+
+    :param key: a mapping key as the YAML loader made it.
+    """
+    if not isinstance(key, str):
+        return False
+    lowered = key.lower()
+    return lowered in CREDENTIAL_KEYS or lowered.startswith(CREDENTIAL_PREFIXES)
+
+
+def explain(error: ErrorDetails) -> tuple[str, str]:
+    """``(key path, message)`` for one pydantic error of :class:`PipelineDecl`.
+
+    :param error: one item of ``ValidationError.errors()``.
+    """
+    loc = list(error["loc"])
+    if loc and loc[-1] == "[key]":
+        # A mapping key was refused: name it as written (pydantic shows True as 1).
+        loc = [*loc[:-2], error["input"]]
+    path = ".".join(str(part) for part in loc)
+    return path, _message(error, loc)
+
+
+def _message(error: ErrorDetails, loc: list[Any]) -> str:
+    kind = error["type"]
+    if kind == RECON_ERROR:
+        return error["msg"]
+    if kind in ("extra_forbidden", "invalid_key"):
+        if is_credential(loc[-1]):
+            return CREDENTIALS_REFUSED
+        model = _model_at(loc[:-1])
+        allowed = ", ".join(model.model_fields) if model is not None else ""
+        return f"unknown key (expected one of {allowed})" if allowed else "unknown key"
+    if kind == "missing":
+        hint = _description_of(loc)
+        return f"missing required key ({hint})" if hint else "missing required key"
+    if kind in _TYPE_MESSAGES:
+        return _TYPE_MESSAGES[kind].format(kind=kind_of(error["input"]))
+    if kind == "greater_than_equal":
+        return f"must be {error.get('ctx', {}).get('ge')} or more, got {error['input']}"
+    return error["msg"]  # pydantic's own words for anything the schema does not foresee
+
+
+def _model_at(loc: list[Any]) -> type[BaseModel] | None:
+    model: type[BaseModel] = PipelineDecl
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return None
+        model = annotation
+    return model
+
+
+def _description_of(loc: list[Any]) -> str | None:
+    model = _model_at(loc[:-1])
+    field = model.model_fields.get(loc[-1]) if model is not None and loc else None
+    return field.description if field is not None else None

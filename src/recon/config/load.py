@@ -1,0 +1,175 @@
+"""Read pipeline files: the YAML itself, the file's shape, and where the files are.
+
+The YAML loader refuses duplicate keys (PyYAML keeps the last one silently). The file is a
+mapping with the key ``pipelines`` and, optionally, ``x-...`` keys that hold YAML anchors shared
+by several pipelines (``<<: *defaults``), as in docker-compose files. Each entry under
+``pipelines`` is checked by :func:`recon.config.explain.check_pipeline`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from recon.config.explain import check_pipeline
+from recon.config.model import PipelineConfig
+from recon.config.problems import Problems, kind_of
+from recon.config.schema import ID_RE
+from recon.errors import ConfigError
+
+ENV_VAR = "RECON_PIPELINES"
+#: A directory whose ``*.yaml`` files declare more pipelines (a team's own, a test's).
+DIR_ENV_VAR = "RECON_PIPELINES_DIR"
+DEFAULT_FILE = "pipelines.yaml"
+
+# src/recon/config/load.py -> the repository root, four levels up.
+_REPO_ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+)
+
+
+def default_pipelines_path() -> str:
+    """``$RECON_PIPELINES``, else ``pipelines.yaml`` at the repository root (``$RECON_ROOT``)."""
+    from_env = os.environ.get(ENV_VAR)
+    if from_env:
+        return from_env
+    root = os.environ.get("RECON_ROOT") or _REPO_ROOT
+    return os.path.join(root, DEFAULT_FILE)
+
+
+def load_pipelines(path: str | os.PathLike[str] | None = None) -> dict[str, PipelineConfig]:
+    """Read and validate every pipeline declared in the YAML file.
+
+    :param path: the file; ``None`` means :func:`default_pipelines_path`.
+    :returns: pipelines by name, in file order.
+    :raises ConfigError: listing every problem found (at most ``MAX_REPORTED_ERRORS`` lines).
+    """
+    file_path = os.fspath(path) if path is not None else default_pipelines_path()
+    try:
+        with open(file_path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise ConfigError(f"{file_path}: cannot read the pipeline file ({exc.strerror})") from None
+    return parse_pipelines(text, source=file_path)
+
+
+def load_pipeline_dir(
+    directory: str | os.PathLike[str] | None = None, *, taken: Mapping[str, str] | None = None
+) -> list[tuple[str, PipelineConfig]]:
+    """Read every ``*.yaml`` file of a directory (sorted by name), each validated as
+    :func:`load_pipelines` does. An unset variable or an absent directory declares nothing.
+
+    :param directory: the directory; ``None`` means ``$RECON_PIPELINES_DIR``.
+    :param taken: pipeline names already declared elsewhere, by the file that declares them.
+    :returns: ``(file, pipeline)`` pairs: each pipeline runs with the file it came from.
+    :raises ConfigError: a file's own problems, or a name declared twice (naming both files).
+    """
+    folder = os.fspath(directory) if directory is not None else os.environ.get(DIR_ENV_VAR, "")
+    if not folder or not os.path.isdir(folder):
+        return []
+    seen = dict(taken or {})
+    found: list[tuple[str, PipelineConfig]] = []
+    for entry in sorted(os.listdir(folder)):
+        path = os.path.join(folder, entry)
+        if not entry.endswith(".yaml") or not os.path.isfile(path):
+            continue
+        for name, cfg in load_pipelines(path).items():
+            if name in seen:
+                # Two DAGs with one id would replace each other at every parse.
+                raise ConfigError(f"{path}: pipeline '{name}' is already declared in {seen[name]}")
+            seen[name] = path
+            found.append((path, cfg))
+    return found
+
+
+def parse_pipelines(text: str, source: str = DEFAULT_FILE) -> dict[str, PipelineConfig]:
+    """Validate pipeline declarations given as YAML text.
+
+    :param text: the YAML document.
+    :param source: the file name used in error messages.
+    :raises ConfigError: listing every problem found.
+    """
+    document = _read_yaml(text, source)
+    problems = Problems(source)
+    pipelines: dict[str, PipelineConfig] = {}
+    for name, raw in _declared(document, problems).items():
+        if not isinstance(name, str) or not ID_RE.match(name):
+            problems.add(
+                None,
+                f"pipelines.{name}",
+                "a pipeline name must be letters, digits, '_', '.' or '-' (it becomes a DAG id)",
+            )
+            continue
+        config, found = check_pipeline(name, raw)
+        for path, message in found:
+            problems.add(name, path, message)
+        if config is not None:
+            pipelines[name] = config
+    problems.raise_if_any()
+    return pipelines
+
+
+def _read_yaml(text: str, source: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_StrictLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise ConfigError(f"{source}: {where}YAML syntax error: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: YAML syntax error: {exc}") from None
+
+
+def _declared(document: Any, problems: Problems) -> dict[Any, Any]:
+    """The mapping under ``pipelines:``; problems with the file's own shape are recorded."""
+    if not isinstance(document, dict):
+        problems.add(None, "", "expected a mapping with the key 'pipelines'")
+        return {}
+    for key in document:
+        # 'x-' keys hold YAML anchors shared by pipelines, as in docker-compose files.
+        if key != "pipelines" and not (isinstance(key, str) and key.startswith("x-")):
+            problems.add(None, str(key), "unknown key (expected 'pipelines' or 'x-...')")
+    if "pipelines" not in document:
+        problems.add(None, "pipelines", "missing required key")
+        return {}
+    declared = document["pipelines"]
+    if declared is None:
+        return {}
+    if not isinstance(declared, dict):
+        problems.add(None, "pipelines", f"expected a mapping of pipelines, got {kind_of(declared)}")
+        return {}
+    return declared
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys instead of silently keeping the last one."""
+
+
+def _mapping_without_duplicates(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    # Only keys written out are compared: a key that overrides one merged in with '<<: *anchor'
+    # is the point of the merge, not a duplicate.
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            duplicate = key in seen
+        except TypeError:
+            continue  # unhashable: construct_mapping reports it
+        if duplicate:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=True)
+
+
+_StrictLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+    _mapping_without_duplicates,
+)

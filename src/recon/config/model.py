@@ -1,0 +1,86 @@
+"""What a declared pipeline is once validated: plain frozen values the rest of the package reads.
+
+These classes know nothing about YAML or validation (that is :mod:`recon.config.schema`); code
+and tests may build them directly, and ``dataclasses.replace`` works on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+#: ``spark`` (any size, any cluster) or ``local`` (one machine, no JVM: ``recon.local``).
+ENGINES: tuple[str, ...] = ("spark", "local")
+#: Where a record's messageId may live.
+MESSAGE_ID_KINDS: tuple[str, ...] = ("header", "json_field", "key")
+
+
+@dataclass(frozen=True)
+class MessageIdSpec:
+    """Where a record's messageId lives: a header, a top-level JSON field of the value, or the key.
+
+    :param kind: ``header``, ``json_field`` or ``key``.
+    :param name: the header or field name; ``None`` for ``key``.
+    """
+
+    kind: str
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class KafkaSource:
+    """The topic side: which connection, topic and consumer group, and how to find the id.
+
+    ``start_offsets`` applies to the first run only: ``None`` or ``"earliest"`` (log start), or a
+    read-only ``{partition: offset}`` mapping; partitions it does not name start at log start.
+    """
+
+    connection: str
+    topic: str
+    consumer_group: str
+    message_id: MessageIdSpec
+    start_offsets: str | Mapping[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class SinkSpec:
+    """The PostgreSQL side. Identifiers are quoted when used, so any non-empty name is allowed."""
+
+    connection: str
+    table: str
+    message_id_column: str
+    ingest_seq_column: str | None = None
+
+    @property
+    def table_parts(self) -> tuple[str, ...]:
+        """``("schema", "table")`` or ``("table",)``, ready for ``psycopg2.sql.Identifier``."""
+        return tuple(self.table.split("."))
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """What the contract lets pass: ratios of judged messages, absolute counts for the rest."""
+
+    max_loss_ratio: float = 0.0
+    max_duplicate_ratio: float = 0.0
+    max_unverifiable: int = 0
+    max_invalid: int = 0
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """One declared pipeline; becomes one DAG and one reconciliation per scheduled run."""
+
+    name: str
+    semantics: str
+    schedule: str | None
+    settle_seconds: int
+    kafka: KafkaSource
+    sink: SinkSpec
+    tolerances: Tolerances = field(default_factory=Tolerances)
+    idempotent_producer: bool = False
+    catchup: bool = False
+    retries: int = 2
+    tags: tuple[str, ...] = ()
+    #: ``spark`` (any size, any cluster) or ``local`` (one machine, no JVM: ``recon.local``).
+    engine: str = "spark"
