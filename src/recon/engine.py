@@ -531,7 +531,8 @@ def reconcile_run(
     from pyspark.sql import functions as F
 
     from recon import ledger as ledger_store
-    from recon.reconcile import counts_to_dict, ledger_update, reconcile, verdict_counts
+    from recon.engines.spark import reconcile
+    from recon.rules.run import next_ledger
 
     started = time.monotonic()
     record = _require_record(cfg, run_id)
@@ -561,9 +562,9 @@ def reconcile_run(
             if w.unverifiable
         ]
         ends = partition_ends(record.windows)
-        results = reconcile(window, sink_rows, ledger, pending, None, unverifiable, ends)
-        results = results.persist(StorageLevel.MEMORY_AND_DISK)
-        counts = counts_to_dict(verdict_counts(results))
+        rules, counts = reconcile(
+            spark, window, sink_rows, ledger, pending, None, unverifiable, ends
+        )
         progress(f"run {run_id}: verdicts counted at {time.monotonic() - started:.1f} s")
         # Only the records read committed count: the in-flight ones lie past the range.
         committed_read = window.unionByName(readable)
@@ -580,17 +581,18 @@ def reconcile_run(
             aborted = _uncommitted_records(spark, cfg, gapped, committed_read).persist(
                 StorageLevel.MEMORY_AND_DISK
             )
-            results.unpersist()
-            results = reconcile(window, sink_rows, ledger, pending, aborted, unverifiable, ends)
-            results = results.persist(StorageLevel.MEMORY_AND_DISK)
-            counts = counts_to_dict(verdict_counts(results))
-
+            rules.release()
+            rules, counts = reconcile(
+                spark, window, sink_rows, ledger, pending, aborted, unverifiable, ends
+            )
+        results = rules.frame("results").persist(StorageLevel.MEMORY_AND_DISK)
+        next_ledger(rules, run_id)
         ledger_path = ledger_store.write_version(
             spark,
             f"{data_dir.rstrip('/')}/ledger/{cfg.name}",
             f"{_safe(run_id)}-{uuid.uuid4().hex[:8]}",
             base_entries,
-            ledger_update(ledger, results, run_id),
+            rules.frame("ledger_next"),
         )
         results.write.mode("overwrite").parquet(results_path(data_dir, cfg.name, run_id))
         progress(f"run {run_id}: ledger and results written at {time.monotonic() - started:.1f} s")
@@ -621,6 +623,7 @@ def reconcile_run(
         with results_db() as pg:
             written = store.commit_run(pg, record=record, outcome=outcome, discrepancies=rows)
         results.unpersist()
+        rules.release()
         sink_rows.unpersist()
         if ledger is not None:
             ledger.unpersist()

@@ -2,7 +2,7 @@
 
 A ledger version is a *manifest*: the list of entry directories (Parquet, ``schemas.LEDGER`` plus
 ``id_hash``) that make it up, oldest first. A run writes one entry directory holding only the
-messages it touched (its results merged with their earlier entries, ``reconcile.ledger_update``)
+messages it touched (its results merged with their earlier entries, ``recon/rules/08_ledger_*.sql``)
 and a manifest listing its base's entries and its own. The newest entry of a messageId wins.
 
 Reading a version for a run (:func:`ledger_for`) keeps the entries whose ``id_hash`` (a 64-bit
@@ -91,11 +91,10 @@ def _write_manifest(spark: SparkSession, path: str, entries: list[str]) -> None:
 
 def results_as_entries(results: DataFrame, run_id: str, seq: int) -> DataFrame:
     """A run's result rows as the ledger entries of their messages (those of ledger verdicts):
-    what ``reconcile.ledger_update`` makes of them for messages new to the ledger."""
+    what ``recon/rules/08_ledger_*.sql`` makes of them for messages new to the ledger."""
     from pyspark.sql import functions as F
 
     from recon import schemas
-    from recon.reconcile import conform_ledger
     from recon.verdicts import LEDGER_VERDICTS, UNMATCHED
 
     unmatched = F.col("verdict").isin(*UNMATCHED)
@@ -129,8 +128,6 @@ def entries_frame(spark: SparkSession, entries: list[str]) -> DataFrame | None:
     manifests has none and is always the first.
     """
     from pyspark.sql import functions as F
-
-    from recon.reconcile import conform_ledger
 
     if not entries:
         return None
@@ -234,3 +231,60 @@ def write_version(
     manifest = f"{root}/{name}{MANIFEST_SUFFIX}"
     _write_manifest(spark, manifest, entries)
     return manifest
+
+
+def _conform(df: DataFrame, schema: Any, name: str, keep: Sequence[str] = ()) -> DataFrame:
+    """Select the schema's columns with its types (and the ``keep`` columns as they are); other
+    columns are dropped."""
+    from pyspark.sql import functions as F
+
+    from recon.errors import InputSchemaError
+
+    missing = [f.name for f in schema.fields if f.name not in df.columns]
+    if missing:
+        raise InputSchemaError(
+            f"{name}: missing column(s) {', '.join(missing)} (expected {schema.simpleString()})"
+        )
+    typed = [F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields]
+    return df.select(*typed, *keep)
+
+
+def conform_ledger(ledger: DataFrame, keep: Sequence[str] = ()) -> DataFrame:
+    """The ledger as ``schemas.LEDGER`` (plus the ``keep`` columns), with ``positions`` derived
+    from topic/partition/offsets when not stored.
+
+    :raises InputSchemaError: when a column is missing.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, LongType
+
+    from recon import schemas
+
+    missing = [
+        c for c in ("offsets", "first_offset", "topic", "partition") if c not in ledger.columns
+    ]
+    if missing:
+        return _conform(ledger, schemas.LEDGER, "ledger", keep)  # raises, naming them
+    # An entry of a message at one position may store no lists (the local engine writes its
+    # entries so): they follow from first_offset.
+    offsets = F.coalesce(
+        F.col("offsets").cast(ArrayType(LongType())),
+        F.when(F.col("first_offset").isNull(), F.array().cast(ArrayType(LongType()))).otherwise(
+            F.array(F.col("first_offset").cast(LongType()))
+        ),
+    )
+    derived = F.transform(
+        offsets,
+        lambda o: F.struct(
+            F.col("topic").alias("topic"),
+            F.col("partition").alias("partition"),
+            o.alias("offset"),
+        ),
+    ).cast(schemas.POSITIONS)
+    positions = (
+        F.coalesce(F.col("positions").cast(schemas.POSITIONS), derived)
+        if "positions" in ledger.columns
+        else derived
+    )
+    ledger = ledger.withColumn("offsets", offsets).withColumn("positions", positions)
+    return _conform(ledger, schemas.LEDGER, "ledger", keep)

@@ -1,9 +1,9 @@
 """The shapes of the reconciler's inputs and outputs, as Spark ``StructType`` definitions.
 
-Writers (the snapshot job, the sink scan, the ledger store) produce these; ``recon.reconcile``
-checks the column names and casts to these types, so an ``int`` offset from a test or a
-``decimal`` key from JDBC still fits. Nullability here is documentation: Spark does not enforce
-it on computed frames.
+Writers (the snapshot job, the sink scan, the ledger store) produce these; the engines check the
+column names and cast to the rules' input types (``recon.rules.INPUT_COLUMNS``), so an ``int``
+offset from a test or a ``decimal`` key from JDBC still fits. Nullability here is documentation:
+Spark does not enforce it on computed frames.
 """
 
 from __future__ import annotations

@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engines_kit import duckdb_ledger
 from test_local_verdicts import LEDGER, _as_read, _key, _plain, _table, judge, rows
 from test_reconcile import _SCENARIOS
 
 from recon import ledger as spark_ledger
 from recon.local import ledger as local_ledger
-from recon.local.verdicts import ledger_update, ledger_with_positions
+from recon.rules.run import conform_sql
 
 pytestmark = pytest.mark.unit
 
@@ -30,16 +31,15 @@ def _versions(tmp_path: Path, name: str) -> tuple[Any, str, list[dict[str, Any]]
     con, results, ledger = judge(s)
     assert ledger is not None
     root = str(tmp_path / "ledger")
-    first, _ = local_ledger.write_version(
-        con, root, "run-1", [], ledger_with_positions(con, ledger)
-    )
+    # The rules' ledger input: the scenario's entries with their positions derived.
+    first, _ = local_ledger.write_version(con, root, "run-1", [], "ledger")
     base = local_ledger.read_manifest(first)
-    known = ledger_update(con, ledger, results, "run-2", into="recon_known", known_only=True)
+    known = duckdb_ledger(con, "run-2", "ledger_known")
     second, results_file = local_ledger.write_version(
         con, root, "run-2", base, known, results=(results, "run-2")
     )
     assert results_file is not None
-    every = ledger_update(con, ledger, results, "run-2", into="recon_every")
+    every = "ledger_next"
     expected = sorted((_as_read(_plain(r)) for r in rows(con, every)), key=_key)
     return con, second, expected
 
@@ -91,7 +91,9 @@ def test_a_runs_entries_are_those_of_the_whole_version_for_its_ids(
 
 def _entry(con: Any, root: str, run: str, base: list[str], ids_verdicts: list[tuple]) -> str:
     con.register("d", _table([(m, "t", 0, o, [o], 1, run, v) for m, o, v in ids_verdicts], LEDGER))
-    manifest, _ = local_ledger.write_version(con, root, run, base, ledger_with_positions(con, "d"))
+    columns = [r[0] for r in con.execute("DESCRIBE d").fetchall()]
+    con.execute(f"CREATE OR REPLACE TEMP VIEW d_entries AS {conform_sql('ledger', 'd', columns)}")
+    manifest, _ = local_ledger.write_version(con, root, run, base, "d_entries")
     return manifest
 
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from engines_kit import duckdb_ledger, duckdb_reconcile, spark_ledger_next, spark_reconcile
 from test_reconcile import _SCENARIOS, LEDGER_NO_POSITIONS, Scenario, frames
 
-from recon.local.verdicts import ledger_update, reconcile, verdict_counts
 from recon.verdicts import ALL_VERDICTS
 
 pytestmark = pytest.mark.unit
@@ -61,7 +61,7 @@ def judge(s: Scenario) -> tuple[Any, str, str | None]:
     if s.uncommitted is not None:
         con.register("u", _table(s.uncommitted, UNCOMMITTED))
         names["uncommitted"] = "u"
-    results = reconcile(
+    results, _ = duckdb_reconcile(
         con, window="w", sink_rows="s", unverifiable=s.unverifiable, partition_ends=s.ends,
         **names,
     )  # fmt: skip
@@ -115,8 +115,6 @@ def test_scenario_gives_the_hand_computed_rows(name: str) -> None:
 
 @pytest.mark.parametrize("name", list(_SCENARIOS))
 def test_every_column_equals_the_spark_engine(spark: Any, name: str) -> None:
-    from recon.reconcile import reconcile as spark_reconcile
-
     s = _SCENARIOS[name]()
     con, results, _ = judge(s)
     local = sorted((_plain(r) for r in rows(con, results)), key=_key)
@@ -127,25 +125,22 @@ def test_every_column_equals_the_spark_engine(spark: Any, name: str) -> None:
 @pytest.mark.parametrize("name", ["one_duplicate", "duplicate_in_later_run", "pending",
                                   "late_delivery", "rewind", "phantom"])  # fmt: skip
 def test_ledger_entries_equal_the_spark_engine(spark: Any, name: str) -> None:
-    from recon.reconcile import ledger_update as spark_ledger_update
-    from recon.reconcile import reconcile as spark_reconcile
-
     s = _SCENARIOS[name]()
-    con, results, ledger = judge(s)
-    local = sorted(
-        (_as_read(_plain(r)) for r in rows(con, ledger_update(con, ledger, results, "run-2"))),
-        key=_key,
-    )
-    spark_frames = frames(spark, s)
-    spark_results = spark_reconcile(**spark_frames)
-    theirs = spark_ledger_update(spark_frames["ledger"], spark_results, "run-2").collect()
+    con, _, _ = judge(s)
+    local = sorted((_plain(r) for r in rows(con, duckdb_ledger(con, "run-2"))), key=_key)
+    spark_reconcile(**frames(spark, s))
+    theirs = spark_ledger_next(spark, "run-2").collect()
     assert local == sorted((_plain(r) for r in theirs), key=_key)
 
 
 def test_counts_name_every_verdict() -> None:
+    import duckdb
+
     s = _SCENARIOS["topic_duplicate"]()
-    con, results, _ = judge(s)
-    counts = verdict_counts(con, results)
+    con = duckdb.connect()
+    con.register("w", _table(s.window, WINDOW))
+    con.register("s", _table(s.sinks, SINK))
+    results, counts = duckdb_reconcile(con, window="w", sink_rows="s")
     assert set(counts) == set(ALL_VERDICTS)
     assert counts["topic_duplicate"] == sum(1 for r in rows(con, results) if r["topic_duplicate"])
 

@@ -8,7 +8,7 @@ messages on a few GiB). The steps keep the Spark engine's contracts (``recon.eng
   ``recon.kafka_read.extract_message_ids`` does;
 * :mod:`recon.local.sink_arrow` copies the run's sink rows out of PostgreSQL (``COPY``) while the
   workers read Kafka;
-* :mod:`recon.local.verdicts` is the verdict table of ``recon.reconcile`` in DuckDB SQL;
+* the verdicts are the rules of :mod:`recon.rules`, run by :mod:`recon.engines.duckdb`;
 * :mod:`recon.local.ledger` reads and writes the same ledger versions (manifests of Parquet
   entry directories) as ``recon.ledger``, so a pipeline can move between engines;
 * :mod:`recon.local.engine` ties them to the run record, results and commit of ``recon.store``.

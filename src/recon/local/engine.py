@@ -3,8 +3,9 @@
 :func:`snapshot_topic` reads the window and the pending records with one Kafka reader process
 per core while the sink's rows for the run stream out of PostgreSQL, all into Parquet under the
 run's window directory, made visible in one rename. :func:`reconcile_run` judges them with
-DuckDB (``recon.local.verdicts``), writes the ledger version (``recon.local.ledger``) and the
-results Parquet, and commits through ``recon.store.commit_run`` exactly as the Spark engine does.
+DuckDB (the rules of ``recon.rules``, run by ``recon.engines.duckdb``), writes the ledger
+version (``recon.local.ledger``) and the results Parquet, and commits through
+``recon.store.commit_run`` exactly as the Spark engine does.
 """
 
 from __future__ import annotations
@@ -36,9 +37,9 @@ from recon.engine import (
 from recon.kafka_read import OffsetRange
 from recon.local import kafka_arrow
 from recon.local import ledger as ledger_store
-from recon.local.verdicts import sql_literal as _literal
 from recon.paths import _safe, results_path, window_path
 from recon.pending import local_carried_pending, partition_ends
+from recon.rules.render import literal as _literal
 from recon.snapshot import KafkaAuthFailed, scrub
 from recon.verdicts import Verdict
 from recon.window import PartitionWindow
@@ -321,7 +322,8 @@ def reconcile_run(
 
     :raises store.ConcurrentRunError: another run advanced the pipeline meanwhile.
     """
-    from recon.local.verdicts import ledger_update, reconcile, verdict_counts
+    from recon.engines.duckdb import reconcile
+    from recon.rules.run import next_ledger
 
     started = time.monotonic()
     record = _require_record(cfg, run_id)
@@ -379,8 +381,8 @@ def reconcile_run(
             "pending": "recon_pending", "unverifiable": unverifiable,
             "partition_ends": partition_ends(record.windows),
         }  # fmt: skip
-        results = reconcile(con, **judge)
-        counts = verdict_counts(con, results)
+        rules, counts = reconcile(con, **judge)
+        results = "results"
         progress(f"run {run_id}: verdicts counted at {time.monotonic() - started:.1f} s")
         gapped = _gapped(con, record.windows) if counts.get(Verdict.PHANTOM, 0) > 0 else []
         if gapped:
@@ -389,12 +391,13 @@ def reconcile_run(
                 f"{len(gapped)} partition(s) with offset gaps"
             )
             aborted = _read_uncommitted(cfg, con, gapped, f"{run_dir}/uncommitted")
-            results = reconcile(con, uncommitted=aborted, **judge)
-            counts = verdict_counts(con, results)
+            rules, counts = reconcile(con, uncommitted=aborted, **judge)
 
         # The results are written once, into the new ledger version, where they stand for the
-        # entries of the messages new to the ledger; the validation step reads the same file.
-        delta = ledger_update(con, ledger, results, run_id, known_only=True)
+        # entries of the messages new to the ledger (``ledger_new`` is not written): the
+        # version's delta holds the entries of the messages the ledger knew.
+        next_ledger(rules, run_id)
+        delta = "ledger_known" if ledger is not None else None
         ledger_path, results_file = ledger_store.write_version(
             con, f"{data_dir.rstrip('/')}/ledger/{cfg.name}",
             f"{_safe(run_id)}-{uuid.uuid4().hex[:8]}", base_entries, delta,

@@ -25,9 +25,9 @@ from recon.ledger import (
     parse_entry,
     results_entry,
 )
-from recon.local.verdicts import POSITION_TYPE
+from recon.rules.render import POSITION_TYPE
 
-#: A message at one position is stored without lists (``recon.local.verdicts.ledger_update``).
+#: A message at one position is stored without lists (``recon/rules/08_ledger_new.sql``).
 _OFFSETS = (
     "coalesce(offsets, CASE WHEN first_offset IS NULL THEN []::BIGINT[] ELSE [first_offset] END)"
 )
@@ -117,7 +117,7 @@ def entries_view(
 
 def _results_as_entries(listed: str, run_id: str, seq: int, *, keys_only: bool = False) -> str:
     """A run's result rows as the entries of their messages (``recon.ledger`` explains)."""
-    from recon.local.verdicts import _in
+    from recon.rules.render import in_list as _in
     from recon.verdicts import LEDGER_VERDICTS, UNMATCHED
 
     entry_rows = f"WHERE message_id IS NOT NULL AND verdict IN {_in(LEDGER_VERDICTS)}"

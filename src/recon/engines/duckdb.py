@@ -1,0 +1,71 @@
+"""The rules run by DuckDB: inputs are views over the run's Parquet files, kept steps are
+temporary tables (DuckDB spills them to its temp directory), the others views."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from recon.rules.run import (
+    PartitionEnds,
+    UnverifiableRows,
+    conform_sql,
+    judge_inputs,
+    register_empty,
+)
+
+
+class DuckDBRules:
+    """:class:`recon.rules.run.RuleEngine` over one DuckDB connection.
+
+    :param con: the connection; the rules' relations are temporary objects in it.
+    """
+
+    dialect = "duckdb"
+
+    def __init__(self, con: Any) -> None:
+        self.con = con
+
+    def define(self, name: str, statement: str, *, keep: bool = False) -> None:
+        kind = "TABLE" if keep else "VIEW"
+        self.con.execute(f"CREATE OR REPLACE TEMP {kind} {name} AS {statement}")
+
+    def rows(self, name: str) -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in self.con.execute(f"SELECT * FROM {name}").fetchall()]
+
+    def use(self, name: str, source: str | None) -> None:
+        """Input ``name`` read from the relation ``source`` (None: the run has none).
+
+        :param name: one of ``recon.rules.INPUTS``.
+        """
+        if source is None:
+            register_empty(self, name)
+            return
+        present = [r[0] for r in self.con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
+        self.define(name, conform_sql(name, source, present))
+
+
+def reconcile(
+    con: Any,
+    *,
+    window: str,
+    sink_rows: str,
+    ledger: str | None = None,
+    pending: str | None = None,
+    uncommitted: str | None = None,
+    unverifiable: UnverifiableRows | None = None,
+    partition_ends: PartitionEnds | None = None,
+) -> tuple[DuckDBRules, dict[str, int]]:
+    """Judge a run with the rules: the relation ``results`` (``schemas.RESULT``) and the counts.
+
+    :param con: a DuckDB connection where the inputs are visible by name.
+    :param window: the window's committed records; ``pending``, ``uncommitted``, ``ledger``:
+        the other inputs (``recon.rules``), None when the run has none.
+    :param unverifiable: ``(topic, partition, from_offset, log_start_offset)`` per partition.
+    :param partition_ends: ``(partition, window_to, log_start_offset)`` per partition.
+    """
+    rules = DuckDBRules(con)
+    inputs = {
+        "records": window, "sink_rows": sink_rows, "ledger": ledger, "pending": pending,
+        "uncommitted": uncommitted,
+    }  # fmt: skip
+    return rules, judge_inputs(rules, inputs, unverifiable, partition_ends)

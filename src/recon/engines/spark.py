@@ -1,0 +1,96 @@
+"""The rules run by Spark: inputs are temporary views over DataFrames, kept steps are
+checkpointed (computed once, held in memory then on disk), every statement is the rule file
+rendered for Spark SQL.
+
+A temporary view made from a DataFrame holds that DataFrame's whole plan, so a step that reads
+a view reads its plan again: without a cut, the plan of the last step would repeat every earlier
+one as often as it is referenced (growing with each step, and exponentially when a ledger built
+by one run is the next run's input). A local checkpoint replaces a kept step's plan by its rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from recon.rules.render import _for_spark
+from recon.rules.run import (
+    PartitionEnds,
+    UnverifiableRows,
+    conform_sql,
+    judge_inputs,
+    register_empty,
+)
+
+
+class SparkRules:
+    """:class:`recon.rules.run.RuleEngine` over one SparkSession.
+
+    :param spark: the session; the rules' relations are its temporary views.
+    """
+
+    dialect = "spark"
+
+    def __init__(self, spark: Any) -> None:
+        self.spark = spark
+        self._kept: dict[str, Any] = {}
+
+    def define(self, name: str, statement: str, *, keep: bool = False) -> None:
+        frame = self.spark.sql(statement)
+        if keep:
+            frame = frame.localCheckpoint(eager=True)
+        frame.createOrReplaceTempView(name)
+        old = self._kept.pop(name, None)
+        if keep:
+            self._kept[name] = frame
+        if old is not None:
+            old.unpersist()
+
+    def rows(self, name: str) -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in self.spark.table(name).collect()]
+
+    def frame(self, name: str) -> Any:
+        """The relation ``name`` as a DataFrame."""
+        return self.spark.table(name)
+
+    def use(self, name: str, frame: Any | None) -> None:
+        """Input ``name`` read from ``frame`` (None: the run has none).
+
+        :param name: one of ``recon.rules.INPUTS``.
+        """
+        if frame is None:
+            register_empty(self, name)
+            return
+        source = f"recon_input_{name}"
+        frame.createOrReplaceTempView(source)
+        self.define(name, _for_spark(conform_sql(name, source, frame.columns)))
+
+    def release(self) -> None:
+        """Unpersist every kept relation."""
+        for frame in self._kept.values():
+            frame.unpersist()
+        self._kept.clear()
+
+
+def reconcile(
+    spark: Any,
+    window: Any,
+    sink_rows: Any,
+    ledger: Any | None = None,
+    pending: Any | None = None,
+    uncommitted: Any | None = None,
+    unverifiable: UnverifiableRows | None = None,
+    partition_ends: PartitionEnds | None = None,
+) -> tuple[SparkRules, dict[str, int]]:
+    """Judge a run with the rules: the view ``results`` (``schemas.RESULT``) and the counts.
+
+    :param window: the window's committed records (a DataFrame); ``sink_rows``, ``ledger``,
+        ``pending``, ``uncommitted``: the other inputs (``recon.rules``), None when absent.
+    :param unverifiable: ``(topic, partition, from_offset, log_start_offset)`` per partition.
+    :param partition_ends: ``(partition, window_to, log_start_offset)`` per partition.
+    """
+    rules = SparkRules(spark)
+    inputs = {
+        "records": window, "sink_rows": sink_rows, "ledger": ledger, "pending": pending,
+        "uncommitted": uncommitted,
+    }  # fmt: skip
+    return rules, judge_inputs(rules, inputs, unverifiable, partition_ends)

@@ -1,0 +1,144 @@
+-- Decides the general path's messages from every fact known about them, grouped by messageId:
+--   w  a committed record of the window         p  a pending record (past the window's end)
+--   s  a new sink row of this run               u  a record only the read_uncommitted pass saw
+--   l  the message's ledger entry from earlier runs
+-- total = the ledger's sink count + this run's new sink rows.
+--   judged (a record in the window, or judged before and new sink rows): lost (total 0),
+--     delivered (1) or duplicated (>1); topic_duplicate when it sits at more than one position.
+--   pending (a pending record, or pending in the ledger and not expired): pending.
+--   expired (pending in the ledger, no record now, every position it was seen at behind the
+--     window's end or the log-start offset): aborted_read if the uncommitted pass found it,
+--     unverifiable if a position is below the log-start offset, else phantom.
+--   only new sink rows: aborted_read, else unverifiable (this run lost records to retention),
+--     else phantom.
+--   judged before and nothing new: no row.
+WITH facts AS (
+    SELECT DISTINCT message_id, 'w' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
+           ${NO_LEDGER}
+    FROM general_joined WHERE "offset" IS NOT NULL
+    UNION ALL
+    SELECT DISTINCT message_id, 's' AS src, ${NULL_POS} AS pos, sink_key, ${NO_LEDGER}
+    FROM general_joined WHERE sink_key IS NOT NULL
+    UNION ALL
+    SELECT message_id, 'p' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key, ${NO_LEDGER}
+    FROM pending
+    WHERE invalid_reason IS NULL AND message_id IS NOT NULL AND trim(message_id) <> ''
+      AND message_id IN (SELECT message_id FROM general_ids)
+    UNION ALL
+    SELECT message_id, 'u' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key, ${NO_LEDGER}
+    FROM uncommitted
+    WHERE message_id IS NOT NULL AND trim(message_id) <> ''
+      AND message_id IN (SELECT message_id FROM general_ids)
+    UNION ALL
+    SELECT message_id, 'l' AS src, ${NULL_POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
+           CAST(sink_count AS BIGINT) AS l_sink_count, verdict AS l_verdict,
+           first_run_id AS l_first_run_id, positions AS l_positions
+    FROM ledger WHERE message_id IN (SELECT message_id FROM general_ids)
+),
+grouped AS (
+    SELECT message_id,
+           coalesce(list_sort(list_distinct(list(pos) FILTER (WHERE src = 'w'))),
+                    ${EMPTY_POSITIONS}) AS w_pos,
+           coalesce(list_sort(list_distinct(list(pos) FILTER (WHERE src = 'p'))),
+                    ${EMPTY_POSITIONS}) AS p_pos,
+           coalesce(list_sort(list_distinct(list(pos) FILTER (WHERE src = 'u'))),
+                    ${EMPTY_POSITIONS}) AS u_pos,
+           count(*) FILTER (WHERE src = 's') AS n_new,
+           coalesce(list_sort(list(sink_key) FILTER (WHERE src = 's' AND sink_key IS NOT NULL)),
+                    CAST([] AS VARCHAR[])) AS new_keys,
+           max(l_sink_count) AS l_sink_count, max(l_verdict) AS l_verdict_raw,
+           max(l_first_run_id) AS l_first_run_id,
+           first(l_positions) FILTER (WHERE l_positions IS NOT NULL) AS l_pos_raw
+    FROM facts
+    GROUP BY message_id
+),
+-- Where a pending ledger entry stands against this run's window, per position it was seen at.
+expiry AS (
+    SELECT x.message_id,
+           bool_and(coalesce(x.p."offset" < greatest(e.window_to, e.log_start), false)) AS behind,
+           bool_or(coalesce(x.p."offset" < e.log_start, false)) AS gone
+    FROM (SELECT message_id, unnest(positions) AS p FROM ledger
+          WHERE verdict = 'pending' AND message_id IN (SELECT message_id FROM general_ids)) x
+    LEFT JOIN partition_ends e ON e."partition" = x.p."partition"
+    GROUP BY x.message_id
+),
+flags AS (
+    SELECT g.*, coalesce(g.l_sink_count, 0) + g.n_new AS total,
+           coalesce(g.l_verdict_raw, '') AS l_verdict,
+           coalesce(g.l_pos_raw, ${EMPTY_POSITIONS}) AS l_pos,
+           array_length(g.w_pos) > 0 AS has_w, array_length(g.p_pos) > 0 AS has_p,
+           array_length(g.u_pos) > 0 AS has_u,
+           coalesce(x.behind, false) AS behind, coalesce(x.gone, false) AS gone
+    FROM grouped g LEFT JOIN expiry x ON g.message_id = x.message_id
+),
+states AS (
+    SELECT *, has_w OR (l_verdict IN ${JUDGED} AND n_new > 0) AS judged FROM flags
+),
+states1 AS (
+    SELECT *, NOT judged AND NOT has_p AND l_verdict = 'pending' AND behind AS expired
+    FROM states
+),
+states2 AS (
+    SELECT *, NOT judged AND NOT expired AND (has_p OR l_verdict = 'pending') AS pending_now
+    FROM states1
+),
+classified AS (
+    SELECT *,
+        CASE WHEN judged AND total = 0 THEN 'lost'
+             WHEN judged AND total = 1 THEN 'delivered'
+             WHEN judged THEN 'duplicated'
+             WHEN pending_now THEN 'pending'
+             WHEN expired AND has_u THEN 'aborted_read'
+             WHEN expired AND gone THEN 'unverifiable'
+             WHEN expired THEN 'phantom'
+             WHEN n_new > 0 AND has_u THEN 'aborted_read'
+             WHEN n_new > 0 AND (SELECT count(*) > 0 FROM removed_ranges) THEN 'unverifiable'
+             WHEN n_new > 0 THEN 'phantom' END AS verdict,
+        CASE WHEN judged THEN list_sort(list_distinct(list_concat(w_pos, l_pos)))
+             WHEN pending_now THEN list_sort(list_distinct(list_concat(p_pos, l_pos)))
+             WHEN has_u THEN u_pos
+             WHEN expired THEN l_pos
+             ELSE ${EMPTY_POSITIONS} END AS positions
+    FROM states2
+),
+flagged AS (
+    SELECT *, judged AND array_length(positions) > 1 AS topic_duplicate,
+           coalesce(l_first_run_id, '?') AS first_run,
+           array_to_string(list_transform(list_slice(positions, 1, ${MAX_POSITIONS_IN_DETAIL}),
+               q -> printf('%s/%d@%d', q.topic, q."partition", q."offset")), ', ') AS listed
+    FROM classified WHERE verdict IS NOT NULL
+)
+SELECT verdict, message_id, positions[1].topic AS topic,
+       positions[1]."partition" AS "partition",
+       list_sort(list_transform(positions, q -> q."offset")) AS offsets,
+       positions[1]."offset" AS first_offset, CAST(total AS BIGINT) AS sink_count,
+       new_keys AS sink_keys, topic_duplicate,
+       -- Why the verdict, in words a person can act on.
+       NULLIF(concat_ws('; ',
+           CASE WHEN verdict = 'lost' THEN 'no sink row for a committed record' END,
+           CASE WHEN verdict = 'duplicated' THEN
+               printf('%d sink rows, %d new in this run', total, n_new) END,
+           CASE WHEN verdict = 'duplicated' AND l_verdict = 'lost' THEN
+               ${LATE_DELIVERY} || first_run || ')' END,
+           CASE WHEN verdict = 'delivered' AND l_verdict = 'lost' THEN
+               ${LATE_DELIVERY} || first_run || ')' END,
+           CASE WHEN l_verdict IN ${JUDGED} AND has_w THEN
+               'read again (group reset or replay), first seen in run ' || first_run END,
+           CASE WHEN l_verdict IN ${JUDGED} AND NOT has_w AND verdict IN ${JUDGED} THEN
+               'new sink rows for a message first seen in run ' || first_run END,
+           CASE WHEN l_verdict IN ${UNMATCHED} AND verdict IN ${JUDGED} THEN
+               'its sink rows were reported as ' || l_verdict
+               || ' before the record was committed (first seen in run ' || first_run || ')' END,
+           CASE WHEN topic_duplicate THEN
+               'in the topic at ' || CAST(array_length(positions) AS VARCHAR) || ' positions: '
+               || listed END,
+           CASE WHEN verdict = 'pending' THEN ${PENDING} END,
+           CASE WHEN verdict = 'aborted_read' THEN
+               'id only in records of aborted transactions: ' || listed END,
+           CASE WHEN verdict = 'unverifiable' AND expired THEN ${PENDING_REMOVED} || listed END,
+           CASE WHEN verdict = 'unverifiable' AND NOT expired THEN ${NOT_FOUND_REMOVED} END,
+           CASE WHEN verdict = 'phantom' AND expired THEN ${PENDING_NEVER_COMMITTED} || listed END,
+           CASE WHEN verdict = 'phantom' AND NOT expired THEN ${PHANTOM} END
+       ), '') AS detail,
+       positions
+FROM flagged

@@ -1,0 +1,7 @@
+-- This run's verdicts of the general path's messages that the ledger keeps (a sink row with no
+-- committed record keeps no position: it never stands for a record of the topic).
+SELECT message_id, verdict AS n_verdict, sink_count AS n_sink_count,
+       CASE WHEN verdict IN ${UNMATCHED} THEN ${EMPTY_POSITIONS} ELSE positions END
+           AS n_positions
+FROM general_verdicts
+WHERE message_id IS NOT NULL AND verdict IN ${LEDGER_VERDICTS}

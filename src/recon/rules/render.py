@@ -1,0 +1,112 @@
+"""The rule files, read once and rendered for the engine that runs them.
+
+The rules are written in DuckDB's dialect. For Spark they are transpiled with sqlglot, and four
+constructs that sqlglot renders faithfully but Spark evaluates differently are rewritten:
+
+* ``list[i]`` becomes ``try_element_at(list, i)``: Spark's ``list[i - 1]`` fails on a short list
+  in ANSI mode, where DuckDB gives NULL;
+* ``list_slice(list, a, b)`` becomes ``slice(list, a, b - a + 1)``;
+* ``hash(x)`` becomes ``xxhash64(x)``: Spark's ``hash`` has 32 bits, too few for a window of
+  millions of ids (more collisions send more messages the general way);
+* ``array_length(list)`` stays ``size(list)``, as sqlglot renders it.
+
+``${NAME}`` placeholders are the run's parameters and the shared vocabulary (verdict groups,
+detail words), substituted as SQL literals before parsing, so no constant is written twice.
+"""
+
+from __future__ import annotations
+
+import functools
+import string
+from collections.abc import Mapping, Sequence
+from importlib import resources
+
+from recon import details
+from recon.verdicts import JUDGED, LEDGER_VERDICTS, UNMATCHED
+
+#: How many positions a detail text lists before it stops.
+MAX_POSITIONS_IN_DETAIL = 20
+POSITION_TYPE = 'STRUCT(topic VARCHAR, "partition" INTEGER, "offset" BIGINT)'
+ENGINES = ("duckdb", "spark")
+
+
+def literal(text: str) -> str:
+    """``text`` as a SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def in_list(values: Sequence[str]) -> str:
+    """``values`` as the parenthesised list of an ``IN``."""
+    return "(" + ", ".join(literal(v) for v in values) + ")"
+
+
+def _vocabulary() -> dict[str, str]:
+    position = "{'topic': topic, 'partition': \"partition\", 'offset': \"offset\"}"
+    return {
+        "POSITION_TYPE": POSITION_TYPE,
+        "POS": f"CAST({position} AS {POSITION_TYPE})",
+        "NULL_POS": f"CAST(NULL AS {POSITION_TYPE})",
+        "EMPTY_POSITIONS": f"CAST([] AS {POSITION_TYPE}[])",
+        "NO_LEDGER": (
+            "CAST(NULL AS BIGINT) AS l_sink_count, CAST(NULL AS VARCHAR) AS l_verdict, "
+            f"CAST(NULL AS VARCHAR) AS l_first_run_id, CAST(NULL AS {POSITION_TYPE}[]) "
+            "AS l_positions"
+        ),
+        "MAX_POSITIONS_IN_DETAIL": str(MAX_POSITIONS_IN_DETAIL),
+        "JUDGED": in_list(JUDGED),
+        "UNMATCHED": in_list(UNMATCHED),
+        "LEDGER_VERDICTS": in_list(LEDGER_VERDICTS),
+        "LATE_DELIVERY": literal(details.LATE_DELIVERY),
+        "PENDING": literal(details.PENDING),
+        "PENDING_REMOVED": literal(details.PENDING_REMOVED),
+        "PENDING_NEVER_COMMITTED": literal(details.PENDING_NEVER_COMMITTED),
+        "NOT_FOUND_REMOVED": literal(details.NOT_FOUND_REMOVED),
+        "PHANTOM": literal(details.PHANTOM),
+    }
+
+
+@functools.cache
+def source(step: str) -> str:
+    """The text of one rule file, as reviewed (placeholders unsubstituted)."""
+    return resources.files("recon.rules").joinpath(f"{step}.sql").read_text()
+
+
+def render(step: str, engine: str, params: Mapping[str, str] | None = None) -> str:
+    """One rule step as the statement ``engine`` runs.
+
+    :param step: the rule file's name without ``.sql`` (e.g. ``05_general_verdicts``).
+    :param engine: ``duckdb`` or ``spark``.
+    :param params: more placeholders (e.g. ``RUN_ID``), already SQL literals.
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}: expected one of {', '.join(ENGINES)}")
+    text = string.Template(source(step)).substitute({**_vocabulary(), **(params or {})})
+    if engine == "duckdb":
+        return text
+    return _for_spark(text)
+
+
+@functools.lru_cache(maxsize=64)
+def _for_spark(text: str) -> str:
+    import sqlglot
+    from sqlglot import exp
+
+    def rewrite(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Bracket) and len(node.expressions) == 1:
+            index = node.expressions[0]
+            if isinstance(index, exp.Literal) and not index.is_string:
+                # sqlglot keeps indexes 0-based; try_element_at counts from 1, as DuckDB does.
+                one_based = exp.Literal.number(int(index.this) + 1)
+                return exp.Anonymous(this="try_element_at", expressions=[node.this, one_based])
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "list_slice":
+            array, start, end = node.expressions
+            length = exp.Add(
+                this=exp.Sub(this=end, expression=start), expression=exp.Literal.number(1)
+            )
+            return exp.Anonymous(this="slice", expressions=[array, start, length])
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "hash":
+            return exp.Anonymous(this="xxhash64", expressions=node.expressions)
+        return node
+
+    tree = sqlglot.parse_one(text, read="duckdb")
+    return tree.transform(rewrite).sql(dialect="spark")

@@ -1,0 +1,174 @@
+"""The engine seam, and the one driver that runs the rule steps through it.
+
+An engine registers the run's inputs under the names the rules read (``recon.rules.INPUTS``),
+runs each step's statement as the relation the step names, and hands back the small results the
+driver needs (the verdict counts). Nothing here knows which engine it drives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from recon.rules import INPUT_COLUMNS, LEDGER_STEPS, VERDICT_STEPS, Step
+from recon.rules.render import literal, render
+from recon.verdicts import ALL_VERDICTS, Verdict
+
+UnverifiableRows = Sequence[tuple[str, int, int, int]]
+PartitionEnds = Sequence[tuple[int, int, int]]
+
+
+class RuleEngine(Protocol):
+    """What the driver asks of an engine (``recon.engines.duckdb``, ``recon.engines.spark``)."""
+
+    #: The dialect the rules are rendered for: ``duckdb`` or ``spark``.
+    dialect: str
+
+    def define(self, name: str, statement: str, *, keep: bool = False) -> None:
+        """Make ``statement`` (in :attr:`dialect`) the relation ``name``.
+
+        :param keep: materialise it (it is read more than once).
+        """
+
+    def rows(self, name: str) -> list[tuple[Any, ...]]:
+        """Every row of a small relation."""
+
+    def use(self, name: str, source: Any | None) -> None:
+        """Input ``name`` read from the engine's own relation ``source`` (None: empty)."""
+
+
+def empty_sql(name: str) -> str:
+    """A statement (DuckDB dialect) for input ``name`` with no rows, its columns typed."""
+    columns = ", ".join(f'CAST(NULL AS {t}) AS "{c}"' for c, t in INPUT_COLUMNS[name])
+    return f"SELECT {columns} WHERE false"
+
+
+def conform_sql(name: str, source: str, present: Iterable[str]) -> str:
+    """A statement (DuckDB dialect) reading input ``name`` from relation ``source`` with the
+    declared columns and types. A ledger entry that stores no lists (a message at one position)
+    gets them from ``first_offset``; a ledger without ``positions`` derives them all.
+
+    :raises InputSchemaError: ``source`` lacks a declared column.
+
+    :param present: the columns ``source`` has.
+    """
+    have = set(present)
+    optional = {"positions"} if name == "ledger" else set()
+    missing = [c for c, _ in INPUT_COLUMNS[name] if c not in have and c not in optional]
+    if missing:
+        from recon.errors import InputSchemaError
+
+        expected = ", ".join(f"{c} {t}" for c, t in INPUT_COLUMNS[name])
+        raise InputSchemaError(
+            f"{name}: missing column(s) {', '.join(missing)} (expected {expected})"
+        )
+    typed = {
+        c: (f'CAST("{c}" AS {t})' if c in have else f"CAST(NULL AS {t})")
+        for c, t in INPUT_COLUMNS[name]
+    }
+    if name == "ledger":
+        offsets = (
+            f"coalesce({typed['offsets']}, CASE WHEN first_offset IS NULL THEN "
+            "CAST([] AS BIGINT[]) ELSE [CAST(first_offset AS BIGINT)] END)"
+        )
+        position = (
+            "CAST({'topic': topic, 'partition': \"partition\", 'offset': o} AS "
+            'STRUCT(topic VARCHAR, "partition" INTEGER, "offset" BIGINT))'
+        )
+        typed["offsets"] = offsets
+        typed["positions"] = (
+            f"coalesce({typed['positions']}, list_transform({offsets}, o -> {position}))"
+        )
+    columns = ", ".join(f'{e} AS "{c}"' for c, e in typed.items())
+    return f"SELECT {columns} FROM {source}"
+
+
+def values_sql(name: str, rows: Iterable[Sequence[Any]]) -> str:
+    """A statement (DuckDB dialect) for input ``name`` holding ``rows`` (numbers and text)."""
+    spec = INPUT_COLUMNS[name]
+
+    def value(v: Any) -> str:
+        return literal(v) if isinstance(v, str) else str(int(v))
+
+    listed = [f"({', '.join(value(v) for v in row)})" for row in rows]
+    if not listed:
+        return empty_sql(name)
+    casts = ", ".join(f'CAST(v{i} AS {t}) AS "{c}"' for i, (c, t) in enumerate(spec))
+    names = ", ".join(f"v{i}" for i in range(len(spec)))
+    return f"SELECT {casts} FROM (VALUES {', '.join(listed)}) AS v({names})"
+
+
+def register_parameters(
+    engine: RuleEngine,
+    unverifiable: UnverifiableRows | None,
+    partition_ends: PartitionEnds | None,
+) -> None:
+    """The run's parameters as the relations ``removed_ranges`` and ``partition_ends``.
+
+    :param unverifiable: ``(topic, partition, from_offset, log_start_offset)`` per partition;
+        only those whose window starts below the log-start offset are kept.
+    :param partition_ends: ``(partition, window_to, log_start_offset)`` per partition.
+    """
+    removed = [u for u in (unverifiable or ()) if u[2] < u[3]]
+    for name, rows in (("removed_ranges", removed), ("partition_ends", partition_ends or ())):
+        engine.define(name, _render_input(engine, values_sql(name, rows)), keep=True)
+
+
+def register_empty(engine: RuleEngine, name: str) -> None:
+    """Input ``name`` as an empty relation (the run has none of it)."""
+    engine.define(name, _render_input(engine, empty_sql(name)))
+
+
+def _render_input(engine: RuleEngine, statement: str) -> str:
+    if engine.dialect == "duckdb":
+        return statement
+    from recon.rules.render import _for_spark
+
+    return _for_spark(statement)
+
+
+def judge_inputs(
+    engine: RuleEngine,
+    inputs: Mapping[str, Any | None],
+    unverifiable: UnverifiableRows | None,
+    partition_ends: PartitionEnds | None,
+) -> dict[str, int]:
+    """Register a run's inputs and judge it (:func:`judge`).
+
+    :param inputs: the engine's relations by input name (``records``, ``sink_rows``, ``ledger``,
+        ``pending``, ``uncommitted``); a name absent or None is an empty input.
+    """
+    for name in ("records", "sink_rows", "ledger", "pending", "uncommitted"):
+        engine.use(name, inputs.get(name))
+    register_parameters(engine, unverifiable, partition_ends)
+    return judge(engine)
+
+
+def judge(engine: RuleEngine) -> dict[str, int]:
+    """Run the verdict steps over the registered inputs; the counts per verdict.
+
+    :returns: rows per verdict (every verdict present, 0 when absent) and the number of rows
+        flagged ``topic_duplicate``.
+    """
+    _run(engine, VERDICT_STEPS, {})
+    counts = dict.fromkeys(ALL_VERDICTS, 0)
+    flagged = 0
+    for verdict, n, duplicates in engine.rows("verdict_counts"):
+        counts[verdict] = int(n)
+        flagged += int(duplicates)
+    counts[Verdict.TOPIC_DUPLICATE.value] = flagged
+    return counts
+
+
+def next_ledger(engine: RuleEngine, run_id: str) -> None:
+    """Run the ledger steps after :func:`judge`: ``ledger_known``, ``ledger_new`` and
+    ``ledger_next``.
+
+    :param run_id: recorded as ``first_run_id`` of the messages new to the ledger.
+    """
+    _run(engine, LEDGER_STEPS, {"RUN_ID": literal(run_id)})
+
+
+def _run(engine: RuleEngine, steps: Sequence[Step], params: Mapping[str, str]) -> None:
+    for step in steps:
+        engine.define(step.relation, render(step.file, engine.dialect, params), keep=step.keep)
