@@ -189,8 +189,8 @@ def _run(args: argparse.Namespace) -> int:
 def _runs(args: argparse.Namespace) -> int:
     from recon import store
     from recon.config import load_pipelines
-    from recon.engine import results_db
     from recon.preflight import get_pipeline
+    from recon.services import results_db
 
     cfg = get_pipeline(load_pipelines(args.pipelines), args.pipeline)
     with results_db() as pg:
@@ -210,8 +210,8 @@ def _runs(args: argparse.Namespace) -> int:
 def _reset(args: argparse.Namespace) -> int:
     from recon import store
     from recon.config import load_pipelines
-    from recon.engine import results_db
     from recon.preflight import get_pipeline
+    from recon.services import results_db
 
     cfg = get_pipeline(load_pipelines(args.pipelines), args.pipeline)
     with results_db() as pg:

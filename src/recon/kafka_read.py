@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from recon.config import MessageIdSpec
 from recon.connections import KafkaConnection
+from recon.window import PartitionWindow
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -33,6 +34,22 @@ class OffsetRange:
     partition: int
     start: int
     end: int
+
+
+def part_ranges(windows: Sequence[PartitionWindow], part: str) -> list[OffsetRange]:
+    """The offsets each partition's ``part`` of a run holds: ``committed`` the window
+    ``[from, to)`` and ``pending`` ``[to, LSO)``, both read read_committed; ``inflight``
+    ``[LSO, high watermark)`` read read_uncommitted: records of open transactions and the
+    committed records behind them, which a consumer reading uncommitted may have written
+    already. Their sink rows are pending, never phantoms."""
+    if part == "committed":
+        return [OffsetRange(w.topic, w.partition, w.read_from, w.window_to) for w in windows]
+    if part == "inflight":
+        return [
+            OffsetRange(w.topic, w.partition, max(w.pending_to, w.read_from), w.high_watermark)
+            for w in windows
+        ]
+    return [OffsetRange(w.topic, w.partition, w.window_to, w.pending_to) for w in windows]
 
 
 def _utf8_or_null(binary: Column) -> Column:

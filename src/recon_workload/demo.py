@@ -71,7 +71,7 @@ class Airflow:
 
 
 def _results(pipelines: dict[str, str]) -> list[tuple[Any, ...]]:
-    from recon.engine import results_db
+    from recon.services import results_db
 
     rows = []
     with results_db() as pg, pg.cursor() as cur:
@@ -91,7 +91,7 @@ def _results(pipelines: dict[str, str]) -> list[tuple[Any, ...]]:
 def main(argv: list[str] | None = None) -> int:
     from recon import store
     from recon.config import load_pipelines
-    from recon.engine import results_db
+    from recon.services import results_db
     from recon_workload import run_scenario
 
     messages = int(os.environ.get("RECON_DEMO_MESSAGES", "1000"))

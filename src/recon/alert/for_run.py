@@ -58,7 +58,7 @@ def alert_for_run(cfg: PipelineConfig, run_id: str, dag_id: str | None = None) -
         ``channels`` (channel -> sent / already_sent / skipped / failed).
     """
     from recon.alert.send import send_alerts
-    from recon.engine import results_db
+    from recon.services import results_db
     from recon.validation import ValidationOutcome
 
     with results_db() as pg:

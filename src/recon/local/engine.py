@@ -21,31 +21,28 @@ from recon import store
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection
 from recon.details import LATE_DELIVERY
-from recon.engine import (
-    Progress,
-    RunSummary,
-    _mark_error,
-    _noop,
-    _ranges,
-    _require_record,
-    default_data_dir,
-    judged_outcome,
-    results_db,
-    run_summary,
-    sink_db,
-)
-from recon.kafka_read import OffsetRange
+from recon.kafka_read import OffsetRange, part_ranges
 from recon.local import kafka_arrow
 from recon.local import ledger as ledger_store
+from recon.outcome import (
+    DISCREPANCY_SAMPLE,
+    RunSummary,
+    judged_outcome,
+    mark_error,
+    require_record,
+    run_summary,
+)
 from recon.paths import _safe, results_path, window_path
 from recon.pending import local_carried_pending, partition_ends
 from recon.rules.render import literal as _literal
+from recon.services import Progress, default_data_dir, noop, results_db, sink_db
 from recon.snapshot import KafkaAuthFailed, scrub
 from recon.verdicts import Verdict
 from recon.window import PartitionWindow
 
 PARTS = ("committed", "pending", "inflight", "sink")
-#: Read committed, except the in-flight records past the last stable offset (``recon.engine``).
+#: Read committed, except the in-flight records past the last stable offset
+#: (``recon.kafka_read.part_ranges``).
 _ISOLATION = {"committed": "read_committed", "pending": "read_committed",
               "inflight": "read_uncommitted"}  # fmt: skip
 
@@ -90,7 +87,7 @@ def snapshot_topic(
     run_id: str,
     *,
     data_dir: str | None = None,
-    progress: Progress = _noop,
+    progress: Progress = noop,
 ) -> dict[str, str]:
     """Read the run's window, pending records and sink rows into Parquet.
 
@@ -99,7 +96,7 @@ def snapshot_topic(
     :returns: the Parquet directories by part (``committed``, ``pending``, ``sink``).
     """
     started = time.monotonic()
-    record = _require_record(cfg, run_id)
+    record = require_record(cfg, run_id)
     data_dir = data_dir or default_data_dir()
     final = _run_dir(data_dir, cfg.name, run_id)
     staging = f"{final}.tmp-{uuid.uuid4().hex[:8]}"
@@ -121,7 +118,7 @@ def snapshot_topic(
         copier = threading.Thread(target=copy_sink, name="recon-sink-copy")
         readers = {}
         for part, isolation in _ISOLATION.items():
-            ranges = [r for r in _ranges(record.windows, part) if r.end > r.start]
+            ranges = [r for r in part_ranges(record.windows, part) if r.end > r.start]
             if not ranges and part == "inflight":
                 # Nearly always: no open transaction. No reader process for nothing.
                 _empty_part(f"{staging}/{part}")
@@ -177,7 +174,8 @@ def _view(con: Any, name: str, directory: str) -> str:
 
 def _gapped(con: Any, windows: list[PartitionWindow]) -> list[PartitionWindow]:
     """Partitions whose committed records do not fill ``[from, pending_to)`` (as
-    ``recon.engine._gapped_windows``: counted from the records on disk, not offset arithmetic)."""
+    ``recon.engines.spark_run._gapped_windows``: counted from the records on disk, not offset
+    arithmetic)."""
     counted = {
         (t, int(p)): int(n)
         for t, p, n in con.execute(
@@ -287,9 +285,8 @@ def _discrepancy_file(
 
 def _samples(con: Any, flagged: str, verdicts: list[str]) -> dict[str, list[dict[str, Any]]]:
     """The first ``DISCREPANCY_SAMPLE`` rows per verdict (and of the topic_duplicate flag) in
-    (partition, first offset, messageId) order, nulls first, as ``recon.engine._Samples``."""
-    from recon.engine import DISCREPANCY_SAMPLE
-
+    (partition, first offset, messageId) order, nulls first, as
+    ``recon.engines.spark_run._Samples``."""
     out: dict[str, list[dict[str, Any]]] = {}
     for verdict in verdicts:
         where = (
@@ -316,7 +313,7 @@ def reconcile_run(
     run_id: str,
     *,
     data_dir: str | None = None,
-    progress: Progress = _noop,
+    progress: Progress = noop,
 ) -> RunSummary:
     """Judge every message of the run and commit the results exactly once.
 
@@ -326,7 +323,7 @@ def reconcile_run(
     from recon.rules.run import next_ledger
 
     started = time.monotonic()
-    record = _require_record(cfg, run_id)
+    record = require_record(cfg, run_id)
     data_dir = data_dir or default_data_dir()
     run_dir = _run_dir(data_dir, cfg.name, run_id)
     if not os.path.exists(f"{run_dir}/_SUCCESS") or not os.path.isdir(f"{run_dir}/sink"):
@@ -424,7 +421,7 @@ def reconcile_run(
         finally:
             os.unlink(rows.path)
     except Exception as exc:
-        _mark_error(cfg, run_id, exc, progress)
+        mark_error(cfg, run_id, exc, progress)
         raise
     finally:
         con.close()

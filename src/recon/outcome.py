@@ -1,0 +1,157 @@
+"""What every engine's run shares: the run record it starts from, the outcome it commits (its
+counts judged by the claimed contract), the summary it returns, and the failure it records."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from recon import store
+from recon.config import PipelineConfig
+from recon.connections import kafka_connection, postgres_connection
+from recon.contract import evaluate_contract
+from recon.errors import first_line
+from recon.services import Progress, noop, results_conn_id, results_db
+from recon.snapshot import scrub
+from recon.verdicts import Verdict
+from recon.window import rewinds
+
+#: Discrepancy rows per verdict kept as samples for the summary and the alert.
+DISCREPANCY_SAMPLE = 20
+
+
+def require_record(cfg: PipelineConfig, run_id: str) -> store.RunRecord:
+    with results_db() as pg:
+        record = store.find_run(pg, cfg.name, run_id)
+    if record is None:
+        raise store.RunNotFound(
+            f"pipeline '{cfg.name}': run '{run_id}' has no offset snapshot yet: "
+            "run snapshot_offsets first"
+        )
+    return record
+
+
+@dataclass
+class RunSummary:
+    """What a run found, as printed by the CLI and returned to Airflow (small, JSON-friendly)."""
+
+    pipeline: str
+    run_id: str
+    semantics: str
+    status: str
+    counts: dict[str, int]
+    contract_passed: bool
+    violations: list[dict[str, Any]]
+    windows: list[dict[str, Any]]
+    rewinds: list[dict[str, Any]]
+    discrepancies: int
+    sink_rows_scanned: int
+    duration_seconds: float
+    ledger_path: str
+    samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    validation_url: str | None = None
+
+
+def judged_outcome(
+    cfg: PipelineConfig,
+    counts: dict[str, int],
+    *,
+    ledger_path: str,
+    sink_rows_scanned: int,
+    duration_seconds: float,
+) -> store.RunOutcome:
+    """What a run commits besides its discrepancy rows: its counts judged by the claimed contract.
+
+    Both engines commit through this, so a pipeline's verdicts read the same whichever judged it.
+    """
+    contract = evaluate_contract(cfg.semantics, counts, cfg.tolerances, cfg.idempotent_producer)
+    # Same keys as the checkpoint's failures (recon.validation), which replace these.
+    violations = [
+        {"verdict": v.verdict, "rule": v.verdict, "observed": v.count, "allowed": v.allowed,
+         "reason": v.reason}
+        for v in contract.violations
+    ]  # fmt: skip
+    return store.RunOutcome(
+        status="passed" if contract.passed else "failed",
+        counts=counts,
+        contract_passed=contract.passed,
+        violations=violations,
+        ledger_path=ledger_path,
+        sink_rows_scanned=sink_rows_scanned,
+        duration_seconds=duration_seconds,
+        topic_duplicates=counts.get(Verdict.TOPIC_DUPLICATE, 0),
+    )
+
+
+def run_summary(
+    cfg: PipelineConfig,
+    record: store.RunRecord,
+    outcome: store.RunOutcome,
+    discrepancies: int,
+    samples: dict[str, list[dict[str, Any]]],
+) -> RunSummary:
+    """The summary of a committed run, as the CLI prints it and Airflow's XCom carries it."""
+    return RunSummary(
+        pipeline=cfg.name,
+        run_id=record.run_id,
+        semantics=cfg.semantics,
+        status=outcome.status,
+        counts=dict(outcome.counts),
+        contract_passed=outcome.contract_passed,
+        violations=outcome.violations,
+        windows=[w.as_dict() for w in record.windows],
+        rewinds=rewinds(record.windows),
+        discrepancies=discrepancies,
+        sink_rows_scanned=outcome.sink_rows_scanned,
+        duration_seconds=round(outcome.duration_seconds, 3),
+        ledger_path=outcome.ledger_path,
+        samples=samples,
+    )
+
+
+def redact(text: str, cfg: PipelineConfig) -> str:
+    """``text`` with every secret of the pipeline's connections (and the results database's)
+    masked: errors are stored in ``recon.runs`` and printed, never with a password in them."""
+    from recon.errors import ConnectionNotFound
+
+    secrets: list[str] = []
+    try:
+        kafka = kafka_connection(cfg.kafka.connection)
+        text = scrub(text, kafka.config)
+    except ConnectionNotFound:
+        pass
+    for conn_id in (cfg.sink.connection, results_conn_id()):
+        try:
+            password = postgres_connection(conn_id).password
+        except ConnectionNotFound:
+            continue
+        if password:
+            secrets.append(password)
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+def mark_error(cfg: PipelineConfig, run_id: str, exc: Exception, progress: Progress) -> None:
+    """Record the failure on the run's row when the results database can take it; the error
+    that failed the run is what the caller raises either way."""
+    import psycopg2
+
+    try:
+        with results_db() as pg:
+            store.mark_error(pg, cfg.name, run_id, redact(f"{type(exc).__name__}: {exc}", cfg))
+    except psycopg2.Error as unreachable:
+        progress(f"run {run_id}: could not record the error: {first_line(unreachable)}")
+
+
+@contextlib.contextmanager
+def failure_recorded(cfg: PipelineConfig, run_id: str, progress: Progress = noop) -> Iterator[None]:
+    """Any exception inside marks the run ``error`` with its (redacted) message, then propagates:
+    a run that failed is never left ``running``."""
+    try:
+        yield
+    except Exception as exc:
+        mark_error(cfg, run_id, exc, progress)
+        raise
