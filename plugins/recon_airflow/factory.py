@@ -1,4 +1,5 @@
-"""Build one DAG per declared pipeline. Imports only Airflow's DAG API and the YAML loader."""
+"""Build one DAG per declared pipeline. Imports only Airflow's DAG API, the YAML loader and
+``recon.engines.needs_spark`` (which imports nothing)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ def build_dag(cfg: Any, pipelines_file: str | None = None) -> DAG:
     :param cfg: a ``recon.config.PipelineConfig``.
     :param pipelines_file: handed to the tasks so they read the same YAML at run time.
     """
+    from recon.engines import needs_spark
     from recon_airflow.callbacks import notify_task_failure
     from recon_airflow.operators import (
         AlertOperator,
@@ -53,18 +55,14 @@ def build_dag(cfg: Any, pipelines_file: str | None = None) -> DAG:
         # Operational failures notify; a broken contract is the alert task's job.
         notify = {"on_failure_callback": notify_task_failure}
         snapshot_offsets = SnapshotOffsetsOperator(task_id="snapshot_offsets", **common, **notify)
-        # A pipeline on the local engine reads and judges in the task's process, no JVM;
-        # validation (Great Expectations on Spark) is the same for both engines.
-        step_operator: Any = (
-            LocalStepOperator if cfg.engine == "local" else ReconSparkSubmitOperator
-        )
+        # A pipeline on the local engine reads, judges and validates in the task's process, no
+        # JVM; a Spark pipeline runs those steps under spark-submit.
+        step_operator: Any = ReconSparkSubmitOperator if needs_spark(cfg) else LocalStepOperator
         snapshot_topic = step_operator(
             task_id="snapshot_topic", step="snapshot_topic", **common, **notify
         )
         reconcile = step_operator(task_id="reconcile", step="reconcile", **common, **notify)
-        validate = ReconSparkSubmitOperator(
-            task_id="validate", step="validate", retries=0, **common
-        )
+        validate = step_operator(task_id="validate", step="validate", retries=0, **common)
         alert = AlertOperator(task_id="alert", retries=1, **common)
         snapshot_offsets >> snapshot_topic >> reconcile >> validate >> alert
     return dag

@@ -73,16 +73,17 @@ class SnapshotOffsetsOperator(BaseOperator):
         }
 
 
-LOCAL_STEPS = ("snapshot_topic", "reconcile")
+LOCAL_STEPS = ("snapshot_topic", "reconcile", "validate")
 
 
 class LocalStepOperator(BaseOperator):
-    """One step of a run of an ``engine: local`` pipeline (``snapshot_topic`` or ``reconcile``)
-    in the task's own process: no JVM (``recon.local``; its Kafka readers are processes of
-    their own).
+    """One step of a run of an ``engine: local`` pipeline (``snapshot_topic``, ``reconcile`` or
+    ``validate``) in the task's own process: no JVM (``recon.local``, whose Kafka readers are
+    processes of their own; Great Expectations on pandas). Like the Spark step, ``validate``
+    fails when the run broke its contract; the alert task runs either way.
 
     :param pipeline: the pipeline's name in the YAML.
-    :param step: ``snapshot_topic`` or ``reconcile``.
+    :param step: ``snapshot_topic``, ``reconcile`` or ``validate``.
     :param pipelines_file: the YAML (default: ``$RECON_PIPELINES``).
     """
 
@@ -111,11 +112,23 @@ class LocalStepOperator(BaseOperator):
             if self.step == "snapshot_topic":
                 paths = engine.snapshot_topic(cfg, context["run_id"], None, progress=self.log.info)
                 return {"paths": paths}
-            summary = engine.reconcile_run(cfg, context["run_id"], None, progress=self.log.info)
+            if self.step == "validate":
+                outcome = engine.validate_step(cfg, context["run_id"], None,
+                                               progress=self.log.info)  # fmt: skip
+            else:
+                summary = engine.reconcile_run(cfg, context["run_id"], None,
+                                               progress=self.log.info)  # fmt: skip
         except ServiceUnavailable as exc:
             raise AirflowException(str(exc)) from None
         except ReconError as exc:
             raise AirflowFailException(str(exc)) from None
+        if self.step == "validate":
+            if not outcome.passed:
+                raise AirflowFailException(
+                    f"pipeline '{cfg.name}' broke its {cfg.semantics} contract: "
+                    + ", ".join(f"{f['rule']} observed {f['observed']}" for f in outcome.failures)
+                )
+            return {"passed": outcome.passed, "failures": outcome.failures}
         return {"status": summary.status, "counts": summary.counts,
                 "discrepancies": summary.discrepancies}  # fmt: skip
 

@@ -138,34 +138,56 @@ def _driver_lost(spark: Any, exc: BaseException, grace_seconds: float = 10.0) ->
 
 
 def _run(args: argparse.Namespace) -> int:
-    import dataclasses
-
     from recon.config import load_pipelines
-    from recon.engine import run_pipeline
+    from recon.engine import needs_spark
     from recon.preflight import check_pipeline, get_pipeline
-    from recon.spark import spark_session
 
     cfg = get_pipeline(load_pipelines(args.pipelines), args.pipeline)
     check_pipeline(cfg)
     run_id = args.run_id or f"manual__{datetime.now(UTC):%Y-%m-%dT%H:%M:%S.%fZ}"
     _progress(f"pipeline {cfg.name}: run {run_id} ({cfg.semantics})")
+    # An `engine: local` pipeline runs every step in this process: no SparkSession, no JVM.
+    run = _run_on_spark if needs_spark(cfg) else _run_local
+    return _report(cfg, run_id, run(cfg, run_id, args), args)
+
+
+def _run_failed(cfg: Any, run_id: str, exc: Exception) -> RunFailed:
+    from recon.engine import redact
+
+    return RunFailed(
+        f"pipeline '{cfg.name}': run '{run_id}' failed: "
+        f"{redact(f'{type(exc).__name__}: {first_line(exc)}', cfg)}; it is marked error "
+        "in recon.runs and committed nothing"
+    )
+
+
+def _run_local(cfg: Any, run_id: str, args: argparse.Namespace) -> Any:
+    from recon.engine import run_pipeline
+
+    try:
+        return run_pipeline(cfg, run_id, None, data_dir=args.data_dir, progress=_progress)
+    except ReconError:
+        raise
+    except Exception as exc:
+        raise _run_failed(cfg, run_id, exc) from None
+
+
+def _run_on_spark(cfg: Any, run_id: str, args: argparse.Namespace) -> Any:
+    """The run with a SparkSession of its own, stopped after; a dead driver is named as such."""
+    from recon.engine import run_pipeline
+    from recon.spark import spark_session
+
     spark = spark_session(f"recon-{cfg.name}")
     spark.sparkContext.setLogLevel("ERROR")
     driver_lost = False
     try:
-        summary = run_pipeline(cfg, run_id, spark, data_dir=args.data_dir, progress=_progress)
+        return run_pipeline(cfg, run_id, spark, data_dir=args.data_dir, progress=_progress)
     except ReconError:
         raise
     except Exception as exc:
         driver_lost = _driver_lost(spark, exc)
         if not driver_lost:
-            from recon.engine import redact
-
-            raise RunFailed(
-                f"pipeline '{cfg.name}': run '{run_id}' failed: "
-                f"{redact(f'{type(exc).__name__}: {first_line(exc)}', cfg)}; it is marked error "
-                "in recon.runs and committed nothing"
-            ) from None
+            raise _run_failed(cfg, run_id, exc) from None
         raise SparkDriverLost(
             f"pipeline '{cfg.name}': the Spark driver died during run '{run_id}' "
             f"({type(exc).__name__}); a run commits all of its results or none: run it again "
@@ -174,6 +196,11 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         if not driver_lost:
             spark.stop()
+
+
+def _report(cfg: Any, run_id: str, summary: Any, args: argparse.Namespace) -> int:
+    import dataclasses
+
     if not summary.contract_passed:
         from recon.alert.for_run import alert_for_run
 

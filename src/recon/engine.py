@@ -11,11 +11,12 @@
    entries on top of its base, ``recon.ledger``); then one PostgreSQL transaction commits
    results, watermarks and the ledger pointer.
 
-Steps 2 and 3 belong to the pipeline's engine, chosen here and nowhere else (:func:`engine_for`):
-``recon.engines.spark_run`` (Spark) or ``recon.local.engine`` (DuckDB, no JVM). What both share
-lives in ``recon.services`` (connections, paths) and ``recon.outcome`` (the outcome they commit).
-The CLI runs the three in one process; the Airflow DAG runs them as tasks; ``spark_apps/`` wraps
-steps 2 and 3 for ``spark-submit``. All go through this module.
+Steps 2 and 3 and the validation belong to the pipeline's engine, chosen here and nowhere else
+(:func:`engine_for`, by :func:`needs_spark`): ``recon.engines.spark_run`` (Spark; Great
+Expectations on Spark) or ``recon.local.engine`` (DuckDB; Great Expectations on pandas; no JVM).
+What both share lives in ``recon.services`` (connections, paths) and ``recon.outcome`` (the
+outcome they commit). The CLI runs the three in one process; the Airflow DAG runs them as tasks;
+``spark_apps/`` wraps steps 2 and 3 for ``spark-submit``. All go through this module.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from recon import store
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection
+from recon.engines import needs_spark as needs_spark
 
 # Re-exported: callers (the CLI, tests, plugins) find these here.
 from recon.outcome import DISCREPANCY_SAMPLE as DISCREPANCY_SAMPLE
@@ -55,29 +57,44 @@ __all__ = ["results_db", "sink_db"]
 
 
 class EngineSteps(NamedTuple):
-    """Steps 2 and 3 of one engine, with the same call for every engine."""
+    """Steps 2 and 3 and the validation of one engine, with the same call for every engine."""
 
     #: ``(cfg, run_id, *, data_dir, progress)`` -> the Parquet paths by part.
     snapshot_topic: Callable[..., dict[str, str]]
     #: ``(cfg, run_id, *, data_dir, progress)`` -> the run's summary.
     reconcile_run: Callable[..., RunSummary]
+    #: ``(cfg, run_id, results_path)`` -> the ``recon.validation.ValidationOutcome`` of the run's
+    #: results Parquet.
+    validate: Callable[[PipelineConfig, str, str], Any]
+
+
+def _validate_on_spark(cfg: PipelineConfig, run_id: str, path: str, *, spark: SparkSession) -> Any:
+    from recon.validation import validate_run
+
+    return validate_run(spark, spark.read.parquet(path), cfg, run_id)
 
 
 def engine_for(cfg: PipelineConfig, spark: SparkSession | None) -> EngineSteps:
-    """Steps 2 and 3 of the pipeline's engine: the one place that branches on ``cfg.engine``.
+    """Steps 2 and 3 and the validation of the pipeline's engine: the one place that chooses
+    by the engine (:func:`needs_spark`).
 
-    :param spark: the Spark engine's session (None for ``engine: local``, which needs none).
+    :param spark: the Spark engine's session (None for ``engine: local``, which needs none and
+        never touches Spark: its validation reads the results Parquet into pandas).
     """
-    if cfg.engine == "local":
+    if not needs_spark(cfg):
         from recon.local import engine as local_engine
+        from recon.validation import validate_results_file
 
-        return EngineSteps(local_engine.snapshot_topic, local_engine.reconcile_run)
+        return EngineSteps(
+            local_engine.snapshot_topic, local_engine.reconcile_run, validate_results_file
+        )
     from recon.engines import spark_run
 
     assert spark is not None, "the Spark engine needs a SparkSession"
     return EngineSteps(
         functools.partial(spark_run.snapshot_topic, spark=spark),
         functools.partial(spark_run.reconcile_run, spark=spark),
+        functools.partial(_validate_on_spark, spark=spark),
     )
 
 
@@ -190,23 +207,25 @@ def reconcile_run(
 def validate_step(
     cfg: PipelineConfig,
     run_id: str,
-    spark: SparkSession,
+    spark: SparkSession | None,
     *,
     data_dir: str | None = None,
     progress: Progress = noop,
 ) -> Any:
-    """Run the Great Expectations checkpoint of the claimed semantic over the run's results and
-    record its decision and Data Docs link on ``recon.runs``.
+    """Run the Great Expectations checkpoint of the claimed semantic over the run's results with
+    the pipeline's engine (Spark, or pandas for ``engine: local``) and record its decision and
+    Data Docs link on ``recon.runs``.
 
+    :param spark: the session of the Spark engine (None for ``engine: local``).
     :returns: the ``recon.validation.ValidationOutcome``.
     """
-    from recon.validation import record_validation, validate_run
+    from recon.validation import record_validation
 
+    steps = engine_for(cfg, spark)
     require_record(cfg, run_id)
     data_dir = data_dir or default_data_dir()
     with failure_recorded(cfg, run_id, progress):
-        results = spark.read.parquet(results_path(data_dir, cfg.name, run_id))
-        outcome = validate_run(spark, results, cfg, run_id)
+        outcome = steps.validate(cfg, run_id, results_path(data_dir, cfg.name, run_id))
         with results_db() as pg:
             record_validation(pg, cfg.name, run_id, outcome)
     progress(
@@ -219,12 +238,15 @@ def validate_step(
 def run_pipeline(
     cfg: PipelineConfig,
     run_id: str,
-    spark: SparkSession,
+    spark: SparkSession | None,
     *,
     data_dir: str | None = None,
     progress: Progress = noop,
 ) -> RunSummary:
-    """Every step, as ``recon run`` does: snapshot, read, reconcile, validate."""
+    """Every step, as ``recon run`` does: snapshot, read, reconcile, validate.
+
+    :param spark: the session of the Spark engine (None for ``engine: local``).
+    """
     snapshot_offsets(cfg, run_id, progress=progress)
     snapshot_topic(cfg, run_id, spark, data_dir=data_dir, progress=progress)
     summary = reconcile_run(cfg, run_id, spark, data_dir=data_dir, progress=progress)

@@ -141,6 +141,13 @@ def test_a_local_engine_pipeline_runs_its_steps_without_spark_submit() -> None:
     dag = build_dag(replace(cfg, engine="local"))
     assert isinstance(dag.get_task("snapshot_topic"), LocalStepOperator)
     assert isinstance(dag.get_task("reconcile"), LocalStepOperator)
-    # Great Expectations runs on Spark for both engines.
-    assert isinstance(dag.get_task("validate"), ReconSparkSubmitOperator)
-    assert isinstance(build_dag(cfg).get_task("reconcile"), ReconSparkSubmitOperator), name
+    # Great Expectations validates a local pipeline on pandas, in the task's process.
+    validate = dag.get_task("validate")
+    assert isinstance(validate, LocalStepOperator) and validate.step == "validate"
+    assert validate.retries == 0
+    spark_dag = build_dag(cfg)
+    for task_id in ("snapshot_topic", "reconcile", "validate"):
+        assert isinstance(spark_dag.get_task(task_id), ReconSparkSubmitOperator), (name, task_id)
+    assert [t.task_id for t in dag.topological_sort()] == [
+        t.task_id for t in spark_dag.topological_sort()
+    ]

@@ -3,13 +3,16 @@
 For each claimed semantic: a results fixture that passes with every tolerance exactly at its
 threshold, and one that breaks every rule (each tolerance just past its threshold, every
 forbidden verdict present, each with a distinct count), both run through the real checkpoint on
-Spark and cross-checked against the pure-Python contract on the same counts.
+Spark (``engine: spark``) and on pandas over the results Parquet (``engine: local``, no JVM), and
+cross-checked against the pure-Python contract on the same counts.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -133,10 +136,59 @@ def gx_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(tmp_path_factory.mktemp("gx") / "gx")
 
 
-def _validate(spark: Any, gx_dir: str, cfg: Any, rows: list[tuple[Any, ...]], run_id: str) -> Any:
-    from recon import schemas
-    from recon.validation import validate_run
+ENGINES = ("spark", "pandas")
 
+#: The results' Parquet layout (``schemas.RESULT``) as the local engine writes it.
+RESULT_COLUMNS = (
+    ("verdict", "string"), ("message_id", "string"), ("topic", "string"),
+    ("partition", "int32"), ("offsets", "list<int64>"), ("first_offset", "int64"),
+    ("sink_count", "int64"), ("sink_keys", "list<string>"), ("topic_duplicate", "bool"),
+    ("detail", "string"), ("positions", "positions"),
+)  # fmt: skip
+
+
+def _write_results(rows: list[tuple[Any, ...]], path: Path) -> str:
+    """The rows as a results folder of two Parquet part files, as ``results_path`` holds them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    position = pa.struct([("topic", pa.string()), ("partition", pa.int32()),
+                          ("offset", pa.int64())])  # fmt: skip
+    types = {"string": pa.string(), "int32": pa.int32(), "int64": pa.int64(), "bool": pa.bool_(),
+             "list<int64>": pa.list_(pa.int64()), "list<string>": pa.list_(pa.string()),
+             "positions": pa.list_(position)}  # fmt: skip
+    schema = pa.schema([(name, types[kind]) for name, kind in RESULT_COLUMNS])
+    path.mkdir(parents=True)
+    half = len(rows) // 2
+    for part, chunk in enumerate((rows[:half], rows[half:])):
+        records = [
+            {**dict(zip([n for n, _ in RESULT_COLUMNS], row, strict=True)),
+             "positions": [dict(zip(("topic", "partition", "offset"), p, strict=True))
+                           for p in row[-1]]}
+            for row in chunk
+        ]  # fmt: skip
+        pq.write_table(pa.Table.from_pylist(records, schema), path / f"part-{part:05d}.parquet")
+    return str(path)
+
+
+def _validate(
+    request: pytest.FixtureRequest,
+    engine: str,
+    gx_dir: str,
+    cfg: Any,
+    rows: list[tuple[Any, ...]],
+    run_id: str,
+) -> Any:
+    """Validate the rows as a run's results on ``engine``: a Spark DataFrame, or the results
+    Parquet read into pandas."""
+    from recon import schemas
+    from recon.validation import validate_results_file, validate_run
+
+    if engine == "pandas":
+        tmp = request.getfixturevalue("tmp_path")
+        folder = tmp / f"results-{len(list(tmp.iterdir()))}"
+        return validate_results_file(cfg, run_id, _write_results(rows, folder), gx_dir=gx_dir)
+    spark = request.getfixturevalue("spark")
     results = spark.createDataFrame(rows, schemas.RESULT)
     return validate_run(spark, results, cfg, run_id, gx_dir=gx_dir)
 
@@ -149,8 +201,11 @@ def _gx_failures(outcome: Any) -> list[tuple[str, int, float]]:
     return [(f["verdict"], f["observed"], f["allowed"]) for f in outcome.failures]
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("case", CASES, ids=[c.semantics for c in CASES])
-def test_suite_passes_at_every_threshold(spark: Any, gx_dir: str, case: Case) -> None:
+def test_suite_passes_at_every_threshold(
+    request: pytest.FixtureRequest, gx_dir: str, case: Case, engine: str
+) -> None:
     # topic duplicates are allowed when the producer is not declared idempotent
     cfg = _cfg(case.semantics, case.tolerances, idempotent=False)
     rows = _rows(case.passing, case.passing_topic_duplicates)
@@ -160,7 +215,7 @@ def test_suite_passes_at_every_threshold(spark: Any, gx_dir: str, case: Case) ->
         case.tolerances,
         idempotent_producer=False,
     )
-    outcome = _validate(spark, gx_dir, cfg, rows, f"pass-{case.semantics}")
+    outcome = _validate(request, engine, gx_dir, cfg, rows, f"pass-{case.semantics}-{engine}")
 
     assert contract.passed, contract.violations
     assert outcome.passed, outcome.failures
@@ -168,8 +223,11 @@ def test_suite_passes_at_every_threshold(spark: Any, gx_dir: str, case: Case) ->
     assert os.path.isfile(outcome.data_docs_path)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("case", CASES, ids=[c.semantics for c in CASES])
-def test_suite_breaks_on_every_forbidden_verdict(spark: Any, gx_dir: str, case: Case) -> None:
+def test_suite_breaks_on_every_forbidden_verdict(
+    request: pytest.FixtureRequest, gx_dir: str, case: Case, engine: str
+) -> None:
     cfg = _cfg(case.semantics, case.tolerances, idempotent=True)
     rows = _rows(case.broken, case.broken_topic_duplicates)
     contract = evaluate_contract(
@@ -178,7 +236,8 @@ def test_suite_breaks_on_every_forbidden_verdict(spark: Any, gx_dir: str, case: 
         case.tolerances,
         idempotent_producer=True,
     )
-    outcome = _validate(spark, gx_dir, cfg, rows, f"broken-{case.semantics}")
+    run_id = f"broken-{case.semantics}-{engine}"
+    outcome = _validate(request, engine, gx_dir, cfg, rows, run_id)
 
     assert not outcome.passed
     assert _gx_failures(outcome) == case.expected
@@ -191,22 +250,79 @@ def test_suite_breaks_on_every_forbidden_verdict(spark: Any, gx_dir: str, case: 
         "expect_table_row_count_to_be_between",
     }
     page = Path(outcome.data_docs_path).read_text(encoding="utf-8")
-    assert f"broken-{case.semantics}" in page
+    assert run_id in page
 
 
-def test_empty_run_passes_and_revalidation_replaces_the_run(spark: Any, gx_dir: str) -> None:
-    cfg = _cfg("exactly_once", Tolerances(), idempotent=True, name="empty")
-    first = _validate(spark, gx_dir, cfg, [], "again")
-    second = _validate(spark, gx_dir, cfg, [], "again")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_empty_run_passes_and_revalidation_replaces_the_run(
+    request: pytest.FixtureRequest, gx_dir: str, engine: str
+) -> None:
+    cfg = _cfg("exactly_once", Tolerances(), idempotent=True, name=f"empty_{engine}")
+    first = _validate(request, engine, gx_dir, cfg, [], "again")
+    second = _validate(request, engine, gx_dir, cfg, [], "again")
 
     assert first.passed and second.passed
     assert first.validation_id != second.validation_id  # a new validation time
     assert not os.path.exists(first.data_docs_path)
     assert os.path.isfile(second.data_docs_path)
-    stored = list(Path(gx_dir, "uncommitted", "validations").rglob("*empty.json"))
+    stored = list(Path(gx_dir, "uncommitted", "validations").rglob(f"*empty_{engine}.json"))
     assert len(stored) == 1, stored
     assert "again" in Path(second.data_docs_index).read_text(encoding="utf-8")
     assert second.validation_id.startswith("exactly_once/again/")
+
+
+def test_revalidation_on_the_other_engine_replaces_the_run(
+    request: pytest.FixtureRequest, gx_dir: str
+) -> None:
+    """A pipeline that switches engines keeps one validation per run: the new one."""
+    cfg = _cfg("exactly_once", Tolerances(), idempotent=True, name="switching")
+    rows = _rows({"delivered": 3, "lost": 1})
+    on_spark = _validate(request, "spark", gx_dir, cfg, rows, "switched")
+    on_pandas = _validate(request, "pandas", gx_dir, cfg, _rows({"delivered": 4}), "switched")
+    again_on_spark = _validate(request, "spark", gx_dir, cfg, rows, "switched")
+
+    assert not on_spark.passed and on_pandas.passed and not again_on_spark.passed
+    assert not os.path.exists(on_spark.data_docs_path)
+    assert not os.path.exists(on_pandas.data_docs_path)
+    stored = list(Path(gx_dir, "uncommitted", "validations").rglob("*-switching.json"))
+    assert [p.parent.parent.name for p in stored] == ["switched"], stored
+    assert stored[0].name == "recon_results-switching.json"
+
+
+def test_pandas_validation_reads_only_the_suite_columns_lean_and_starts_no_jvm(
+    tmp_path: Path,
+) -> None:
+    """Without Spark: the suite's columns only, verdict as a categorical, strings in Arrow."""
+    from recon.validation import load_suite, read_results, suite_columns
+
+    columns = suite_columns(load_suite("exactly_once"))
+    assert columns == ["message_id", "topic_duplicate", "verdict"]
+    path = _write_results(_rows({"delivered": 5, "lost": 2, "invalid": 1}), tmp_path / "r")
+    frame = read_results(path, columns)
+    assert list(frame.columns) == columns and len(frame) == 8
+    assert str(frame["verdict"].dtype) == "category"
+    assert str(frame["message_id"].dtype) == "string[pyarrow]"
+    assert int(frame["message_id"].isna().sum()) == 1
+    # In a fresh interpreter: a whole validation starts no JVM (GX may import pyspark's Python
+    # modules when they are installed; neither a gateway nor a java child may appear).
+    code = (
+        "import sys, json, os, pathlib\n"
+        "from recon.config import KafkaSource, MessageIdSpec, PipelineConfig, SinkSpec\n"
+        "from recon.validation import validate_results_file\n"
+        "cfg = PipelineConfig(name='nojvm', semantics='exactly_once', schedule=None,\n"
+        "    settle_seconds=0, kafka=KafkaSource('k', 't', 'g', MessageIdSpec('header', 'id')),\n"
+        "    sink=SinkSpec('s', 'public.t', 'message_id'))\n"
+        f"out = validate_results_file(cfg, 'r1', {path!r}, gx_dir={str(tmp_path / 'gx')!r})\n"
+        "context = sys.modules.get('pyspark.core.context') or sys.modules.get('pyspark.context')\n"
+        "gateway = getattr(getattr(context, 'SparkContext', None), '_gateway', None)\n"
+        "pid = os.getpid()\n"
+        "children = pathlib.Path(f'/proc/{pid}/task/{pid}/children').read_text().split()\n"
+        "print(json.dumps([out.passed, [f['verdict'] for f in out.failures],\n"
+        "    [gateway is not None, children]]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    passed, failed, jvm = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (passed, failed, jvm) == (False, ["lost", "invalid"], [False, []])
 
 
 # --- without Spark ------------------------------------------------------------------------------

@@ -1,0 +1,275 @@
+"""The GX project and the one checkpoint builder both engines use.
+
+A checkpoint per pipeline runs the pipeline's semantic suite over one dataframe asset named after
+the pipeline, in the data source of the engine's kind: :data:`DATASOURCES` (a Spark DataFrame for
+``engine: spark``, a pandas DataFrame for ``engine: local``). Everything else (suite, parameters,
+result format, Data Docs site, the replacement of a run's earlier validation, the failures) is the
+same for both kinds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from recon.config import PipelineConfig
+from recon.validation.suites import ValidationError, load_suite, suite_parameters
+
+log = logging.getLogger(__name__)
+
+#: The kinds of GX data source a run's results are validated in.
+SourceKind = Literal["spark", "pandas"]
+#: The GX data source of each kind; each holds one dataframe asset per pipeline.
+DATASOURCES: dict[str, str] = {"spark": "recon_results", "pandas": "recon_results_pandas"}
+#: Kept for callers of the Spark data source's name.
+DATASOURCE = DATASOURCES["spark"]
+BATCH_DEFINITION = "run_results"
+SITE_NAME = "local_site"
+#: BASIC gives unexpected counts and observed values; the sample of unexpected values would only
+#: repeat the verdict name, and each sample costs a Spark job, so none is taken.
+RESULT_FORMAT: dict[str, Any] = {"result_format": "BASIC", "partial_unexpected_count": 0}
+_LOCK_FILE = ".recon-validation.lock"
+
+
+@dataclass(frozen=True)
+class ValidationOutcome:
+    """What the checkpoint decided for one run.
+
+    :param passed: the run keeps the claimed semantic (every expectation succeeded).
+    :param failures: one dict per failed expectation: ``expectation`` (the GX type), ``rule``
+        (the suite's name for it, e.g. ``lost_ratio``), ``verdict`` (``None`` for checks of the
+        results' shape), ``observed`` (rows found) and ``allowed`` (a ratio of judged messages
+        for ``lost_ratio`` / ``duplicated_ratio``, else a count).
+    :param data_docs_path: the run's Data Docs page (an HTML file inside the site, on disk).
+    :param validation_id: ``<suite>/<run id>/<run time>/<batch id>``: the stored result's key.
+    :param data_docs_index: the site's ``index.html``, listing every validated run.
+    :param suite_name: the suite that was run (the claimed semantic).
+    :param parameters: the values given to the suite's ``$PARAMETER`` placeholders.
+    """
+
+    passed: bool
+    failures: list[dict[str, Any]]
+    data_docs_path: str
+    validation_id: str
+    data_docs_index: str = ""
+    suite_name: str = ""
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+def default_gx_dir() -> str:
+    """``$RECON_STATE/gx`` (``<repo>/.state/gx`` when ``RECON_STATE`` is unset)."""
+    from recon.spark import _state_dir  # settings only: imports no pyspark
+
+    return os.path.join(_state_dir(), "gx")
+
+
+def data_docs_dir(gx_dir: str | None = None) -> str:
+    """The Data Docs site folder: serve it as static files to link runs from a UI."""
+    return os.path.join(gx_dir or default_gx_dir(), "uncommitted", "data_docs", SITE_NAME)
+
+
+@contextlib.contextmanager
+def _project_lock(gx_dir: str) -> Iterator[None]:
+    os.makedirs(gx_dir, exist_ok=True)
+    with open(os.path.join(gx_dir, _LOCK_FILE), "a+", encoding="utf-8") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _context(gx_dir: str) -> Any:
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = gx.get_context(mode="file", context_root_dir=gx_dir)
+    changed = False
+    bars = context.variables.progress_bars
+    # A config read back from the YAML file holds a dict, a fresh one the config object.
+    current = bars if isinstance(bars, dict) else vars(bars) if bars is not None else {}
+    if current.get("globally") is not False or current.get("metric_calculations") is not False:
+        # Progress bars would fill task logs with carriage returns.
+        context.variables.progress_bars = ProgressBarsConfig(
+            globally=False, metric_calculations=False
+        )
+        changed = True
+    sites = context.variables.data_docs_sites or {}
+    site = sites.get(SITE_NAME)
+    if site is not None and site.get("show_how_to_buttons", True):
+        site["show_how_to_buttons"] = False
+        context.variables.data_docs_sites = sites
+        changed = True
+    if changed:
+        context.variables.save()
+    return context
+
+
+def _install_suite(context: Any, document: dict[str, Any]) -> Any:
+    import great_expectations as gx
+
+    expected = len(document.get("expectations", []))
+    suite = gx.ExpectationSuite(
+        name=document["name"],
+        expectations=document.get("expectations", []),
+        meta=document.get("meta"),
+        notes=document.get("notes"),
+    )
+    # GX logs and drops an expectation it cannot build; a contract with a hole is not a contract.
+    if len(suite.expectations) != expected:
+        raise ValidationError(
+            f"suite '{document['name']}': {expected - len(suite.expectations)} of {expected} "
+            "expectations could not be built (see the log above)"
+        )
+    return context.suites.add_or_update(suite)
+
+
+def _checkpoint(context: Any, pipeline: str, suite: Any, kind: SourceKind) -> Any:
+    """The pipeline's checkpoint over its dataframe asset in the data source of ``kind``."""
+    import great_expectations as gx
+    from great_expectations.checkpoint.actions import UpdateDataDocsAction
+
+    name = DATASOURCES[kind]
+    try:
+        source = context.data_sources.get(name)
+    except KeyError:
+        # add_spark / add_pandas: both give dataframe assets with whole-dataframe batches.
+        source = getattr(context.data_sources, f"add_{kind}")(name=name)
+    try:
+        asset = source.get_asset(pipeline)
+    except LookupError:
+        asset = source.add_dataframe_asset(name=pipeline)
+    try:
+        batch_definition = asset.get_batch_definition(BATCH_DEFINITION)
+    except KeyError:
+        batch_definition = asset.add_batch_definition_whole_dataframe(BATCH_DEFINITION)
+    # A pipeline that switches engines points its definition at the other kind's asset.
+    definition = context.validation_definitions.add_or_update(
+        gx.ValidationDefinition(name=pipeline, data=batch_definition, suite=suite)
+    )
+    return context.checkpoints.add_or_update(
+        gx.Checkpoint(
+            name=pipeline,
+            validation_definitions=[definition],
+            actions=[UpdateDataDocsAction(name="update_data_docs", site_names=[SITE_NAME])],
+            result_format=RESULT_FORMAT,
+        )
+    )
+
+
+def _batch_identifiers(pipeline: str) -> set[str]:
+    """The batch ids a validation of the pipeline is stored under, one per data source kind."""
+    return {f"{source}-{pipeline}" for source in DATASOURCES.values()}
+
+
+def _page_path(context: Any, key: Any) -> str | None:
+    urls = context.get_docs_sites_urls(resource_identifier=key, site_name=SITE_NAME)
+    url = urls[0].get("site_url") if urls else None
+    if not url:
+        return None
+    return urllib.parse.unquote(urllib.parse.urlsplit(url).path)
+
+
+def _forget_run(context: Any, pipeline: str, run_id: str) -> None:
+    """Remove earlier validations of this pipeline's run (results and pages), whichever kind of
+    data source made them: one validation per run."""
+    store = context.validation_results_store
+    batches = _batch_identifiers(pipeline)
+    for key in store.list_keys():
+        if key.run_id.run_name != run_id or key.batch_identifier not in batches:
+            continue
+        page = _page_path(context, key)
+        if page and os.path.isfile(page):
+            os.remove(page)
+        store.remove_key(key)
+
+
+def _failures(result: Any, cfg: PipelineConfig) -> list[dict[str, Any]]:
+    failures: list[dict[str, Any]] = []
+    errors: list[str] = []
+    for item in result.results:
+        if item.success:
+            continue
+        config = item.expectation_config
+        meta = config.meta or {}
+        info = item.exception_info or {}
+        if info.get("raised_exception"):
+            errors.append(f"{meta.get('recon_rule', config.type)}: {info.get('exception_message')}")
+            continue
+        outcome = item.result or {}
+        observed = outcome.get("unexpected_count", outcome.get("observed_value"))
+        tolerance = meta.get("tolerance")
+        allowed = getattr(cfg.tolerances, tolerance) if tolerance else 0
+        failures.append(
+            {
+                "expectation": config.type,
+                "rule": meta.get("recon_rule", config.type),
+                "verdict": meta.get("verdict"),
+                "observed": int(observed) if observed is not None else None,
+                "allowed": allowed,
+            }
+        )
+    if errors:
+        raise ValidationError(
+            f"pipeline '{cfg.name}': Great Expectations could not evaluate "
+            f"{len(errors)} expectation(s): " + "; ".join(errors)
+        )
+    return failures
+
+
+def run_checkpoint(
+    cfg: PipelineConfig,
+    run_id: str,
+    kind: SourceKind,
+    dataframe: Any,
+    *,
+    document: dict[str, Any] | None = None,
+    gx_dir: str | None = None,
+) -> ValidationOutcome:
+    """Run the pipeline's checkpoint over one run's results and build its Data Docs page.
+
+    :param kind: the data source kind ``dataframe`` belongs to (``spark`` or ``pandas``).
+    :param dataframe: the run's results (at least the suite's columns).
+    :param document: the suite (default: the one of the pipeline's semantic).
+    :param gx_dir: the GX project folder (default :func:`default_gx_dir`); created when absent.
+    :raises ValidationError: the suite is unusable or an expectation could not be evaluated.
+    """
+    from great_expectations.core.run_identifier import RunIdentifier
+
+    document = document or load_suite(cfg.semantics)
+    parameters = suite_parameters(cfg)
+    root = os.path.abspath(gx_dir or default_gx_dir())
+    with _project_lock(root):
+        context = _context(root)
+        suite = _install_suite(context, document)
+        checkpoint = _checkpoint(context, cfg.name, suite, kind)
+        _forget_run(context, cfg.name, run_id)
+        checkpoint_result = checkpoint.run(
+            batch_parameters={"dataframe": dataframe},
+            expectation_parameters=parameters,
+            run_id=RunIdentifier(run_name=run_id),
+        )
+        ((key, validation),) = checkpoint_result.run_results.items()
+        failures = _failures(validation, cfg)
+        page = _page_path(context, key) or ""
+    passed = bool(validation.success)
+    log.info(
+        "pipeline %s run %s: %s suite %s on %s (%d failed expectations); Data Docs %s",
+        cfg.name, run_id, "passed" if passed else "FAILED", cfg.semantics, kind, len(failures),
+        page,
+    )  # fmt: skip
+    return ValidationOutcome(
+        passed=passed,
+        failures=failures,
+        data_docs_path=page,
+        validation_id="/".join(str(part) for part in key.to_tuple()),
+        data_docs_index=os.path.join(data_docs_dir(root), "index.html"),
+        suite_name=cfg.semantics,
+        parameters=parameters,
+    )
