@@ -1,0 +1,60 @@
+"""The results store: schema ``recon`` in PostgreSQL, and the one transaction that commits a run.
+
+A run's discrepancies, its ``recon.runs`` row, the watermarks and the pointer to the new ledger
+version are written in one transaction, under a per-pipeline advisory lock and a compare-and-set on
+the run the snapshot started from: two runs of one pipeline can both compute, only one advances.
+
+Its modules:
+
+* :mod:`recon.store.schema`: the tables, created or updated from ``recon/sql/schema.sql``;
+* :mod:`recon.store.runs`: a run's snapshot and status, where the pipeline stands, run history;
+* :mod:`recon.store.commit`: the commit transaction and the ``COPY`` of the discrepancy rows;
+* :mod:`recon.store.pipelines`: resetting or forgetting a pipeline.
+
+Callers use the names below (``from recon import store``; ``store.commit_run(...)``).
+"""
+
+from __future__ import annotations
+
+from recon.store.commit import (
+    DISCREPANCY_COLUMNS,
+    CommitInterrupted,
+    ConcurrentRunError,
+    DiscrepancyFile,
+    RunOutcome,
+    commit_run,
+)
+from recon.store.pipelines import forget_pipeline, reset_pipeline
+from recon.store.runs import (
+    PipelineState,
+    RunNotFound,
+    RunRecord,
+    find_run,
+    list_runs,
+    load_state,
+    mark_error,
+    mark_running,
+    record_snapshot,
+)
+from recon.store.schema import ensure_schema
+
+__all__ = [
+    "DISCREPANCY_COLUMNS",
+    "CommitInterrupted",
+    "ConcurrentRunError",
+    "DiscrepancyFile",
+    "PipelineState",
+    "RunNotFound",
+    "RunOutcome",
+    "RunRecord",
+    "commit_run",
+    "ensure_schema",
+    "find_run",
+    "forget_pipeline",
+    "list_runs",
+    "load_state",
+    "mark_error",
+    "mark_running",
+    "record_snapshot",
+    "reset_pipeline",
+]

@@ -1,0 +1,212 @@
+"""The one transaction that commits a run: its discrepancies (``COPY``), its ``recon.runs`` row,
+the watermarks and the pointer to the new ledger version.
+
+It runs under a per-pipeline advisory lock and a compare-and-set on the run the snapshot started
+from: two runs of one pipeline can both compute, only one advances.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from recon.corrections import record_corrections
+from recon.errors import ReconError, ServiceUnavailable, first_line
+from recon.store.runs import RunRecord
+
+
+class ConcurrentRunError(ReconError):
+    """Another run of the pipeline advanced the watermarks after this run took its snapshot."""
+
+
+class CommitInterrupted(ServiceUnavailable):
+    """The results database went away during a run's commit transaction.
+
+    PostgreSQL either committed the whole transaction or none of it; a re-run of the same run id
+    completes or replaces it either way.
+    """
+
+
+DISCREPANCY_COLUMNS = (
+    "pipeline", "run_id", "verdict", "message_id", "topic", "partition", "offsets",
+    "first_offset", "sink_keys", "sink_count", "topic_duplicate", "detail",
+)  # fmt: skip
+
+
+def _copy_value(value: Any) -> str:
+    if value is None:
+        return "\\N"
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    if isinstance(value, list | tuple):
+        inner = ",".join(
+            '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"' for v in value
+        )
+        value = "{" + inner + "}"
+    text = str(value)
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def _copy_rows(cur: Any, rows: Iterable[Sequence[Any]], chunk: int = 20000) -> int:
+    total = 0
+    buf = io.StringIO()
+    pending = 0
+    columns = ", ".join(DISCREPANCY_COLUMNS)
+    copy_sql = f"COPY recon.discrepancies ({columns}) FROM STDIN"
+
+    def flush() -> None:
+        buf.seek(0)
+        cur.copy_expert(copy_sql, buf)
+        buf.seek(0)
+        buf.truncate()
+
+    for row in rows:
+        buf.write("\t".join(_copy_value(v) for v in row))
+        buf.write("\n")
+        pending += 1
+        total += 1
+        if pending >= chunk:
+            flush()
+            pending = 0
+    if pending:
+        flush()
+    return total
+
+
+@dataclass(frozen=True)
+class DiscrepancyFile:
+    """Discrepancy rows already written as CSV (``DISCREPANCY_COLUMNS`` order, no header, an
+    unquoted empty field for NULL, arrays as PostgreSQL array literals), with their count."""
+
+    path: str
+    rows: int
+
+
+def _copy_file(cur: Any, source: DiscrepancyFile) -> int:
+    columns = ", ".join(DISCREPANCY_COLUMNS)
+    with open(source.path, "rb") as fh:
+        cur.copy_expert(f"COPY recon.discrepancies ({columns}) FROM STDIN WITH (FORMAT csv)", fh)
+    return source.rows
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What a run commits besides its discrepancy rows."""
+
+    status: str  # passed | failed
+    counts: Mapping[str, int]
+    contract_passed: bool
+    violations: list[dict[str, Any]]
+    ledger_path: str
+    sink_rows_scanned: int
+    duration_seconds: float
+    topic_duplicates: int
+
+
+def commit_run(
+    pg: Any,
+    *,
+    record: RunRecord,
+    outcome: RunOutcome,
+    discrepancies: Iterable[Sequence[Any]] | DiscrepancyFile,
+) -> int:
+    """Replace the run's results and advance the pipeline, all in one transaction.
+
+    :param pg: a psycopg2 connection to the results database (autocommit off).
+    :param record: the run's stored snapshot.
+    :param outcome: counts, contract, the new ledger version.
+    :param discrepancies: rows in ``DISCREPANCY_COLUMNS`` order, streamed, or a CSV file of them.
+    :returns: the number of discrepancy rows written.
+    :raises ConcurrentRunError: another run committed since this run's snapshot; nothing changed.
+    """
+    pipeline, run_id = record.pipeline, record.run_id
+    try:
+        with pg.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"recon:run:{pipeline}",))
+            cur.execute(
+                "SELECT run_id FROM recon.pipeline_state WHERE pipeline = %s FOR UPDATE",
+                (pipeline,),
+            )
+            row = cur.fetchone()
+            current = row[0] if row else None
+            # The state moves on only from the run this one started from; a re-run of the run
+            # that made the current state rewrites it with the same values. A run that committed
+            # before may replace its own results (a cleared old run) but never moves the state.
+            advance = current in (record.base_run_id, run_id)
+            if not advance and not record.committed:
+                raise ConcurrentRunError(
+                    f"pipeline '{pipeline}': run '{current}' committed after run '{run_id}' took "
+                    "its snapshot; this run's results were not committed (run it again: it takes "
+                    "a fresh snapshot)"
+                )
+            cur.execute(
+                "DELETE FROM recon.discrepancies WHERE pipeline = %s AND run_id = %s",
+                (pipeline, run_id),
+            )
+            if isinstance(discrepancies, DiscrepancyFile):
+                written = _copy_file(cur, discrepancies)
+            else:
+                written = _copy_rows(cur, discrepancies)
+            cur.execute(
+                "UPDATE recon.runs SET status = %s, finished_at = now(), counts = %s, "
+                "contract_passed = %s, violations = %s, ledger_path = %s, sink_rows_scanned = %s, "
+                "duration_seconds = %s, topic_duplicates = %s, error = NULL "
+                "WHERE pipeline = %s AND run_id = %s",
+                (
+                    outcome.status, json.dumps(dict(outcome.counts)), outcome.contract_passed,
+                    json.dumps(outcome.violations), outcome.ledger_path,
+                    outcome.sink_rows_scanned, outcome.duration_seconds,
+                    outcome.topic_duplicates, pipeline, run_id,
+                ),
+            )  # fmt: skip
+            if advance:
+                for w in record.windows:
+                    cur.execute(
+                        "INSERT INTO recon.watermarks (pipeline, topic, partition, next_offset, "
+                        "committed_offset, run_id) VALUES (%s,%s,%s,%s,%s,%s) "
+                        "ON CONFLICT (pipeline, topic, partition) DO UPDATE SET "
+                        "next_offset = EXCLUDED.next_offset, "
+                        "committed_offset = EXCLUDED.committed_offset, run_id = EXCLUDED.run_id",
+                        (pipeline, w.topic, w.partition, w.window_to, w.committed_offset, run_id),
+                    )
+                cur.execute(
+                    "INSERT INTO recon.pipeline_state (pipeline, sink_seq, ledger_path, run_id, "
+                    "sink_snapshot, sink_floor, updated_at) VALUES (%s,%s,%s,%s,%s,%s,now()) "
+                    "ON CONFLICT (pipeline) DO UPDATE SET "
+                    "sink_seq = EXCLUDED.sink_seq, ledger_path = EXCLUDED.ledger_path, "
+                    "run_id = EXCLUDED.run_id, sink_snapshot = EXCLUDED.sink_snapshot, "
+                    "sink_floor = EXCLUDED.sink_floor, updated_at = now()",
+                    (
+                        pipeline,
+                        record.sink_seq_to if record.sink_seq_to is not None else
+                        record.sink_seq_from,
+                        outcome.ledger_path,
+                        run_id,
+                        record.sink_snapshot_to,
+                        record.sink_floor_to,
+                    ),
+                )  # fmt: skip
+            record_corrections(cur, pipeline, run_id)
+        pg.commit()
+    except BaseException as exc:
+        with contextlib.suppress(Exception):  # a dead connection cannot roll back, nor needs to
+            pg.rollback()
+        if _connection_lost(exc):
+            raise CommitInterrupted(
+                f"pipeline '{pipeline}': the results database went away while run '{run_id}' "
+                f"committed ({first_line(exc)}); "
+                "PostgreSQL kept all of the run's results or none: run it again with the same "
+                "run id"
+            ) from None
+        raise
+    return written
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    import psycopg2
+
+    return isinstance(exc, psycopg2.OperationalError | psycopg2.InterfaceError)

@@ -1,0 +1,220 @@
+"""A run's rows in ``recon.runs`` and ``recon.offset_snapshots``, and where the pipeline stands.
+
+A run's snapshot is recorded before it computes (:func:`record_snapshot`), read back by each later
+step (:func:`find_run`), marked running or failed on the way; :func:`load_state` is what the last
+committed run left (``recon.pipeline_state`` and ``recon.watermarks``), written by
+:func:`recon.store.commit.commit_run`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from recon.errors import ReconError
+from recon.sink_position import SinkPosition, SinkRange
+from recon.window import PartitionWindow, Watermark
+from recon.window import rewinds as window_rewinds
+
+
+class RunNotFound(ReconError):
+    """A step of a run was asked for before the run's snapshot exists."""
+
+
+@dataclass(frozen=True)
+class PipelineState:
+    """Where the pipeline stands: the last committed run and what it left."""
+
+    run_id: str | None
+    sink_seq: int | None
+    ledger_path: str | None
+    watermarks: dict[tuple[str, int], Watermark] = field(default_factory=dict)
+    sink_snapshot: str | None = None
+    sink_floor: int | None = None
+
+    @property
+    def sink_position(self) -> SinkPosition | None:
+        """Where the last committed run left the sink (None: no run recorded a snapshot)."""
+        if self.sink_snapshot is None:
+            return None
+        return SinkPosition(self.sink_seq, self.sink_snapshot, self.sink_floor)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A run's snapshot and what it started from, as stored."""
+
+    pipeline: str
+    run_id: str
+    status: str
+    snapshot_at: datetime
+    windows: list[PartitionWindow]
+    base_run_id: str | None
+    base_ledger_path: str | None
+    sink_seq_from: int | None
+    sink_seq_to: int | None
+    #: results of this run id were committed at least once (a re-run replaces them)
+    committed: bool = False
+    sink_snapshot_from: str | None = None
+    sink_snapshot_to: str | None = None
+    sink_floor_from: int | None = None
+    sink_floor_to: int | None = None
+
+    @property
+    def sink_range(self) -> SinkRange:
+        """The sink rows this run reads (``recon.sink_position``)."""
+        return SinkRange(
+            self.sink_seq_from, self.sink_seq_to, self.sink_snapshot_from,
+            self.sink_snapshot_to, self.sink_floor_from,
+        )  # fmt: skip
+
+    @property
+    def fact_bound(self) -> int:
+        """At most how many records and sink rows the run judges: its windows' offsets
+        (committed, pending and in flight) plus its range of the sink's ingest sequence."""
+        records = sum(w.high_watermark - w.read_from for w in self.windows)
+        if self.sink_seq_to is None:
+            return records
+        return records + self.sink_seq_to - (self.sink_range.lowest or 0)
+
+
+def load_state(pg: Any, pipeline: str) -> PipelineState:
+    with pg.cursor() as cur:
+        cur.execute(
+            "SELECT run_id, sink_seq, ledger_path, sink_snapshot, sink_floor "
+            "FROM recon.pipeline_state WHERE pipeline = %s",
+            (pipeline,),
+        )
+        row = cur.fetchone()
+        cur.execute(
+            "SELECT topic, partition, next_offset, committed_offset FROM recon.watermarks "
+            "WHERE pipeline = %s",
+            (pipeline,),
+        )
+        marks = {(t, p): Watermark(n, c) for t, p, n, c in cur.fetchall()}
+    if row is None:
+        return PipelineState(None, None, None, marks)
+    return PipelineState(row[0], row[1], row[2], marks, row[3], row[4])
+
+
+def find_run(pg: Any, pipeline: str, run_id: str) -> RunRecord | None:
+    with pg.cursor() as cur:
+        cur.execute(
+            "SELECT status, snapshot_at, base_run_id, base_ledger_path, sink_seq_from, "
+            "sink_seq_to, ledger_path IS NOT NULL, sink_snapshot_from, sink_snapshot_to, "
+            "sink_floor_from, sink_floor_to FROM recon.runs "
+            "WHERE pipeline = %s AND run_id = %s",
+            (pipeline, run_id),
+        )
+        row = cur.fetchone()
+        if row is None or row[1] is None:
+            return None
+        cur.execute(
+            "SELECT topic, partition, log_start_offset, last_stable_offset, high_watermark, "
+            "committed_offset, settled_offset, window_from, window_to, previous_committed, "
+            "rewound, new_partition FROM recon.offset_snapshots "
+            "WHERE pipeline = %s AND run_id = %s ORDER BY topic, partition",
+            (pipeline, run_id),
+        )
+        windows = [PartitionWindow(*r) for r in cur.fetchall()]
+    return RunRecord(pipeline, run_id, row[0], row[1], windows, *row[2:])
+
+
+def record_snapshot(
+    pg: Any,
+    *,
+    pipeline: str,
+    run_id: str,
+    semantics: str,
+    snapshot_at: datetime,
+    windows: Sequence[PartitionWindow],
+    base: PipelineState,
+    sink: SinkPosition | None,
+) -> None:
+    """Store a new run's snapshot (replacing any earlier attempt of the same run id).
+
+    :param sink: the sink's position at the snapshot (None: a sink without ingest sequence).
+    """
+    window_spec = [w.as_dict() for w in windows]
+    rewinds = window_rewinds(list(windows))
+    new_parts = [w.partition for w in windows if w.new_partition]
+    with pg.cursor() as cur:
+        cur.execute(
+            "DELETE FROM recon.offset_snapshots WHERE pipeline = %s AND run_id = %s",
+            (pipeline, run_id),
+        )
+        for w in windows:
+            cur.execute(
+                "INSERT INTO recon.offset_snapshots (pipeline, run_id, topic, partition, "
+                "log_start_offset, last_stable_offset, high_watermark, committed_offset, "
+                "settled_offset, window_from, window_to, previous_committed, rewound, "
+                "new_partition, snapshot_at) "
+                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                (
+                    pipeline, run_id, w.topic, w.partition, w.log_start_offset,
+                    w.last_stable_offset, w.high_watermark, w.committed_offset,
+                    w.settled_offset, w.window_from, w.window_to, w.previous_committed,
+                    w.rewound, w.new_partition, snapshot_at,
+                ),
+            )  # fmt: skip
+        cur.execute(
+            "INSERT INTO recon.runs (pipeline, run_id, semantics, status, started_at, snapshot_at, "
+            "window_spec, rewinds, new_partitions, base_run_id, base_ledger_path, sink_seq_from, "
+            "sink_seq_to, sink_snapshot_from, sink_snapshot_to, sink_floor_from, sink_floor_to) "
+            "VALUES (%s,%s,%s,'running',now(),%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
+            "ON CONFLICT (pipeline, run_id) DO UPDATE SET semantics = EXCLUDED.semantics, "
+            "status = 'running', started_at = now(), finished_at = NULL, "
+            "snapshot_at = EXCLUDED.snapshot_at, window_spec = EXCLUDED.window_spec, "
+            "rewinds = EXCLUDED.rewinds, new_partitions = EXCLUDED.new_partitions, "
+            "base_run_id = EXCLUDED.base_run_id, base_ledger_path = EXCLUDED.base_ledger_path, "
+            "sink_seq_from = EXCLUDED.sink_seq_from, sink_seq_to = EXCLUDED.sink_seq_to, "
+            "sink_snapshot_from = EXCLUDED.sink_snapshot_from, "
+            "sink_snapshot_to = EXCLUDED.sink_snapshot_to, "
+            "sink_floor_from = EXCLUDED.sink_floor_from, sink_floor_to = EXCLUDED.sink_floor_to, "
+            "error = NULL",
+            (
+                pipeline, run_id, semantics, snapshot_at, json.dumps(window_spec),
+                json.dumps(rewinds), json.dumps(new_parts), base.run_id, base.ledger_path,
+                base.sink_seq, sink.seq if sink else None,
+                base.sink_snapshot if sink else None, sink.snapshot if sink else None,
+                base.sink_floor if sink else None, sink.floor if sink else None,
+            ),
+        )  # fmt: skip
+    pg.commit()
+
+
+def mark_running(pg: Any, pipeline: str, run_id: str) -> None:
+    with pg.cursor() as cur:
+        cur.execute(
+            "UPDATE recon.runs SET status = 'running', started_at = now(), finished_at = NULL, "
+            "error = NULL WHERE pipeline = %s AND run_id = %s",
+            (pipeline, run_id),
+        )
+    pg.commit()
+
+
+def mark_error(pg: Any, pipeline: str, run_id: str, error: str) -> None:
+    """Record that a run failed before committing; nothing else changes."""
+    pg.rollback()
+    with pg.cursor() as cur:
+        cur.execute(
+            "UPDATE recon.runs SET status = 'error', finished_at = now(), error = %s "
+            "WHERE pipeline = %s AND run_id = %s",
+            (error[:2000], pipeline, run_id),
+        )
+    pg.commit()
+
+
+def list_runs(pg: Any, pipeline: str, limit: int = 20) -> list[dict[str, Any]]:
+    with pg.cursor() as cur:
+        cur.execute(
+            "SELECT run_id, status, started_at, finished_at, counts, contract_passed, "
+            "duration_seconds, rewinds, error FROM recon.runs WHERE pipeline = %s "
+            "ORDER BY started_at DESC LIMIT %s",
+            (pipeline, limit),
+        )
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
