@@ -26,6 +26,7 @@ import psycopg2
 from proc_tree import find_process
 
 from recon.engine import results_db
+from recon.local.kafka.pool import READER_MODULE
 from recon.store import ensure_schema, forget_pipeline
 
 ROOT = Path(os.environ.get("RECON_ROOT", Path(__file__).resolve().parents[2]))
@@ -344,7 +345,8 @@ def restart_postgres(mode: str = "immediate") -> None:
 
 def local_reader_pid(parent: int) -> int | None:
     """A Kafka reader process of the local engine below process ``parent``, if one runs."""
-    return find_process(parent, lambda argv: b"recon.local.kafka_arrow" in b"\0".join(argv))
+    reader = READER_MODULE.encode()  # ``python -m recon.local.kafka``
+    return find_process(parent, lambda argv: reader in argv)
 
 
 def spark_driver_pid(parent: int) -> int | None:

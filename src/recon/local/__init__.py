@@ -3,7 +3,7 @@
 A pipeline declares ``engine: local`` when its windows fit one machine (tens of millions of
 messages on a few GiB). The steps keep the Spark engine's contracts (``recon.engine``):
 
-* :mod:`recon.local.kafka_arrow` reads exact offset ranges with confluent-kafka in parallel
+* :mod:`recon.local.kafka` reads exact offset ranges with confluent-kafka in parallel
   worker processes (one per core, partitions spread by size) and quarantines bad ids exactly as
   ``recon.kafka_read.extract_message_ids`` does;
 * :mod:`recon.local.sink_arrow` copies the run's sink rows out of PostgreSQL (``COPY``) while the

@@ -1,0 +1,119 @@
+"""The records a reader has read, as Arrow columns, written to its Parquet file chunk by chunk
+with the messageId extracted (:mod:`recon.local.kafka.extract`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from recon.local.kafka.extract import extract_ids, raw_schema, window_schema
+from recon.local.kafka.task import ReadTask
+
+#: Records per Arrow chunk: extraction and Parquet row groups work on this many at a time.
+CHUNK_RECORDS = 262_144
+
+
+class Chunk:
+    """Columns of the records read so far, flushed to Parquet every CHUNK_RECORDS.
+
+    Records arrive in batches of Message objects; each column is taken from a whole batch with
+    one comprehension, which is what keeps Python's share of the read small.
+    """
+
+    def __init__(self, task: ReadTask) -> None:
+        import duckdb
+
+        self.task = task
+        self.header = task.spec.name if task.spec.kind == "header" else None
+        self.with_key = task.spec.kind == "key"
+        # One thread keeps the rows in the order they came in (and a core for the consumer).
+        self.db = duckdb.connect(config={"threads": 1, "preserve_insertion_order": True})
+        self.writer: Any = None
+        self.written = 0
+        self.columns: list[Any] = []
+        self.size = 0
+
+    def add(self, batch: list[Any], ends: dict[tuple[str, int], int]) -> list[tuple[str, int]]:
+        """Append a batch of records (no error events), dropping those at or past their range's
+        end; returns the partitions whose range end this batch reached."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        header = self.header
+        topic = self.task.ranges[0].topic
+        partitions = np.fromiter((m.partition() for m in batch), np.int32, len(batch))
+        offsets = np.fromiter((m.offset() for m in batch), np.int64, len(batch))
+        end_of = np.zeros(int(partitions.max()) + 1, np.int64)
+        for (_, p), end in ends.items():
+            if p < len(end_of):
+                end_of[p] = end
+        record_ends = end_of[partitions]
+        reached = offsets >= record_ends - 1
+        done = [(topic, int(p)) for p in np.unique(partitions[reached])] if reached.any() else []
+        columns = {
+            "partition": pa.array(partitions),
+            "offset": pa.array(offsets),
+            "value": pa.array([m.value() for m in batch], pa.binary()),
+        }
+        if self.with_key:
+            columns["key"] = pa.array([m.key() for m in batch], pa.binary())
+        if header is not None:
+            columns["id_header"] = pa.array(
+                [next((v for k, v in (m.headers() or ()) if k == header), None) for m in batch],
+                pa.binary(),
+            )
+        inside = offsets < record_ends
+        if not inside.all():
+            mask = pa.array(inside)
+            columns = {k: pc.filter(v, mask) for k, v in columns.items()}
+        self.columns.append(columns)
+        self.size += len(columns["offset"])
+        return done
+
+    def __len__(self) -> int:
+        return self.size
+
+    def flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if self.size == 0:
+            return
+        nulls = pa.nulls(self.size, pa.binary())
+
+        def column(name: str) -> Any:
+            if name == "topic":
+                return pa.repeat(pa.scalar(self.task.ranges[0].topic, pa.string()), self.size)
+            if name not in self.columns[0]:
+                return nulls
+            return pa.chunked_array([c[name] for c in self.columns])
+
+        # The record time is not read: no verdict depends on it (the settle time is applied to
+        # the window's offsets at snapshot time), and it costs a tuple per record.
+        stamps = pa.nulls(self.size, pa.timestamp("ms", tz="UTC"))
+        raw = pa.table(
+            [column("topic"), column("partition"), column("offset"), stamps, column("key"),
+             column("value"), column("id_header")],
+            schema=raw_schema(),
+        )  # fmt: skip
+        rows = extract_ids(raw, self.task.spec, con=self.db)
+        if self.writer is None:
+            # Ids are unique: a dictionary would only be built to be thrown away.
+            self.writer = pq.ParquetWriter(
+                self.task.path, window_schema(), compression="lz4",
+                use_dictionary=["topic", "invalid_reason"],
+            )  # fmt: skip
+        self.writer.write_table(rows)
+        self.written += self.size
+        self.columns = []
+        self.size = 0
+
+    def close(self) -> int:
+        import pyarrow.parquet as pq
+
+        self.flush()
+        if self.writer is None:  # nothing read: an empty file keeps the part readable
+            pq.write_table(window_schema().empty_table(), self.task.path)
+        else:
+            self.writer.close()
+        return self.written

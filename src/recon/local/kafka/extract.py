@@ -1,0 +1,149 @@
+"""The messageId of each record read, or why it has none: :func:`extract_ids`.
+
+:func:`extract_ids` is pure (an Arrow table of raw records in, ``recon.schemas.WINDOW`` rows out)
+and quarantines exactly what ``recon.kafka_read.extract_message_ids`` quarantines, with the same
+reasons: a tombstone, an id that is missing, not UTF-8, a JSON object or array, empty or blank,
+or longer than the limit.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from recon.config import MessageIdSpec
+from recon.kafka_read import MAX_MESSAGE_ID_LENGTH
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+def raw_schema() -> pa.Schema:
+    """What a worker collects per record before extraction."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("offset", pa.int64()),
+            ("timestamp", pa.timestamp("ms", tz="UTC")),
+            ("key", pa.binary()),
+            ("value", pa.binary()),
+            ("id_header", pa.binary()),  # the first header named as the id, when the id is one
+        ]
+    )
+
+
+def window_schema() -> pa.Schema:
+    """``recon.schemas.WINDOW`` as Arrow."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("offset", pa.int64()),
+            ("message_id", pa.string()),
+            ("invalid_reason", pa.string()),
+            ("timestamp", pa.timestamp("us", tz="UTC")),
+        ]
+    )
+
+
+def _json_path(name: str) -> str:
+    return "$." + name
+
+
+def _blank(column: str) -> str:
+    """Empty or only spaces (what Spark's ``trim`` removes). A CASE, so that only what starts
+    with a space is trimmed: an OR or AND computes both sides for every row."""
+    return (
+        f"(CASE WHEN {column} = '' THEN true WHEN starts_with({column}, ' ') "
+        f"THEN trim({column}) = '' ELSE false END)"
+    )
+
+
+def _extraction_sql(spec: MessageIdSpec, max_length: int) -> str:
+    """The rules of ``recon.kafka_read.extract_message_ids`` in DuckDB SQL over ``raw``."""
+    if spec.kind == "json_field":
+        path = _json_path(str(spec.name)).replace("'", "''")
+        source = "value"
+        # Not JSON at all, no such field, or a JSON null: missing, as get_json_object says. Only
+        # a value that looks like an object or array is parsed again to tell it from a string
+        # such as "[a" (CASE evaluates lazily).
+        found = f"TRY(json_extract_string(text, '{path}'))"
+        nested = (
+            "CASE WHEN starts_with(found, '{') OR starts_with(found, '[') "
+            "OR starts_with(found, ' ') THEN (CASE WHEN left(ltrim(found), 1) IN ('{', '[') "
+            f"THEN json_type(json_extract(text, '{path}')) IN ('OBJECT', 'ARRAY') ELSE false END) "
+            "ELSE false END"
+        )
+        not_utf8_reason = "value_not_utf8"
+    elif spec.kind in ("header", "key"):
+        source = "id_header" if spec.kind == "header" else "key"
+        found = "text"
+        nested = "false"
+        not_utf8_reason = "message_id_not_utf8"
+    else:  # pragma: no cover - config validation rejects other kinds
+        raise ValueError(f"unknown message_id kind {spec.kind!r}")
+    return f"""
+        WITH decoded AS (
+            SELECT value IS NULL AS tombstone, {source} IS NOT NULL AS has_source,
+                   TRY(decode({source})) AS text
+            FROM raw
+        ), found AS (
+            SELECT tombstone, text, has_source AND text IS NULL AS not_utf8, {found} AS found
+            FROM decoded
+        ), judged AS (
+            SELECT found, CASE
+                WHEN tombstone THEN 'tombstone'
+                WHEN not_utf8 THEN '{not_utf8_reason}'
+                WHEN found IS NULL THEN 'message_id_missing'
+                WHEN {nested} THEN 'message_id_not_scalar'
+                WHEN {_blank("found")} THEN 'message_id_empty'
+                WHEN (CASE WHEN strlen(found) > {int(max_length)}
+                      THEN length(found) > {int(max_length)} ELSE false END)
+                    THEN 'message_id_oversize'
+            END AS invalid_reason
+            FROM found
+        )
+        SELECT CASE WHEN invalid_reason IS NULL THEN found END AS message_id, invalid_reason
+        FROM judged
+    """
+
+
+def extract_ids(
+    raw: pa.Table,
+    spec: MessageIdSpec,
+    max_length: int = MAX_MESSAGE_ID_LENGTH,
+    con: Any = None,
+) -> pa.Table:
+    """Raw records (:func:`raw_schema`) to one row per record with its id or why it has none.
+
+    :param raw: the records, as a worker collects them.
+    :param spec: where the id lives: a header, a JSON field of the value, or the key.
+    :param max_length: ids longer than this (in characters) are quarantined as oversize.
+    :param con: a DuckDB connection to reuse (a worker keeps one).
+    """
+    import duckdb
+    import pyarrow as pa
+
+    db = con if con is not None else duckdb.connect()
+    # Only the column the id is in goes through DuckDB (which copies every string it reads);
+    # positions are put back beside the ids in the same order.
+    needed = (
+        ["value"]
+        + (["key"] if spec.kind == "key" else [])
+        + (["id_header"] if spec.kind == "header" else [])
+    )
+    db.register("raw", raw.select(needed))
+    try:
+        ids = db.execute(_extraction_sql(spec, max_length)).to_arrow_table()
+    finally:
+        db.unregister("raw")
+    schema = window_schema()
+    return pa.table(
+        [raw["topic"], raw["partition"], raw["offset"], ids["message_id"], ids["invalid_reason"],
+         raw["timestamp"].cast(schema.field("timestamp").type)],
+        schema=schema,
+    )  # fmt: skip

@@ -1,0 +1,20 @@
+"""What one reader process is asked to read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from recon.config import MessageIdSpec
+from recon.kafka_read import OffsetRange
+
+
+@dataclass(frozen=True)
+class ReadTask:
+    """One worker's share of a read: its ranges, and the Parquet file it writes."""
+
+    config: dict[str, Any]
+    ranges: tuple[OffsetRange, ...]
+    isolation_level: str
+    spec: MessageIdSpec
+    path: str
