@@ -29,6 +29,12 @@ def partition_ends(windows: list[PartitionWindow]) -> list[tuple[int, int, int]]
     return [(w.partition, w.window_to, w.log_start_offset) for w in windows]
 
 
+def removed_ranges(windows: list[PartitionWindow]) -> list[tuple[str, int, int, int]]:
+    """``(topic, partition, window_from, log_start_offset)`` per partition whose window starts
+    below the log-start offset: the rules' ``removed_ranges``."""
+    return [(w.topic, w.partition, w.window_from, w.removed_to) for w in windows if w.unverifiable]
+
+
 def carried_pending_path(data_dir: str, cfg: PipelineConfig, record: store.RunRecord) -> str | None:
     """The results of the run this one starts from, whose ``pending`` rows are the messages still
     pending (every pending message is reported again by each run until it is judged); None on

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from recon.rules.render import _for_spark
+from recon.rules.render import for_dialect
 from recon.rules.run import (
     PartitionEnds,
     UnverifiableRows,
@@ -62,7 +62,7 @@ class SparkRules:
             return
         source = f"recon_input_{name}"
         frame.createOrReplaceTempView(source)
-        self.define(name, _for_spark(conform_sql(name, source, frame.columns)))
+        self.define(name, for_dialect(conform_sql(name, source, frame.columns), self.dialect))
 
     def release(self) -> None:
         """Unpersist every kept relation."""

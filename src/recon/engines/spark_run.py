@@ -26,7 +26,7 @@ from recon.outcome import (
     run_summary,
 )
 from recon.paths import _safe, results_path, window_path
-from recon.pending import partition_ends, spark_carried_pending
+from recon.pending import partition_ends, removed_ranges, spark_carried_pending
 from recon.services import Progress, default_data_dir, noop, results_db, sink_db
 from recon.sink_read import inspect_sink, read_sink_rows, sink_query
 from recon.verdicts import Verdict
@@ -254,11 +254,7 @@ def reconcile_run(
             sink_rows, ledger = _only_changed_ids(sink_rows, ledger)
         if ledger is not None:
             ledger = ledger.persist(StorageLevel.MEMORY_AND_DISK)
-        unverifiable = [
-            (w.topic, w.partition, w.window_from, w.removed_to)
-            for w in record.windows
-            if w.unverifiable
-        ]
+        unverifiable = removed_ranges(record.windows)
         ends = partition_ends(record.windows)
         rules, counts = reconcile(
             spark, window, sink_rows, ledger, pending, None, unverifiable, ends

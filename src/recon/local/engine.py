@@ -33,7 +33,7 @@ from recon.outcome import (
     run_summary,
 )
 from recon.paths import _safe, results_path, window_path
-from recon.pending import local_carried_pending, partition_ends
+from recon.pending import local_carried_pending, partition_ends, removed_ranges
 from recon.rules.render import literal as _literal
 from recon.services import Progress, default_data_dir, noop, results_db, sink_db
 from recon.snapshot import KafkaAuthFailed, scrub
@@ -368,11 +368,7 @@ def reconcile_run(
                     SELECT message_id FROM recon_pending UNION ALL SELECT message_id FROM {sink})"""
                 )
                 ledger = "recon_ledger_seen"
-        unverifiable = [
-            (w.topic, w.partition, w.window_from, w.removed_to)
-            for w in record.windows
-            if w.unverifiable
-        ]
+        unverifiable = removed_ranges(record.windows)
         judge: dict[str, Any] = {
             "window": "recon_window", "sink_rows": sink, "ledger": ledger,
             "pending": "recon_pending", "unverifiable": unverifiable,

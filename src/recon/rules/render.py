@@ -81,9 +81,15 @@ def render(step: str, engine: str, params: Mapping[str, str] | None = None) -> s
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}: expected one of {', '.join(ENGINES)}")
     text = string.Template(source(step)).substitute({**_vocabulary(), **(params or {})})
+    return for_dialect(text, engine)
+
+
+def for_dialect(statement: str, engine: str) -> str:
+    """A statement written in DuckDB's dialect (a rule, or an input's conform/VALUES statement)
+    as ``engine`` runs it."""
     if engine == "duckdb":
-        return text
-    return _for_spark(text)
+        return statement
+    return _for_spark(statement)
 
 
 @functools.lru_cache(maxsize=64)

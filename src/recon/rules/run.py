@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from recon.rules import INPUT_COLUMNS, LEDGER_STEPS, VERDICT_STEPS, Step
-from recon.rules.render import literal, render
+from recon.rules.render import for_dialect, literal, render
 from recon.verdicts import ALL_VERDICTS, Verdict
 
 UnverifiableRows = Sequence[tuple[str, int, int, int]]
@@ -111,20 +111,12 @@ def register_parameters(
     """
     removed = [u for u in (unverifiable or ()) if u[2] < u[3]]
     for name, rows in (("removed_ranges", removed), ("partition_ends", partition_ends or ())):
-        engine.define(name, _render_input(engine, values_sql(name, rows)), keep=True)
+        engine.define(name, for_dialect(values_sql(name, rows), engine.dialect), keep=True)
 
 
 def register_empty(engine: RuleEngine, name: str) -> None:
     """Input ``name`` as an empty relation (the run has none of it)."""
-    engine.define(name, _render_input(engine, empty_sql(name)))
-
-
-def _render_input(engine: RuleEngine, statement: str) -> str:
-    if engine.dialect == "duckdb":
-        return statement
-    from recon.rules.render import _for_spark
-
-    return _for_spark(statement)
+    engine.define(name, for_dialect(empty_sql(name), engine.dialect))
 
 
 def judge_inputs(
