@@ -14,6 +14,7 @@
 Steps 2 and 3 and the validation belong to the pipeline's engine, chosen here and nowhere else
 (:func:`engine_for`, by :func:`needs_spark`): ``recon.engines.spark_run`` (Spark; Great
 Expectations on Spark) or ``recon.local.engine`` (DuckDB; Great Expectations on pandas; no JVM).
+Step 3 is one driver for both (``recon.engines.driver``): an engine gives it only its IO.
 What both share lives in ``recon.services`` (connections, paths) and ``recon.outcome`` (the
 outcome they commit). The CLI runs the three in one process; the Airflow DAG runs them as tasks;
 ``spark_apps/`` wraps steps 2 and 3 for ``spark-submit``. All go through this module.

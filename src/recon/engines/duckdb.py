@@ -32,6 +32,9 @@ class DuckDBRules:
     def rows(self, name: str) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in self.con.execute(f"SELECT * FROM {name}").fetchall()]
 
+    def relation(self, name: str) -> str:
+        return name
+
     def use(self, name: str, source: str | None) -> None:
         """Input ``name`` read from the relation ``source`` (None: the run has none).
 

@@ -48,9 +48,11 @@ class SparkRules:
     def rows(self, name: str) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in self.spark.table(name).collect()]
 
-    def frame(self, name: str) -> Any:
+    def relation(self, name: str) -> Any:
         """The relation ``name`` as a DataFrame."""
         return self.spark.table(name)
+
+    frame = relation
 
     def use(self, name: str, frame: Any | None) -> None:
         """Input ``name`` read from ``frame`` (None: the run has none).

@@ -19,6 +19,11 @@ first step (empty, with their columns, when the run has none):
 Outputs: ``results`` (``schemas.RESULT``), ``verdict_counts`` and ``ledger_next``
 (``schemas.LEDGER``; ``ledger_known`` and ``ledger_new`` are its two parts). ``docs/algorithm.md``
 explains the algorithm; each file says what it decides.
+
+Around them, steps ``00_*`` prepare a run's inputs (its pending records, the ids whose ledger
+entries it reads, and, for a sink scanned whole, the rows and entries worth judging again), and
+steps ``10_*``/``11_*`` decide what the read_uncommitted pass reads and keeps and what the results
+store gets (``recon.engines.driver`` runs them in a run's order).
 """
 
 from __future__ import annotations
@@ -66,6 +71,34 @@ LEDGER_STEPS: tuple[Step, ...] = (
     Step("09_ledger_next"),
 )
 
+#: A run's pending input: the records read committed past the window's end (input ``readable``)
+#: and the in-flight ones (input ``inflight``).
+PENDING_STEPS: tuple[Step, ...] = (Step("00_pending_read"),)
+
+#: The messageIds whose ledger entries a run reads (inputs ``sink_all``, ``carried``).
+FACT_STEPS: tuple[Step, ...] = (Step("00_fact_ids"),)
+
+#: A sink scanned whole (no ingest sequence): from all its rows (``sink_all``) and every ledger
+#: entry (``ledger_all``) to the ``sink_rows`` and ``ledger`` the verdict steps judge.
+SCAN_STEPS: tuple[Step, ...] = (
+    Step("00_scan_changed_ids", keep=True),
+    Step("00_scan_sink_rows"),
+    Step("00_scan_ledger", keep=True),
+)
+
+#: Which partitions the read_uncommitted pass reads (``committed_counts``), and what it found
+#: that the committed read did not (``aborted``, from input ``every``).
+COUNT_STEPS: tuple[Step, ...] = (Step("10_committed_counts"),)
+ABORTED_STEPS: tuple[Step, ...] = (Step("10_aborted", keep=True),)
+
+#: What a judged run hands the results store: its discrepancy rows, their samples, and the
+#: number of sink rows it judged.
+COMMIT_STEPS: tuple[Step, ...] = (
+    Step("11_discrepancies", keep=True),
+    Step("11_samples"),
+    Step("11_sink_scanned"),
+)
+
 #: The relations every engine registers before the first step.
 INPUTS = (
     "records", "pending", "sink_rows", "ledger", "uncommitted", "removed_ranges",
@@ -107,4 +140,9 @@ INPUT_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("log_start_offset", "BIGINT"),
     ),  # fmt: skip
     "partition_ends": (("partition", "INTEGER"), ("window_to", "BIGINT"), ("log_start", "BIGINT")),
+    "carried": (("message_id", "VARCHAR"),),
 }
+# The inputs of the steps around the verdict steps, with the columns of the one they stand for.
+INPUT_COLUMNS["readable"] = INPUT_COLUMNS["inflight"] = INPUT_COLUMNS["every"] = _RECORD
+INPUT_COLUMNS["sink_all"] = INPUT_COLUMNS["sink_rows"]
+INPUT_COLUMNS["ledger_all"] = INPUT_COLUMNS["ledger"]

@@ -36,6 +36,9 @@ class RuleEngine(Protocol):
     def use(self, name: str, source: Any | None) -> None:
         """Input ``name`` read from the engine's own relation ``source`` (None: empty)."""
 
+    def relation(self, name: str) -> Any:
+        """The defined relation ``name`` as the engine's own relation (what :meth:`use` takes)."""
+
 
 def empty_sql(name: str) -> str:
     """A statement (DuckDB dialect) for input ``name`` with no rows, its columns typed."""
@@ -53,7 +56,8 @@ def conform_sql(name: str, source: str, present: Iterable[str]) -> str:
     :param present: the columns ``source`` has.
     """
     have = set(present)
-    optional = {"positions"} if name == "ledger" else set()
+    is_ledger = INPUT_COLUMNS[name] is INPUT_COLUMNS["ledger"]
+    optional = {"positions"} if is_ledger else set()
     missing = [c for c, _ in INPUT_COLUMNS[name] if c not in have and c not in optional]
     if missing:
         from recon.errors import InputSchemaError
@@ -66,7 +70,7 @@ def conform_sql(name: str, source: str, present: Iterable[str]) -> str:
         c: (f'CAST("{c}" AS {t})' if c in have else f"CAST(NULL AS {t})")
         for c, t in INPUT_COLUMNS[name]
     }
-    if name == "ledger":
+    if is_ledger:
         offsets = (
             f"coalesce({typed['offsets']}, CASE WHEN first_offset IS NULL THEN "
             "CAST([] AS BIGINT[]) ELSE [CAST(first_offset AS BIGINT)] END)"
@@ -142,7 +146,7 @@ def judge(engine: RuleEngine) -> dict[str, int]:
     :returns: rows per verdict (every verdict present, 0 when absent) and the number of rows
         flagged ``topic_duplicate``.
     """
-    _run(engine, VERDICT_STEPS, {})
+    run_steps(engine, VERDICT_STEPS)
     counts = dict.fromkeys(ALL_VERDICTS, 0)
     flagged = 0
     for verdict, n, duplicates in engine.rows("verdict_counts"):
@@ -158,9 +162,15 @@ def next_ledger(engine: RuleEngine, run_id: str) -> None:
 
     :param run_id: recorded as ``first_run_id`` of the messages new to the ledger.
     """
-    _run(engine, LEDGER_STEPS, {"RUN_ID": literal(run_id)})
+    run_steps(engine, LEDGER_STEPS, {"RUN_ID": literal(run_id)})
 
 
-def _run(engine: RuleEngine, steps: Sequence[Step], params: Mapping[str, str]) -> None:
+def run_steps(
+    engine: RuleEngine, steps: Sequence[Step], params: Mapping[str, str] | None = None
+) -> None:
+    """Define each step's relation, in order.
+
+    :param params: placeholders beyond the shared vocabulary, already SQL literals.
+    """
     for step in steps:
         engine.define(step.relation, render(step.file, engine.dialect, params), keep=step.keep)

@@ -1,0 +1,235 @@
+"""Step 3 of a run (``recon.engine``), once for both engines: register the run's inputs, run the
+rule steps in the run's order, write the ledger version and the results, commit once.
+
+What the engines do differently is IO only, behind :class:`RunIO`: where the window's parts and
+the sink rows are read from, how the ledger store's entries are read and written, how the
+read_uncommitted pass reads Kafka, and how the discrepancy rows reach PostgreSQL. Everything the
+run decides is a rule step of ``recon.rules`` run through ``RunIO.rules``:
+
+1. ``00_pending_read``: the pending input from the records read past the window's end.
+2. a sink with an ingest sequence: ``00_fact_ids`` names the messages whose ledger entries are
+   read; a sink scanned whole: ``00_scan_*`` keeps the rows and entries worth judging again.
+3. the verdict steps (``01``-``07``); when they find phantoms, ``10_committed_counts`` says which
+   partitions have offset gaps, those are read read_uncommitted, ``10_aborted`` keeps what only
+   that pass saw, and the verdict steps run again with it.
+4. the ledger steps (``08``-``09``), then ``11_*``: the discrepancy rows, their samples, the
+   number of sink rows judged; one transaction of ``recon.store.commit_run``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple, Protocol
+
+from recon import store
+from recon.config import PipelineConfig
+from recon.outcome import (
+    DISCREPANCY_SAMPLE,
+    RunSummary,
+    judged_outcome,
+    mark_error,
+    require_record,
+    run_summary,
+)
+from recon.pending import partition_ends, removed_ranges
+from recon.rules import (
+    ABORTED_STEPS,
+    COMMIT_STEPS,
+    COUNT_STEPS,
+    FACT_STEPS,
+    PENDING_STEPS,
+    SCAN_STEPS,
+)
+from recon.rules.run import RuleEngine, judge, next_ledger, register_parameters, run_steps
+from recon.services import Progress, default_data_dir, noop, results_db
+from recon.verdicts import Verdict
+from recon.window import PartitionWindow
+
+
+class RunIO(Protocol):
+    """One run's IO on one engine (``recon.engines.spark_run``, ``recon.local.engine``).
+
+    Relations are the engine's own (a DataFrame, a DuckDB view's name): the driver only hands
+    them to :attr:`rules`.
+    """
+
+    @property
+    def rules(self) -> RuleEngine:
+        """The engine that runs the rule steps for this run."""
+
+    def part(self, part: str) -> Any:
+        """The window part ``committed``, ``pending`` or ``inflight`` read back from disk."""
+
+    def sink_rows(self) -> Any:
+        """The run's sink rows (every row of a sink scanned whole)."""
+
+    def base_entries(self) -> list[str]:
+        """The entries of the ledger version the run starts from."""
+
+    def carried(self, base_entries: list[str]) -> Any:
+        """The messageIds the base run left pending (column ``message_id``)."""
+
+    def ledger_for(self, base_entries: list[str], ids: Any) -> Any | None:
+        """The version's newest entry of each message in ``ids`` (None: no ledger yet)."""
+
+    def full_ledger(self, base_entries: list[str]) -> Any | None:
+        """The version's newest entry of every message (None: no ledger yet)."""
+
+    def read_every(self, windows: list[PartitionWindow]) -> Any:
+        """Every record of ``[read_from, pending_to)`` of these partitions, read_uncommitted."""
+
+    def write_version(self, base_entries: list[str], has_ledger: bool) -> str:
+        """Write the run's ledger version (from ``ledger_next``, or ``ledger_known`` and the
+        results) and the run's results Parquet; returns the version's path."""
+
+    def discrepancy_rows(self) -> Iterable[Sequence[Any]] | store.DiscrepancyFile:
+        """The relation ``discrepancies`` as ``recon.store.commit_run`` takes it."""
+
+    def close(self) -> None:
+        """Release what the run held (cached relations, connections, temporary files)."""
+
+
+#: Opens a run's IO: ``(cfg, record, data_dir, progress)``. It may refuse a run whose window is
+#: not on disk (``recon.store.RunNotFound``) before the run is marked running.
+OpenIO = Callable[[PipelineConfig, store.RunRecord, str, Progress], RunIO]
+
+
+def reconcile_run(
+    cfg: PipelineConfig,
+    run_id: str,
+    open_io: OpenIO,
+    *,
+    data_dir: str | None = None,
+    progress: Progress = noop,
+) -> RunSummary:
+    """Judge every message of the run and commit the results exactly once.
+
+    :param open_io: the engine's IO for the run.
+    :raises store.ConcurrentRunError: another run advanced the pipeline meanwhile.
+    """
+    started = time.monotonic()
+    record = require_record(cfg, run_id)
+    io = open_io(cfg, record, data_dir or default_data_dir(), progress)
+    try:
+        with results_db() as pg:
+            store.mark_running(pg, cfg.name, run_id)
+        try:
+            judged = judge_run(cfg, record, io, progress, started=started)
+            outcome = judged_outcome(
+                cfg, judged.counts, ledger_path=judged.ledger_path,
+                sink_rows_scanned=judged.sink_rows_scanned,
+                duration_seconds=time.monotonic() - started,
+            )  # fmt: skip
+            with results_db() as pg:
+                written = store.commit_run(
+                    pg, record=record, outcome=outcome, discrepancies=io.discrepancy_rows()
+                )
+        except Exception as exc:
+            mark_error(cfg, run_id, exc, progress)
+            raise
+    finally:
+        io.close()
+    progress(
+        f"run {run_id}: committed {written} discrepancy rows in {outcome.duration_seconds:.1f} s"
+    )
+    return run_summary(cfg, record, outcome, written, judged.samples)
+
+
+class JudgedRun(NamedTuple):
+    """What a judged run hands the results store, besides its discrepancy rows."""
+
+    #: rows per verdict (every verdict, 0 when absent) and rows flagged ``topic_duplicate``.
+    counts: dict[str, int]
+    #: the ledger version the run wrote.
+    ledger_path: str
+    sink_rows_scanned: int
+    #: the first rows per verdict the run has (``11_samples``).
+    samples: dict[str, list[dict[str, Any]]]
+
+
+def judge_run(
+    cfg: PipelineConfig,
+    record: store.RunRecord,
+    io: RunIO,
+    progress: Progress = noop,
+    *,
+    started: float | None = None,
+) -> JudgedRun:
+    """Every rule step of a run, in order, through ``io``; ends with the ledger version and the
+    results written and the relation ``discrepancies`` defined (nothing is committed).
+
+    :param started: when the run started (``time.monotonic()``), for the progress lines.
+    """
+    rules, run_id = io.rules, record.run_id
+    started = time.monotonic() if started is None else started
+    rules.use("records", io.part("committed"))
+    rules.use("readable", io.part("pending"))
+    rules.use("inflight", io.part("inflight"))
+    run_steps(rules, PENDING_STEPS)
+    rules.use("pending", rules.relation("pending_read"))
+    rules.use("sink_all", io.sink_rows())
+    base_entries = io.base_entries()
+    sink = rules.relation("sink_all")
+    if cfg.sink.ingest_seq_column:
+        rules.use("carried", io.carried(base_entries))
+        run_steps(rules, FACT_STEPS)
+        ledger = io.ledger_for(base_entries, rules.relation("fact_ids"))
+    else:
+        ledger = io.full_ledger(base_entries)
+        if ledger is not None:
+            rules.use("ledger_all", ledger)
+            run_steps(rules, SCAN_STEPS)
+            sink, ledger = rules.relation("scan_sink_rows"), rules.relation("scan_ledger")
+    rules.use("sink_rows", sink)
+    rules.use("ledger", ledger)
+    rules.use("uncommitted", None)
+    register_parameters(rules, removed_ranges(record.windows), partition_ends(record.windows))
+    counts = judge(rules)
+    progress(f"run {run_id}: verdicts counted at {time.monotonic() - started:.1f} s")
+    gapped = _gapped(rules, record.windows) if counts.get(Verdict.PHANTOM, 0) > 0 else []
+    if gapped:
+        progress(
+            f"run {run_id}: {counts[Verdict.PHANTOM]} phantoms: read_uncommitted pass over "
+            f"{len(gapped)} partition(s) with offset gaps"
+        )
+        rules.use("every", io.read_every(gapped))
+        run_steps(rules, ABORTED_STEPS)
+        rules.use("uncommitted", rules.relation("aborted"))
+        counts = judge(rules)
+
+    next_ledger(rules, run_id)
+    ledger_path = io.write_version(base_entries, ledger is not None)
+    progress(f"run {run_id}: ledger and results written at {time.monotonic() - started:.1f} s")
+
+    run_steps(rules, COMMIT_STEPS, {"SAMPLE": str(DISCREPANCY_SAMPLE)})
+    ((sink_scanned,),) = rules.rows("sink_scanned")
+    wanted = [v for v, n in counts.items() if n and v != Verdict.DELIVERED]
+    return JudgedRun(
+        counts, ledger_path, int(sink_scanned), _samples(rules.rows("samples"), wanted)
+    )
+
+
+def _gapped(rules: RuleEngine, windows: list[PartitionWindow]) -> list[PartitionWindow]:
+    """The partitions whose committed records do not fill ``[read_from, pending_to)``: counted
+    from the records on disk (``10_committed_counts``), never from offset arithmetic alone."""
+    run_steps(rules, COUNT_STEPS)
+    counted = {(t, int(p)): int(n) for t, p, n in rules.rows("committed_counts")}
+    return [
+        w for w in windows
+        if w.pending_to > w.read_from
+        and counted.get((w.topic, w.partition), 0) < w.pending_to - w.read_from
+    ]  # fmt: skip
+
+
+def _samples(picked: list[tuple[Any, ...]], wanted: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """``11_samples``'s rows by verdict (and ``topic_duplicate``), for the verdicts the run has."""
+    out: dict[str, list[dict[str, Any]]] = {v: [] for v in wanted}
+    for pick, mid, topic, partition, offsets, keys, count in picked:
+        if pick in out:
+            out[pick].append(
+                {"message_id": mid, "topic": topic, "partition": partition,
+                 "offsets": list(offsets or []), "sink_keys": list(keys or []),
+                 "sink_count": count}
+            )  # fmt: skip
+    return out
