@@ -1,27 +1,26 @@
 """Reading a window of Kafka records with Spark, and extracting each record's messageId.
 
-:func:`extract_message_ids` is pure (raw Kafka rows in, ``recon.schemas.WINDOW`` rows out) and is
-where bad input is quarantined: a record whose id is missing, empty, not UTF-8, oversize, or
-whose value is a tombstone keeps its position and gets an ``invalid_reason`` instead of being
-dropped. :func:`read_kafka_ranges` is the IO: a batch read of exact offset ranges.
+:func:`extract_message_ids` is pure (raw Kafka rows in, ``recon.schemas.WINDOW`` rows out): it
+runs :mod:`recon.message_ids`, where bad input is quarantined, on each Arrow batch.
+:func:`read_kafka_ranges` is the IO: a batch read of exact offset ranges.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from recon.config import MessageIdSpec
 from recon.connections import KafkaConnection
+from recon.message_ids import MAX_MESSAGE_ID_LENGTH as MAX_MESSAGE_ID_LENGTH
 from recon.window import PartitionWindow
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
-#: Longer ids are quarantined: an id is a key, not a payload.
-MAX_MESSAGE_ID_LENGTH = 512
 
 RAW_COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "value", "headers")
 
@@ -52,18 +51,12 @@ def part_ranges(windows: Sequence[PartitionWindow], part: str) -> list[OffsetRan
     return [OffsetRange(w.topic, w.partition, w.window_to, w.pending_to) for w in windows]
 
 
-def _utf8_or_null(binary: Column) -> Column:
-    """The bytes as text, or null when they are not valid UTF-8 (never a replacement char)."""
-    from pyspark.sql import functions as F
-
-    text = binary.cast("string")
-    return F.when(F.call_function("is_valid_utf8", text), text)
-
-
 def extract_message_ids(
     raw: DataFrame, spec: MessageIdSpec, max_length: int = MAX_MESSAGE_ID_LENGTH
 ) -> DataFrame:
-    """Raw Kafka rows to one row per record with its messageId or the reason it has none.
+    """Raw Kafka rows to one row per record with its messageId or the reason it has none:
+    :func:`recon.message_ids.extract_ids` on each Arrow batch, the function the local engine
+    runs, so both quarantine the same records for the same reasons.
 
     :param raw: rows of Spark's Kafka source (``topic, partition, offset, timestamp, key, value``
         and ``headers`` when the id is in a header).
@@ -72,50 +65,41 @@ def extract_message_ids(
     """
     from pyspark.sql import functions as F
 
-    nested = F.lit(False)
-    if spec.kind == "header":
-        header = F.filter(F.col("headers"), lambda h: h["key"] == F.lit(spec.name))
-        id_bytes = F.when(F.size(header) > 0, header[0]["value"])
-        found = _utf8_or_null(id_bytes)
-        not_utf8 = id_bytes.isNotNull() & found.isNull()
-    elif spec.kind == "key":
-        id_bytes = F.col("key")
-        found = _utf8_or_null(id_bytes)
-        not_utf8 = id_bytes.isNotNull() & found.isNull()
-    elif spec.kind == "json_field":
-        value_text = _utf8_or_null(F.col("value"))
-        field = F.get_json_object(value_text, "$." + str(spec.name))
-        found = field
-        not_utf8 = F.col("value").isNotNull() & value_text.isNull()
-        # get_json_object gives an object or array as its JSON text; only a value that looks like
-        # one is parsed again (CASE WHEN evaluates lazily) to tell it from a string like "[a".
-        looks_nested = F.substring(F.ltrim(field), 1, 1).isin("{", "[")
-        json_type = F.schema_of_variant(
-            F.try_variant_get(F.try_parse_json(value_text), "$." + str(spec.name), "variant")
-        )
-        nested = F.when(looks_nested, json_type.rlike("^(OBJECT|ARRAY)")).otherwise(F.lit(False))
-    else:  # pragma: no cover - config validation rejects other kinds
-        raise ValueError(f"unknown message_id kind {spec.kind!r}")
+    from recon import schemas
 
-    reason = (
-        F.when(F.col("value").isNull(), F.lit("tombstone"))
-        .when(
-            not_utf8,
-            F.lit("message_id_not_utf8" if spec.kind != "json_field" else "value_not_utf8"),
-        )
-        .when(found.isNull(), F.lit("message_id_missing"))
-        .when(nested, F.lit("message_id_not_scalar"))
-        .when(F.trim(found) == "", F.lit("message_id_empty"))
-        .when(F.length(found) > max_length, F.lit("message_id_oversize"))
-    )
-    return raw.select(
+    if spec.kind == "header":
+        # The first header of that name, as the local readers take it.
+        named = F.filter(F.col("headers"), lambda h: h["key"] == F.lit(spec.name))
+        id_header = F.when(F.size(named) > 0, named[0]["value"])
+    else:
+        id_header = F.lit(None).cast("binary")
+    shaped = raw.select(
         F.col("topic").cast("string").alias("topic"),
         F.col("partition").cast("int").alias("partition"),
         F.col("offset").cast("long").alias("offset"),
-        F.when(reason.isNull(), found).alias("message_id"),
-        reason.alias("invalid_reason"),
         F.col("timestamp").cast("timestamp").alias("timestamp"),
+        F.col("key").cast("binary").alias("key"),
+        F.col("value").cast("binary").alias("value"),
+        id_header.alias("id_header"),
     )
+    return shaped.mapInArrow(functools.partial(_extract_batches, spec, max_length), schemas.WINDOW)
+
+
+def _extract_batches(spec: MessageIdSpec, max_length: int, batches: Iterator[Any]) -> Iterator[Any]:
+    """One Spark task's Arrow batches through :func:`recon.message_ids.extract_ids`."""
+    import duckdb
+    import pyarrow as pa
+
+    from recon.message_ids import extract_ids
+
+    con = duckdb.connect()
+    try:
+        for batch in batches:
+            yield from extract_ids(
+                pa.Table.from_batches([batch]), spec, max_length, con
+            ).to_batches()
+    finally:
+        con.close()
 
 
 def read_kafka_ranges(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -55,6 +56,9 @@ def spark_session(app_name: str = "recon", master: str | None = None) -> SparkSe
         raise RuntimeError(
             "Spark's extra jars (Kafka source, PostgreSQL JDBC) are missing: run 'make setup'"
         )
+    # The Python workers (the messageId extraction runs in them) use this process's interpreter,
+    # which has the package and its dependencies, not whatever "python3" is on the PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name).master(
         master or os.environ.get("RECON_SPARK_MASTER", "local[*]")
     )

@@ -4,14 +4,14 @@ A pipeline declares ``engine: local`` when its windows fit one machine (tens of 
 messages on a few GiB). The steps keep the Spark engine's contracts (``recon.engine``):
 
 * :mod:`recon.local.kafka` reads exact offset ranges with confluent-kafka in parallel
-  worker processes (one per core, partitions spread by size) and quarantines bad ids exactly as
-  ``recon.kafka_read.extract_message_ids`` does;
+  worker processes (one per core, partitions spread by size), the messageIds taken out by
+  :mod:`recon.message_ids` as the Spark engine's are;
 * :mod:`recon.local.sink_arrow` copies the run's sink rows out of PostgreSQL (``COPY``) while the
   workers read Kafka;
 * the verdicts are the rules of :mod:`recon.rules`, run by :mod:`recon.engines.duckdb`;
 * :mod:`recon.local.ledger` reads and writes the same ledger versions (manifests of Parquet
   entry directories) as ``recon.ledger``, so a pipeline can move between engines;
-* :mod:`recon.local.engine` ties them to the run record, results and commit of ``recon.store``.
+* :mod:`recon.local.engine` is the run's IO for the one driver of ``recon.engines.driver``.
 
 Nothing here imports pyspark or Airflow.
 """

@@ -6,8 +6,8 @@
   :func:`recon.local.kafka.reader.read_task` on the :class:`~recon.local.kafka.task.ReadTask` it
   gets on its standard input;
 * :mod:`recon.local.kafka.chunk` turns the records read into Arrow columns and Parquet row groups;
-* :mod:`recon.local.kafka.extract` takes the messageId out of each record (DuckDB SQL), and
-  quarantines exactly what ``recon.kafka_read.extract_message_ids`` quarantines.
+* :mod:`recon.message_ids` takes the messageId out of each record (DuckDB SQL over Arrow), the
+  same function the Spark engine runs on its batches.
 
 Nothing is imported here, so that a reader process starts without loading the pool.
 """

@@ -1,9 +1,11 @@
-"""The messageId of each record read, or why it has none: :func:`extract_ids`.
+"""The messageId of each record read, or why it has none: :func:`extract_ids`, once for both
+engines (the local engine's readers call it on each chunk, the Spark engine on each Arrow batch
+of its Kafka source: ``recon.kafka_read.extract_message_ids``).
 
 :func:`extract_ids` is pure (an Arrow table of raw records in, ``recon.schemas.WINDOW`` rows out)
-and quarantines exactly what ``recon.kafka_read.extract_message_ids`` quarantines, with the same
-reasons: a tombstone, an id that is missing, not UTF-8, a JSON object or array, empty or blank,
-or longer than the limit.
+and is where bad input is quarantined: a record keeps its position and gets an
+``invalid_reason`` instead of being dropped when its value is a tombstone, or its id is missing,
+not UTF-8, a JSON object or array, empty or blank, or longer than the limit.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from recon.config import MessageIdSpec
-from recon.kafka_read import MAX_MESSAGE_ID_LENGTH
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+#: Longer ids are quarantined: an id is a key, not a payload.
+MAX_MESSAGE_ID_LENGTH = 512
 
 
 def raw_schema() -> pa.Schema:
@@ -64,7 +68,7 @@ def _blank(column: str) -> str:
 
 
 def _extraction_sql(spec: MessageIdSpec, max_length: int) -> str:
-    """The rules of ``recon.kafka_read.extract_message_ids`` in DuckDB SQL over ``raw``."""
+    """The extraction rules in DuckDB SQL over ``raw`` (what :func:`extract_ids` runs)."""
     if spec.kind == "json_field":
         path = _json_path(str(spec.name)).replace("'", "''")
         source = "value"
