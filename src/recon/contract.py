@@ -1,13 +1,9 @@
 """The contract: which verdicts each claimed delivery semantic allows (DESIGN.md, "The contract").
 
-=============  ==============================  ===================================  =========
-semantic       lost                            duplicated                           phantom,
-                                                                                    aborted_read
-=============  ==============================  ===================================  =========
-at_most_once   up to ``max_loss_ratio``        forbidden                            forbidden
-at_least_once  forbidden                       up to ``max_duplicate_ratio``        forbidden
-exactly_once   forbidden                       forbidden                            forbidden
-=============  ==============================  ===================================  =========
+The rules are the table :data:`recon.contract_table.CONTRACT` (per semantic, per verdict:
+forbidden, allowed up to a ratio or a count tolerance, or forbidden for an idempotent producer
+only); this module judges a run's counts by it. The Great Expectations suites of
+``expectations/`` are generated from the same table, so both decide alike.
 
 Ratios are relative to the messages judged in the run (delivered + lost + duplicated).
 ``topic_duplicate`` fails only a pipeline that declares ``idempotent_producer: true``.
@@ -23,7 +19,8 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from recon.config import Tolerances
-from recon.verdicts import ALL_VERDICTS, SEMANTICS, Verdict
+from recon.contract_table import CONTRACT, Allowance, Rule
+from recon.verdicts import ALL_VERDICTS, JUDGED, SEMANTICS
 
 
 class Violation(NamedTuple):
@@ -43,6 +40,39 @@ class ContractResult:
     passed: bool
     judged: int
     violations: list[Violation] = field(default_factory=list)
+
+
+def _allowed(verdict: str, rule: Rule, tolerances: Tolerances) -> float:
+    """What the rule lets pass: the pipeline's tolerance, else nothing.
+
+    :param verdict: the verdict the rule judges.
+    :param rule: its cell of the contract table.
+    :param tolerances: the pipeline's tolerances.
+    """
+    if rule.tolerance is not None:
+        value: float = getattr(tolerances, rule.tolerance)
+        return value
+    # Violation.allowed of a judged verdict is a ratio (0.0), of any other a count (0).
+    return 0.0 if verdict in JUDGED else 0
+
+
+def _over(rule: Rule, count: int, judged: int, allowed: float, idempotent_producer: bool) -> bool:
+    """Whether ``count`` rows of a verdict break its rule.
+
+    :param rule: the verdict's cell of the contract table.
+    :param count: the run's rows of the verdict.
+    :param judged: the run's judged messages (delivered + lost + duplicated).
+    :param allowed: what the rule lets pass (:func:`_allowed`).
+    :param idempotent_producer: whether the pipeline declares an idempotent producer.
+    """
+    if rule.allowance is Allowance.RATIO:
+        # Compare as the decimal the user wrote: 0.29 * 100 is 28.999... in floating point.
+        return count > 0 and count > Fraction(str(allowed)) * judged
+    if rule.allowance is Allowance.COUNT:
+        return count > allowed
+    if rule.allowance is Allowance.UNLESS_IDEMPOTENT:
+        return idempotent_producer and count > 0
+    return count > 0
 
 
 def evaluate_contract(
@@ -67,44 +97,20 @@ def evaluate_contract(
         if count < 0:
             raise ValueError(f"negative count for {verdict}: {count}")
     tol = tolerances or Tolerances()
-
-    def n(verdict: str) -> int:
-        return int(counts.get(verdict, 0))
-
-    judged = n(Verdict.DELIVERED) + n(Verdict.LOST) + n(Verdict.DUPLICATED)
+    judged = sum(int(counts.get(verdict, 0)) for verdict in JUDGED)
     violations: list[Violation] = []
-
-    def ratio_rule(verdict: str, allowed: float, tolerated_by: str) -> None:
-        count = n(verdict)
-        if count == 0:
-            return
-        if semantics != tolerated_by:
-            reason = f"{semantics} forbids {verdict} messages"
-            violations.append(Violation(str(verdict), count, 0.0, reason))
-        # Compare as the decimal the user wrote: 0.29 * 100 is 28.999... in floating point.
-        elif count > Fraction(str(allowed)) * judged:
-            reason = (
-                f"{count} of {judged} judged messages {verdict} "
-                f"({count / judged:.2%}), allowed up to {allowed:.2%}"
-            )
-            violations.append(Violation(str(verdict), count, allowed, reason))
-
-    ratio_rule(Verdict.LOST, tol.max_loss_ratio, "at_most_once")
-    ratio_rule(Verdict.DUPLICATED, tol.max_duplicate_ratio, "at_least_once")
-    for verdict in (Verdict.PHANTOM, Verdict.ABORTED_READ):
-        if n(verdict):
-            reason = f"sink rows without a committed record are forbidden under {semantics}"
-            violations.append(Violation(str(verdict), n(verdict), 0, reason))
-    if idempotent_producer and n(Verdict.TOPIC_DUPLICATE):
-        reason = "the producer is declared idempotent, yet a messageId is at more than one offset"
-        violations.append(
-            Violation(Verdict.TOPIC_DUPLICATE.value, n(Verdict.TOPIC_DUPLICATE), 0, reason)
+    for verdict, rule in CONTRACT[semantics].items():
+        count = int(counts.get(verdict, 0))
+        allowed = _allowed(verdict, rule, tol)
+        if not _over(rule, count, judged, allowed, idempotent_producer):
+            continue
+        reason = rule.reason.format(
+            semantics=semantics,
+            verdict=verdict,
+            count=count,
+            judged=judged,
+            share=count / judged if judged else 0.0,
+            allowed=allowed,
         )
-    for verdict, allowed in (
-        (Verdict.UNVERIFIABLE, tol.max_unverifiable),
-        (Verdict.INVALID, tol.max_invalid),
-    ):
-        if n(verdict) > allowed:
-            reason = f"{n(verdict)} {verdict}, tolerance allows {allowed}"
-            violations.append(Violation(str(verdict), n(verdict), allowed, reason))
+        violations.append(Violation(str(verdict), count, allowed, reason))
     return ContractResult(passed=not violations, judged=judged, violations=violations)
