@@ -234,6 +234,10 @@ class SinkDecl(_Declaration):
         return SinkSpec(self.connection, self.table, self.message_id_column, self.ingest_seq_column)
 
 
+#: How an error names what a ratio tolerates.
+_RATIO_NOUNS = {"max_loss_ratio": "loss", "max_duplicate_ratio": "duplicates"}
+
+
 class TolerancesDecl(_Declaration):
     """The ``tolerances:`` mapping. A tolerance the claimed semantic forbids is refused: the
     contract would ignore it, which is a misunderstanding worth stopping for. The semantic comes
@@ -245,20 +249,23 @@ class TolerancesDecl(_Declaration):
     max_unverifiable: Count = 0
     max_invalid: Count = 0
 
-    @field_validator("max_loss_ratio")
+    @field_validator("max_loss_ratio", "max_duplicate_ratio")
     @classmethod
-    def _loss_allowed(cls, value: float, info: ValidationInfo) -> float:
-        semantics = (info.context or {}).get("semantics")
-        if value > 0 and semantics in ("at_least_once", "exactly_once"):
-            raise invalid(f"{semantics} forbids loss: only at_most_once may")
-        return value
+    def _ratio_allowed(cls, value: float, info: ValidationInfo) -> float:
+        # Which semantic may tolerate which ratio is the contract's to say (recon.contract_table).
+        from recon.contract_table import CONTRACT, Allowance
 
-    @field_validator("max_duplicate_ratio")
-    @classmethod
-    def _duplicates_allowed(cls, value: float, info: ValidationInfo) -> float:
         semantics = (info.context or {}).get("semantics")
-        if value > 0 and semantics in ("at_most_once", "exactly_once"):
-            raise invalid(f"{semantics} forbids duplicates: only at_least_once may")
+        if value <= 0 or semantics not in CONTRACT:
+            return value
+        field = info.field_name
+        may = [
+            name for name, rules in CONTRACT.items()
+            if any(r.allowance is Allowance.RATIO and r.tolerance == field for r in rules.values())
+        ]  # fmt: skip
+        if semantics not in may:
+            what = _RATIO_NOUNS.get(str(field), str(field))
+            raise invalid(f"{semantics} forbids {what}: only {' or '.join(may)} may")
         return value
 
     def values(self) -> Tolerances:
