@@ -5,14 +5,16 @@ the same webhook connection as the alerts, when that connection exists."""
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
+
+from recon import settings
 
 log = logging.getLogger(__name__)
 
 
 def webhook_conn_id() -> str:
-    return os.environ.get("RECON_ALERT_WEBHOOK_CONN_ID", "recon_alert_webhook")
+    """The alerts' webhook connection id (:func:`recon.settings.alert_webhook_conn_id`)."""
+    return settings.alert_webhook_conn_id()
 
 
 def notify_task_failure(context: Any) -> None:

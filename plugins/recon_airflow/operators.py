@@ -16,6 +16,8 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
+from recon import settings
+
 SPARK_STEPS = ("snapshot_topic", "reconcile", "validate")
 APP = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "spark_apps",
                    "reconcile.py")  # fmt: skip
@@ -154,13 +156,13 @@ class ReconSparkSubmitOperator(SparkSubmitOperator):
         pipeline: str,
         step: str,
         pipelines_file: str | None = None,
-        results_conn_id: str = "postgres_recon",
+        results_conn_id: str = settings.DEFAULT_RESULTS_CONN_ID,
         conn_id: str = "spark_default",
         **kwargs: Any,
     ) -> None:
         # A pool caps concurrent Spark drivers; RECON_SPARK_POOL names it (scripts/airflow.sh
         # creates recon_spark), else Airflow's default pool.
-        kwargs.setdefault("pool", os.environ.get("RECON_SPARK_POOL", "default_pool"))
+        kwargs.setdefault("pool", settings.spark_pool())
         _check_name(pipeline)
         if step not in SPARK_STEPS:
             raise ValueError(f"step must be one of {', '.join(SPARK_STEPS)}, not {step!r}")
@@ -194,7 +196,7 @@ class ReconSparkSubmitOperator(SparkSubmitOperator):
             env = connections_env(conn_ids)
         except ReconError as exc:
             raise AirflowFailException(str(exc)) from None
-        env["RECON_RESULTS_CONN_ID"] = self.results_conn_id
+        env[settings.RECON_RESULTS_CONN_ID] = self.results_conn_id
         env["PYSPARK_PYTHON"] = os.environ.get("PYSPARK_PYTHON") or _python()
         self.env_vars = {**(self.env_vars or {}), **env}
         super().execute(context)

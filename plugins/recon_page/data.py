@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-RESULTS_CONN_ENV = "RECON_RESULTS_CONN_ID"
-DEFAULT_CONN_ID = "postgres_recon"
 #: The page shows at most this many runs and discrepancy rows per pipeline.
 MAX_RUNS = 50
 MAX_DISCREPANCIES = 100
@@ -103,10 +101,11 @@ def redact(text: str | None) -> str | None:
 
 def connect_kwargs() -> dict[str, Any]:
     """psycopg2 keyword arguments for the results database (never shown to anyone)."""
-    conn_id = os.environ.get(RESULTS_CONN_ENV) or DEFAULT_CONN_ID
+    from recon import settings
     from recon.connections import postgres_connection
     from recon.errors import ConnectionNotFound
 
+    conn_id = settings.results_conn_id()
     try:
         return postgres_connection(conn_id).psycopg2_kwargs()
     except ConnectionNotFound:

@@ -7,20 +7,17 @@ local_site`` (``RECON_STATE`` defaults to ``<repo>/.state``). A requested path i
 
 from __future__ import annotations
 
-import os
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote, unquote, urlsplit
 
 SITE_MARKER = "/uncommitted/data_docs/local_site/"
-DOCS_ENV = "RECON_DATA_DOCS_DIR"
 
 
 def docs_root() -> Path:
-    explicit = os.environ.get(DOCS_ENV)
-    if explicit:
-        return Path(explicit)
-    state = os.environ.get("RECON_STATE") or str(Path(__file__).resolve().parents[2] / ".state")
-    return Path(state) / "gx" / "uncommitted" / "data_docs" / "local_site"
+    """The site folder (:func:`recon.settings.data_docs_dir`)."""
+    from recon import settings
+
+    return Path(settings.data_docs_dir())
 
 
 def resolve(relative: str, root: Path | None = None) -> Path | None:

@@ -7,27 +7,24 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from recon import settings
 from recon.config import PipelineConfig
 from recon.connections import postgres_connection
 
 Progress = Callable[[str], None]
 
 #: Connection id of the results database (schema ``recon``); override with RECON_RESULTS_CONN_ID.
-DEFAULT_RESULTS_CONN_ID = "postgres_recon"
+DEFAULT_RESULTS_CONN_ID = settings.DEFAULT_RESULTS_CONN_ID
 
 
 def results_conn_id() -> str:
-    import os
-
-    return os.environ.get("RECON_RESULTS_CONN_ID", DEFAULT_RESULTS_CONN_ID)
+    """The results database's connection id (:func:`recon.settings.results_conn_id`)."""
+    return settings.results_conn_id()
 
 
 def default_data_dir() -> str:
-    import os
-
-    from recon.spark import _state_dir
-
-    return os.environ.get("RECON_DATA_DIR") or os.path.join(_state_dir(), "data")
+    """Where runs keep their files (:func:`recon.settings.data_dir`)."""
+    return settings.data_dir()
 
 
 def noop(_: str) -> None:

@@ -7,21 +7,16 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from recon import settings
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
 def spark_extra_jars() -> list[str]:
-    """The Kafka source and JDBC driver jars fetched by ``make setup`` (``.state/jars/spark``)."""
-    jar_dir = os.environ.get("RECON_JARS_SPARK") or os.path.join(_state_dir(), "jars", "spark")
-    return sorted(glob.glob(os.path.join(jar_dir, "*.jar")))
-
-
-def _state_dir() -> str:
-    root = os.environ.get("RECON_ROOT") or os.path.dirname(
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    )
-    return os.environ.get("RECON_STATE") or os.path.join(root, ".state")
+    """The Kafka source and JDBC driver jars fetched by ``make setup`` (``.state/jars/spark``,
+    ``$RECON_JARS_SPARK``)."""
+    return sorted(glob.glob(os.path.join(settings.spark_jars_dir(), "*.jar")))
 
 
 def spark_settings() -> dict[str, str]:
@@ -31,15 +26,15 @@ def spark_settings() -> dict[str, str]:
     return {
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
-        "spark.ui.enabled": os.environ.get("RECON_SPARK_UI", "false"),
-        "spark.sql.shuffle.partitions": os.environ.get("RECON_SPARK_SHUFFLE_PARTITIONS", "8"),
+        "spark.ui.enabled": settings.spark_ui(),
+        "spark.sql.shuffle.partitions": settings.spark_shuffle_partitions(),
         "spark.sql.adaptive.enabled": "true",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
         # Kafka SASL credentials travel as a JAAS option: keep them out of plans, logs and UI.
         "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas",
         "spark.sql.redaction.options.regex": "(?i)url|jaas|password|secret",
-        "spark.driver.memory": os.environ.get("RECON_SPARK_DRIVER_MEMORY", "2g"),
+        "spark.driver.memory": settings.spark_driver_memory(),
     }
 
 
@@ -59,9 +54,7 @@ def spark_session(app_name: str = "recon", master: str | None = None) -> SparkSe
     # The Python workers (the messageId extraction runs in them) use this process's interpreter,
     # which has the package and its dependencies, not whatever "python3" is on the PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName(app_name).master(
-        master or os.environ.get("RECON_SPARK_MASTER", "local[*]")
-    )
+    builder = SparkSession.builder.appName(app_name).master(master or settings.spark_master())
     for key, value in {"spark.jars": ",".join(jars), **spark_settings()}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()

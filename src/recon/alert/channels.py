@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from email.message import EmailMessage
 from typing import Any
 
+from recon import settings
 from recon.alert.content import Alert
 from recon.alert.formats import email_message, webhook_payload
 from recon.alert.text import shown
@@ -38,8 +39,8 @@ from recon.errors import ConnectionNotFound
 
 WEBHOOK, EMAIL = "webhook", "email"
 CHANNELS = (WEBHOOK, EMAIL)
-DEFAULT_WEBHOOK_CONN_ID = "recon_alert_webhook"
-DEFAULT_SMTP_CONN_ID = "smtp_default"
+DEFAULT_WEBHOOK_CONN_ID = settings.DEFAULT_ALERT_WEBHOOK_CONN_ID
+DEFAULT_SMTP_CONN_ID = settings.DEFAULT_ALERT_SMTP_CONN_ID
 _ERROR_MAX = 500
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
 

@@ -3,12 +3,12 @@ positions, a repair hint per verdict and the links to the run and its Data Docs.
 
 from __future__ import annotations
 
-import os
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from recon import settings
 from recon.alert.hints import full_list_sql, repair_hint, sample_keys
 from recon.alert.text import shown, value
 from recon.validation import ValidationOutcome, data_docs_url
@@ -114,7 +114,7 @@ def _allowed_text(failure: Mapping[str, Any], semantics: str, judged: int) -> st
 
 def airflow_run_url(dag_id: str, run_id: str) -> str | None:
     """``{RECON_AIRFLOW_BASE_URL}/dags/{dag_id}/runs/{run_id}``, or ``None`` when unset."""
-    base = os.environ.get("RECON_AIRFLOW_BASE_URL")
+    base = settings.airflow_base_url()
     if not base:
         return None
     quote = urllib.parse.quote

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Mapping
 from typing import Any
 
+from recon import settings
 from recon.alert.channels import (
     CHANNELS,
-    DEFAULT_SMTP_CONN_ID,
-    DEFAULT_WEBHOOK_CONN_ID,
     EMAIL,
     WEBHOOK,
     describe,
@@ -107,9 +105,8 @@ def send_alerts(
         outcome=outcome, sample_size=sample_size, dag_id=dag_id,
     )  # fmt: skip
     conn_ids = {
-        WEBHOOK: webhook_conn_id
-        or os.environ.get("RECON_ALERT_WEBHOOK_CONN_ID", DEFAULT_WEBHOOK_CONN_ID),
-        EMAIL: smtp_conn_id or os.environ.get("RECON_ALERT_SMTP_CONN_ID", DEFAULT_SMTP_CONN_ID),
+        WEBHOOK: webhook_conn_id or settings.alert_webhook_conn_id(),
+        EMAIL: smtp_conn_id or settings.alert_smtp_conn_id(),
     }
     recorded = _record_summary(alert, outcome)
     shown_ids = (shown(pipeline), shown(run_id))  # for the log: one line each

@@ -14,30 +14,22 @@ from typing import Any
 
 import yaml
 
+from recon import settings
 from recon.config.explain import check_pipeline
 from recon.config.model import PipelineConfig
 from recon.config.problems import Problems, kind_of
 from recon.config.schema import ID_RE
 from recon.errors import ConfigError
 
-ENV_VAR = "RECON_PIPELINES"
+ENV_VAR = settings.RECON_PIPELINES
 #: A directory whose ``*.yaml`` files declare more pipelines (a team's own, a test's).
-DIR_ENV_VAR = "RECON_PIPELINES_DIR"
-DEFAULT_FILE = "pipelines.yaml"
-
-# src/recon/config/load.py -> the repository root, four levels up.
-_REPO_ROOT = os.path.dirname(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-)
+DIR_ENV_VAR = settings.RECON_PIPELINES_DIR
+DEFAULT_FILE = settings.DEFAULT_PIPELINES_FILE
 
 
 def default_pipelines_path() -> str:
     """``$RECON_PIPELINES``, else ``pipelines.yaml`` at the repository root (``$RECON_ROOT``)."""
-    from_env = os.environ.get(ENV_VAR)
-    if from_env:
-        return from_env
-    root = os.environ.get("RECON_ROOT") or _REPO_ROOT
-    return os.path.join(root, DEFAULT_FILE)
+    return settings.pipelines_file()
 
 
 def load_pipelines(path: str | os.PathLike[str] | None = None) -> dict[str, PipelineConfig]:
@@ -67,7 +59,7 @@ def load_pipeline_dir(
     :returns: ``(file, pipeline)`` pairs: each pipeline runs with the file it came from.
     :raises ConfigError: a file's own problems, or a name declared twice (naming both files).
     """
-    folder = os.fspath(directory) if directory is not None else os.environ.get(DIR_ENV_VAR, "")
+    folder = os.fspath(directory) if directory is not None else settings.pipelines_dir()
     if not folder or not os.path.isdir(folder):
         return []
     seen = dict(taken or {})

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from recon import settings
 from recon.config import PipelineConfig
 from recon.validation.suites import ValidationError, load_suite, suite_parameters
 
@@ -64,9 +65,7 @@ class ValidationOutcome:
 
 def default_gx_dir() -> str:
     """``$RECON_STATE/gx`` (``<repo>/.state/gx`` when ``RECON_STATE`` is unset)."""
-    from recon.spark import _state_dir  # settings only: imports no pyspark
-
-    return os.path.join(_state_dir(), "gx")
+    return os.path.join(settings.state_dir(), "gx")
 
 
 def data_docs_dir(gx_dir: str | None = None) -> str:

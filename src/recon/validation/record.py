@@ -8,6 +8,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from recon import settings
 from recon.validation.checkpoint import SITE_NAME, ValidationOutcome
 
 
@@ -16,7 +17,7 @@ def data_docs_url(path: str) -> str:
     (the path relative to the site folder is appended), else a ``file://`` URL."""
     if path.startswith(("http://", "https://", "file://")):
         return path  # already a link (as stored on recon.runs)
-    base = os.environ.get("RECON_DATA_DOCS_BASE_URL")
+    base = settings.data_docs_base_url()
     if base and path:
         marker = f"{os.sep}uncommitted{os.sep}data_docs{os.sep}{SITE_NAME}{os.sep}"
         _, found, relative = path.partition(marker)

@@ -12,16 +12,16 @@ from __future__ import annotations
 import json
 import os
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
+from recon import settings
 from recon.config import PipelineConfig
 from recon.contract_table import CONTRACT, Allowance, Rule
 from recon.errors import ReconError
 from recon.verdicts import JUDGED, ROW_VERDICTS, SEMANTICS, Verdict
 
 #: Environment variable naming the folder of the suite files (default: ``<repo>/expectations``).
-EXPECTATIONS_ENV = "RECON_EXPECTATIONS_DIR"
+EXPECTATIONS_ENV = settings.RECON_EXPECTATIONS_DIR
 #: The suite file format this module understands (``meta.recon.suite_version``).
 SUITE_VERSION = 1
 
@@ -30,13 +30,9 @@ class ValidationError(ReconError):
     """A suite cannot be loaded, or Great Expectations could not evaluate it."""
 
 
-def _repo_root() -> str:
-    return os.environ.get("RECON_ROOT") or str(Path(__file__).resolve().parents[3])
-
-
 def expectations_dir() -> str:
     """``$RECON_EXPECTATIONS_DIR``, else ``expectations/`` at the repository root."""
-    return os.environ.get(EXPECTATIONS_ENV) or os.path.join(_repo_root(), "expectations")
+    return settings.expectations_dir()
 
 
 def load_suite(semantics: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from recon import settings
 from recon.config import MessageIdSpec
 from recon.errors import ServiceUnavailable
 from recon.kafka_read import OffsetRange
@@ -39,8 +40,7 @@ def spread(ranges: Sequence[OffsetRange], workers: int) -> list[list[OffsetRange
 
 def default_workers() -> int:
     """One reader per core (``RECON_LOCAL_READERS`` overrides)."""
-    configured = os.environ.get("RECON_LOCAL_READERS")
-    return int(configured) if configured else max(1, os.cpu_count() or 1)
+    return settings.local_readers()
 
 
 class ReaderLost(ServiceUnavailable):

@@ -1,0 +1,201 @@
+"""Every ``RECON_*`` environment variable the product reads, read here and nowhere else.
+
+``recon``, the Airflow plugins (``plugins/``), the DAG files (``dags/``) and the Spark apps
+(``spark_apps/``) ask this module; none of them reads a ``RECON_*`` variable itself
+(``tests/unit/test_settings.py`` checks it). Each setting is one function that reads the
+environment when called, never at import: a test, a DAG run or a child process may change it.
+``scripts/env.sh`` exports most of them for the local stack (its values are noted below where
+they differ from the product's own default).
+
+============================== ============================== ======================================
+variable                       default                        what it does
+============================== ============================== ======================================
+RECON_ROOT                     the checkout (``src/..``)      the repository: the default pipeline
+                                                              file, ``expectations/``, ``.state``
+RECON_STATE                    ``$RECON_ROOT/.state``         everything generated at run time
+                                                              (data, jars, the GX project)
+RECON_DATA_DIR                 ``$RECON_STATE/data``          windows, verdict Parquet and the
+                                                              ledger of every pipeline
+RECON_JARS_SPARK               ``$RECON_STATE/jars/spark``    Spark's extra jars (Kafka source,
+                                                              PostgreSQL JDBC)
+RECON_PIPELINES                ``$RECON_ROOT/pipelines.yaml`` the pipeline YAML (env.sh:
+                                                              ``demo/pipelines.yaml``)
+RECON_PIPELINES_DIR            unset: none                    a folder whose ``*.yaml`` files
+                                                              declare more pipelines (env.sh:
+                                                              ``$RECON_STATE/pipelines.d``)
+RECON_EXPECTATIONS_DIR         ``$RECON_ROOT/expectations``   the GX suite files, one per claimed
+                                                              semantic
+RECON_RESULTS_CONN_ID          ``postgres_recon``             connection id of the results database
+                                                              (schema ``recon``)
+RECON_ALERT_WEBHOOK_CONN_ID    ``recon_alert_webhook``        connection id of the alert webhook
+                                                              (also the task failure notices)
+RECON_ALERT_SMTP_CONN_ID       ``smtp_default``               connection id of the alert mail server
+RECON_AIRFLOW_BASE_URL         unset: no run link             the Airflow UI, to link an alert to
+                                                              its DAG run (env.sh: the local
+                                                              Airflow)
+RECON_DATA_DOCS_BASE_URL       unset: ``file://`` links       where the Data Docs site is served
+                                                              (env.sh: the Airflow page's
+                                                              ``/recon/docs``)
+RECON_DATA_DOCS_DIR            ``$RECON_STATE/gx/uncommitted/ the Data Docs folder the Airflow page
+                               data_docs/local_site``         serves
+RECON_SPARK_MASTER             ``local[*]``                   the master of ``recon run``'s
+                                                              SparkSession
+RECON_SPARK_UI                 ``false``                      ``spark.ui.enabled`` of every Spark
+                                                              driver
+RECON_SPARK_SHUFFLE_PARTITIONS ``8``                          ``spark.sql.shuffle.partitions``
+RECON_SPARK_DRIVER_MEMORY      ``2g``                         ``spark.driver.memory``
+RECON_SPARK_POOL               ``default_pool``               the Airflow pool of the Spark steps
+                                                              (env.sh: ``recon_spark``)
+RECON_LOCAL_READERS            one per core                   Kafka reader processes of the local
+                                                              engine
+============================== ============================== ======================================
+
+A variable set to the empty string counts as unset, except where the function says otherwise
+(the Spark settings, the pool and the alert connection ids pass an empty value through, as they
+always did).
+"""
+
+from __future__ import annotations
+
+import os
+
+# The variables' names: for code that passes one to a child process (writing, not reading).
+RECON_ROOT = "RECON_ROOT"
+RECON_STATE = "RECON_STATE"
+RECON_DATA_DIR = "RECON_DATA_DIR"
+RECON_JARS_SPARK = "RECON_JARS_SPARK"
+RECON_PIPELINES = "RECON_PIPELINES"
+RECON_PIPELINES_DIR = "RECON_PIPELINES_DIR"
+RECON_EXPECTATIONS_DIR = "RECON_EXPECTATIONS_DIR"
+RECON_RESULTS_CONN_ID = "RECON_RESULTS_CONN_ID"
+RECON_ALERT_WEBHOOK_CONN_ID = "RECON_ALERT_WEBHOOK_CONN_ID"
+RECON_ALERT_SMTP_CONN_ID = "RECON_ALERT_SMTP_CONN_ID"
+RECON_AIRFLOW_BASE_URL = "RECON_AIRFLOW_BASE_URL"
+RECON_DATA_DOCS_BASE_URL = "RECON_DATA_DOCS_BASE_URL"
+RECON_DATA_DOCS_DIR = "RECON_DATA_DOCS_DIR"
+RECON_SPARK_MASTER = "RECON_SPARK_MASTER"
+RECON_SPARK_UI = "RECON_SPARK_UI"
+RECON_SPARK_SHUFFLE_PARTITIONS = "RECON_SPARK_SHUFFLE_PARTITIONS"
+RECON_SPARK_DRIVER_MEMORY = "RECON_SPARK_DRIVER_MEMORY"
+RECON_SPARK_POOL = "RECON_SPARK_POOL"
+RECON_LOCAL_READERS = "RECON_LOCAL_READERS"
+
+#: The pipeline file's name at the repository root, when ``RECON_PIPELINES`` is unset.
+DEFAULT_PIPELINES_FILE = "pipelines.yaml"
+DEFAULT_RESULTS_CONN_ID = "postgres_recon"
+DEFAULT_ALERT_WEBHOOK_CONN_ID = "recon_alert_webhook"
+DEFAULT_ALERT_SMTP_CONN_ID = "smtp_default"
+DEFAULT_SPARK_MASTER = "local[*]"
+DEFAULT_SPARK_POOL = "default_pool"
+
+# src/recon/settings.py -> the checkout, three levels up (plugins/ and dags/ are its siblings).
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _set(name: str) -> str | None:
+    """The variable's value; ``None`` when unset or empty."""
+    return os.environ.get(name) or None
+
+
+def root() -> str:
+    """``$RECON_ROOT``, else the checkout this module was loaded from."""
+    return _set(RECON_ROOT) or _CHECKOUT
+
+
+def state_dir() -> str:
+    """``$RECON_STATE``, else ``.state`` under :func:`root`."""
+    return _set(RECON_STATE) or os.path.join(root(), ".state")
+
+
+def data_dir() -> str:
+    """``$RECON_DATA_DIR``, else ``data`` under :func:`state_dir`."""
+    return _set(RECON_DATA_DIR) or os.path.join(state_dir(), "data")
+
+
+def spark_jars_dir() -> str:
+    """``$RECON_JARS_SPARK``, else ``jars/spark`` under :func:`state_dir` (``make setup``)."""
+    return _set(RECON_JARS_SPARK) or os.path.join(state_dir(), "jars", "spark")
+
+
+def pipelines_file() -> str:
+    """``$RECON_PIPELINES``, else ``pipelines.yaml`` at :func:`root`."""
+    return _set(RECON_PIPELINES) or os.path.join(root(), DEFAULT_PIPELINES_FILE)
+
+
+def pipelines_dir() -> str | None:
+    """``$RECON_PIPELINES_DIR``; ``None`` when unset (no more pipeline files)."""
+    return _set(RECON_PIPELINES_DIR)
+
+
+def expectations_dir() -> str:
+    """``$RECON_EXPECTATIONS_DIR``, else ``expectations`` at :func:`root`."""
+    return _set(RECON_EXPECTATIONS_DIR) or os.path.join(root(), "expectations")
+
+
+def results_conn_id() -> str:
+    """``$RECON_RESULTS_CONN_ID``, else ``postgres_recon``: the results database's connection."""
+    return _set(RECON_RESULTS_CONN_ID) or DEFAULT_RESULTS_CONN_ID
+
+
+def alert_webhook_conn_id() -> str:
+    """``$RECON_ALERT_WEBHOOK_CONN_ID`` (even when empty), else ``recon_alert_webhook``."""
+    return os.environ.get(RECON_ALERT_WEBHOOK_CONN_ID, DEFAULT_ALERT_WEBHOOK_CONN_ID)
+
+
+def alert_smtp_conn_id() -> str:
+    """``$RECON_ALERT_SMTP_CONN_ID`` (even when empty), else ``smtp_default``."""
+    return os.environ.get(RECON_ALERT_SMTP_CONN_ID, DEFAULT_ALERT_SMTP_CONN_ID)
+
+
+def airflow_base_url() -> str | None:
+    """``$RECON_AIRFLOW_BASE_URL`` (the Airflow UI); ``None`` when unset: alerts link no run."""
+    return _set(RECON_AIRFLOW_BASE_URL)
+
+
+def data_docs_base_url() -> str | None:
+    """``$RECON_DATA_DOCS_BASE_URL`` (where the Data Docs site is served); ``None`` when unset:
+    links are ``file://`` URLs."""
+    return _set(RECON_DATA_DOCS_BASE_URL)
+
+
+def data_docs_dir() -> str:
+    """``$RECON_DATA_DOCS_DIR``, else the GX project's site under :func:`state_dir`
+    (``gx/uncommitted/data_docs/local_site``): the folder the Airflow page serves."""
+    return _set(RECON_DATA_DOCS_DIR) or os.path.join(
+        state_dir(), "gx", "uncommitted", "data_docs", "local_site"
+    )
+
+
+def spark_master() -> str:
+    """``$RECON_SPARK_MASTER`` (even when empty), else ``local[*]``."""
+    return os.environ.get(RECON_SPARK_MASTER, DEFAULT_SPARK_MASTER)
+
+
+def spark_ui() -> str:
+    """``$RECON_SPARK_UI`` (even when empty), else ``false``: Spark's ``spark.ui.enabled``."""
+    return os.environ.get(RECON_SPARK_UI, "false")
+
+
+def spark_shuffle_partitions() -> str:
+    """``$RECON_SPARK_SHUFFLE_PARTITIONS`` (even when empty), else ``8``."""
+    return os.environ.get(RECON_SPARK_SHUFFLE_PARTITIONS, "8")
+
+
+def spark_driver_memory() -> str:
+    """``$RECON_SPARK_DRIVER_MEMORY`` (even when empty), else ``2g``."""
+    return os.environ.get(RECON_SPARK_DRIVER_MEMORY, "2g")
+
+
+def spark_pool() -> str:
+    """``$RECON_SPARK_POOL`` (even when empty), else Airflow's ``default_pool``: the pool that
+    caps concurrent Spark drivers (``scripts/airflow.sh`` creates ``recon_spark``)."""
+    return os.environ.get(RECON_SPARK_POOL, DEFAULT_SPARK_POOL)
+
+
+def local_readers() -> int:
+    """``$RECON_LOCAL_READERS``, else one per core: the local engine's Kafka reader processes.
+
+    :raises ValueError: the variable is not an integer.
+    """
+    configured = _set(RECON_LOCAL_READERS)
+    return int(configured) if configured else max(1, os.cpu_count() or 1)
