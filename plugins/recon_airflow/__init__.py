@@ -1,2 +1,3 @@
-"""Airflow side of delivery reconciliation: hooks that own connections, thin operators around
-``recon.engine``, and the DAG factory. Heavy imports (Spark, Kafka, GX) happen inside execute()."""
+"""Airflow side of delivery reconciliation: thin operators around ``recon.engine``, the DAG
+factory, and connection ids resolved through Airflow (``hooks``: functions, no Hook classes).
+Heavy imports (Spark, Kafka, GX) happen inside execute()."""

@@ -1,4 +1,8 @@
-"""Hooks that own the connections a pipeline names, resolved through Airflow at run time."""
+"""Connections through Airflow, for the operators: ``recon`` resolves a connection id through
+Airflow's ``BaseHook.get_connection`` in a task's process (:func:`use_airflow_connections`), and
+a spark-submit child, which cannot ask Airflow, gets the connections as ``AIRFLOW_CONN_*``
+variables (:func:`connections_env`). The IO itself (Kafka, PostgreSQL) is ``recon``'s own.
+"""
 
 from __future__ import annotations
 
@@ -39,52 +43,6 @@ def use_airflow_connections() -> None:
     from recon.connections import set_resolver
 
     set_resolver(airflow_raw_connection)
-
-
-class ReconKafkaHook(BaseHook):
-    """The pipeline's Kafka cluster. The connection's extra is the librdkafka config
-    (``bootstrap.servers`` and any SASL/SSL settings), passed through unchanged.
-
-    :param kafka_conn_id: Airflow connection id.
-    """
-
-    conn_name_attr = "kafka_conn_id"
-    default_conn_name = "kafka_default"
-    conn_type = "kafka"
-    hook_name = "Kafka (delivery reconciliation)"
-
-    def __init__(self, kafka_conn_id: str = default_conn_name, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.kafka_conn_id = kafka_conn_id
-
-    def get_conn(self) -> Any:
-        from recon.connections import kafka_from_raw
-
-        return kafka_from_raw(airflow_raw_connection(self.kafka_conn_id))
-
-
-class ReconPostgresHook(BaseHook):
-    """A PostgreSQL database: a pipeline's sink, or the results database (schema ``recon``).
-
-    :param postgres_conn_id: Airflow connection id.
-    """
-
-    conn_name_attr = "postgres_conn_id"
-    default_conn_name = "postgres_recon"
-    conn_type = "postgres"
-    hook_name = "PostgreSQL (delivery reconciliation)"
-
-    def __init__(self, postgres_conn_id: str = default_conn_name, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.postgres_conn_id = postgres_conn_id
-
-    def get_conn(self) -> Any:
-        import psycopg2
-
-        from recon.connections import postgres_from_raw
-
-        conn = postgres_from_raw(airflow_raw_connection(self.postgres_conn_id))
-        return psycopg2.connect(connect_timeout=15, **conn.psycopg2_kwargs())
 
 
 def connections_env(conn_ids: list[str]) -> dict[str, str]:

@@ -2,8 +2,8 @@
 
 Outside Airflow (the CLI, tests, Spark jobs) a connection id ``kafka_default`` is read from the
 environment variable ``AIRFLOW_CONN_KAFKA_DEFAULT``, in either of Airflow's two formats (JSON or
-URI), so the same id means the same thing inside and outside Airflow. Inside Airflow the plugin's
-hooks build the same dataclasses from ``BaseHook.get_connection``.
+URI), so the same id means the same thing inside and outside Airflow. Inside Airflow the plugin
+(``recon_airflow.hooks``) builds the same dataclasses from ``BaseHook.get_connection``.
 """
 
 from __future__ import annotations
