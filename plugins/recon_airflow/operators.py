@@ -145,7 +145,8 @@ class ReconSparkSubmitOperator(SparkSubmitOperator):
     :param pipeline: the pipeline's name in the YAML.
     :param step: one of ``snapshot_topic``, ``reconcile``, ``validate``.
     :param pipelines_file: the YAML (default: ``$RECON_PIPELINES``).
-    :param results_conn_id: the results database's connection id.
+    :param results_conn_id: the results database's connection id (default: the one the
+        in-process steps use, ``recon.settings.results_conn_id()`` when the task runs).
     """
 
     template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "pipeline")
@@ -156,7 +157,7 @@ class ReconSparkSubmitOperator(SparkSubmitOperator):
         pipeline: str,
         step: str,
         pipelines_file: str | None = None,
-        results_conn_id: str = settings.DEFAULT_RESULTS_CONN_ID,
+        results_conn_id: str | None = None,
         conn_id: str = "spark_default",
         **kwargs: Any,
     ) -> None:
@@ -190,13 +191,15 @@ class ReconSparkSubmitOperator(SparkSubmitOperator):
         from recon.errors import ReconError
         from recon_airflow.hooks import connections_env
 
+        # Resolved when the task runs, as snapshot and alert resolve it: one results database.
+        results_conn_id = self.results_conn_id or settings.results_conn_id()
         try:
             cfg = _load(self.pipeline, self.pipelines_file)
-            conn_ids = sorted({cfg.kafka.connection, cfg.sink.connection, self.results_conn_id})
+            conn_ids = sorted({cfg.kafka.connection, cfg.sink.connection, results_conn_id})
             env = connections_env(conn_ids)
         except ReconError as exc:
             raise AirflowFailException(str(exc)) from None
-        env[settings.RECON_RESULTS_CONN_ID] = self.results_conn_id
+        env[settings.RECON_RESULTS_CONN_ID] = results_conn_id
         env["PYSPARK_PYTHON"] = os.environ.get("PYSPARK_PYTHON") or _python()
         self.env_vars = {**(self.env_vars or {}), **env}
         super().execute(context)
