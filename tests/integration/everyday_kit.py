@@ -27,7 +27,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
-from test_engine_vs_workload import PIPELINE_YAML
+from fixtures.pipelines import WORKLOAD_PIPELINE
 
 from recon.config import PipelineConfig, load_pipelines
 from recon.engine import results_db, results_path
@@ -207,7 +207,7 @@ class Setup:
         name = f"ev_{prefix}_{engine}_{tag}"
         table = create_sink(pg_kwargs)
         yaml_path = tmp_path / f"pipelines-{tag}.yaml"
-        yaml_path.write_text(PIPELINE_YAML.format(
+        yaml_path.write_text(WORKLOAD_PIPELINE.format(
             name=name, engine=engine, semantics=semantics, topic=topic,
             group=f"ev-group-{tag}", table=table, idempotent=json.dumps(False),
         ))  # fmt: skip

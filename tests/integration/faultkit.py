@@ -20,9 +20,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import psycopg2
+from fixtures.pipelines import SYNTHETIC_PIPELINE
 from proc_tree import find_process
 
 from recon.engine import results_db
@@ -31,25 +32,6 @@ from recon.store import ensure_schema, forget_pipeline
 
 ROOT = Path(os.environ.get("RECON_ROOT", Path(__file__).resolve().parents[2]))
 STATE = Path(os.environ.get("RECON_STATE", ROOT / ".state"))
-
-PIPELINE = """
-  {name}:
-    engine: {engine}
-    semantics: at_least_once
-    schedule: null
-    settle_seconds: 0
-    kafka:
-      connection: {kafka_conn}
-      topic: {topic}
-      consumer_group: {group}
-      message_id: {{json_field: id}}
-    sink:
-      connection: postgres_sink
-      table: {table}
-      message_id_column: message_id
-      ingest_seq_column: id
-    tolerances: {{max_duplicate_ratio: 1.0}}
-"""
 
 
 @dataclass(frozen=True)
@@ -65,8 +47,8 @@ class Synthetic:
         self, *names: str, kafka_conn: str = "kafka_default", engine: str = "spark"
     ) -> str:
         blocks = [
-            PIPELINE.format(name=n, topic=self.topic, group=self.group, table=self.table,
-                            kafka_conn=kafka_conn, engine=engine)
+            SYNTHETIC_PIPELINE.format(name=n, topic=self.topic, group=self.group,
+                                      table=self.table, kafka_conn=kafka_conn, engine=engine)
             for n in names
         ]  # fmt: skip
         return "pipelines:" + "".join(blocks)
@@ -193,12 +175,11 @@ class RunningRecon:
             stderr=subprocess.PIPE, text=True, start_new_session=True,
         )  # fmt: skip
         self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader = threading.Thread(target=self._read, args=(self.proc.stderr,), daemon=True)
         self._reader.start()
 
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
+    def _read(self, stderr: IO[str]) -> None:
+        for line in stderr:
             self.lines.append(line)
 
     def poll(self) -> int | None:

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import json
 import re
-import socket
-import threading
 import uuid
 from collections.abc import Iterator
 from email import message_from_bytes
 from email.message import Message
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import psycopg2
 import pytest
+from fixtures.alerts import WebhookCatcher, catching, free_port, lost_outcome, lost_summary
 
 from recon.config import KafkaSource, MessageIdSpec, PipelineConfig, SinkSpec, Tolerances
 
@@ -36,12 +34,6 @@ PAYLOAD = "PAYLOAD-SENTINEL-amount=4711"
 
 
 # --- the receivers ------------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Mailbox:
@@ -69,7 +61,7 @@ def smtp_server() -> Iterator[tuple[Mailbox, int]]:
     from aiosmtpd.controller import Controller
 
     mailbox = Mailbox()
-    port = _free_port()
+    port = free_port()
     controller = Controller(
         mailbox,
         hostname="127.0.0.1",
@@ -85,47 +77,18 @@ def smtp_server() -> Iterator[tuple[Mailbox, int]]:
         controller.stop()
 
 
-class Hooks:
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.fail_next = 0
-
-
 @pytest.fixture
-def http_receiver() -> Iterator[tuple[Hooks, int]]:
-    hooks = Hooks()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
-            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            hooks.requests.append(
-                {"path": self.path, "headers": dict(self.headers), "body": body.decode("utf-8")}
-            )
-            status = 500 if hooks.fail_next else 200
-            hooks.fail_next = max(hooks.fail_next - 1, 0)
-            self.send_response(status)
-            self.send_header("Content-Type", "text/plain")
-            self.end_headers()
-            self.wfile.write(b"ok" if status == 200 else b"boom")
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return None
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield hooks, int(server.server_address[1])
-    finally:
-        server.shutdown()
-        server.server_close()
+def http_receiver() -> Iterator[tuple[WebhookCatcher, int]]:
+    hooks = WebhookCatcher()
+    with catching(hooks) as port:
+        yield hooks, port
 
 
 @pytest.fixture
 def alert_connections(
     monkeypatch: pytest.MonkeyPatch,
     smtp_server: tuple[Mailbox, int],
-    http_receiver: tuple[Hooks, int],
+    http_receiver: tuple[WebhookCatcher, int],
 ) -> None:
     _, smtp_port = smtp_server
     _, http_port = http_receiver
@@ -251,7 +214,7 @@ def test_broken_run_alerts_once_by_email_and_webhook(
     pipeline: str,
     alert_connections: None,
     smtp_server: tuple[Mailbox, int],
-    http_receiver: tuple[Hooks, int],
+    http_receiver: tuple[WebhookCatcher, int],
 ) -> None:
     from recon import schemas
     from recon.alert.send import send_alerts
@@ -336,21 +299,12 @@ def test_broken_run_alerts_once_by_email_and_webhook(
 
 
 def test_undefined_channel_is_skipped_and_failed_channel_retried(
-    pg: Any, pipeline: str, alert_connections: None, http_receiver: tuple[Hooks, int]
+    pg: Any, pipeline: str, alert_connections: None, http_receiver: tuple[WebhookCatcher, int]
 ) -> None:
     from recon.alert.send import send_alerts
-    from recon.validation import ValidationOutcome
 
     hooks, _ = http_receiver
-    outcome = ValidationOutcome(
-        passed=False,
-        failures=[{"expectation": "expect_column_values_to_not_be_in_set",
-                   "rule": "lost_forbidden", "verdict": "lost", "observed": 1, "allowed": 0}],
-        data_docs_path="/tmp/none.html",
-        validation_id="exactly_once/r1/t/recon_results-x",
-    )  # fmt: skip
-    summary = {"counts": {"delivered": 3, "lost": 1}, "samples": {"lost": [
-        {"message_id": "gone-9", "topic": TOPIC, "partition": 2, "offsets": [5]}]}}  # fmt: skip
+    outcome, summary = lost_outcome(), lost_summary()
     hooks.fail_next = 1
 
     first = send_alerts(

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import psycopg2
 import pytest
+from fixtures.alerts import free_port
+from fixtures.pipelines import WORKLOAD_PIPELINE
 
 from recon.connections import postgres_connection
 from recon.engine import results_db
@@ -24,31 +26,6 @@ from recon.store import forget_pipeline
 from recon_workload import remove_run, run_scenario
 
 pytestmark = pytest.mark.integration
-
-PIPELINE = """
-pipelines:
-  {name}:
-    semantics: exactly_once
-    schedule: null
-    settle_seconds: 0
-    kafka:
-      connection: kafka_default
-      topic: {topic}
-      consumer_group: {group}
-      message_id: {{header: message_id}}
-    sink:
-      connection: postgres_sink
-      table: {table}
-      message_id_column: message_id
-      ingest_seq_column: id
-    idempotent_producer: true
-"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_port(port: int) -> None:
@@ -61,7 +38,7 @@ def _wait_port(port: int) -> None:
 
 
 def test_broken_exactly_once_fails_with_docs_and_one_alert_per_channel(tmp_path: Path) -> None:
-    smtp_port, http_port = _free_port(), _free_port()
+    smtp_port, http_port = free_port(), free_port()
     inbox = tmp_path / "inbox"
     catcher = subprocess.Popen(
         [sys.executable, "-m", "recon_workload.catcher", "--smtp-port", str(smtp_port),
@@ -76,8 +53,14 @@ def test_broken_exactly_once_fails_with_docs_and_one_alert_per_channel(tmp_path:
         assert truth.counts["aborted_read"] > 0
         pipelines = tmp_path / "pipelines.yaml"
         pipelines.write_text(
-            PIPELINE.format(
-                name=name, topic=truth.topic, group=truth.consumer_group, table=truth.sink_table
+            WORKLOAD_PIPELINE.format(
+                name=name,
+                engine="spark",
+                semantics="exactly_once",
+                topic=truth.topic,
+                group=truth.consumer_group,
+                table=truth.sink_table,
+                idempotent="true",
             )  # fmt: skip
         )
         env = {

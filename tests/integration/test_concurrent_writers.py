@@ -15,7 +15,7 @@ from typing import Any
 
 import psycopg2
 import pytest
-from test_engine_vs_workload import PIPELINE_YAML
+from fixtures.pipelines import WORKLOAD_PIPELINE
 
 from recon.config import load_pipelines
 from recon.engine import results_db, results_path, run_pipeline
@@ -89,7 +89,7 @@ def test_rows_committed_after_a_run_are_judged_by_the_next(
         # transaction is open (its rows invisible, their ids below the fast member's rows).
         yaml_path = tmp_path / "pipelines.yaml"
         yaml_path.write_text(
-            PIPELINE_YAML.format(
+            WORKLOAD_PIPELINE.format(
                 name=name,
                 engine=engine,
                 semantics="at_least_once",

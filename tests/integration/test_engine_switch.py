@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from test_engine_vs_workload import PIPELINE_YAML, _actual, _expected, assert_local_layout
+from fixtures.pipelines import WORKLOAD_PIPELINE
+from fixtures.verdicts import actual_verdicts, assert_local_layout, expected_verdicts
 
 from recon.config import PipelineConfig, load_pipelines
 from recon.engine import RunSummary, results_db, results_path, run_pipeline
@@ -42,7 +43,7 @@ NEW_ROWS, FULL_SCAN = "new_rows", "full_scan"
 
 
 def _pipeline(tmp_path: Path, name: str, truth: Any, engine: str, scan: str) -> PipelineConfig:
-    text = PIPELINE_YAML.format(
+    text = WORKLOAD_PIPELINE.format(
         name=name, semantics="at_least_once", topic=truth.topic, group=truth.consumer_group,
         table=truth.sink_table, idempotent=json.dumps(False), engine=engine,
     )  # fmt: skip
@@ -159,8 +160,8 @@ def test_spark_local_spark_share_the_ledger(
         one = _produce(truth, f"{tag}_r1", 20, doubled={4}, retried={7})
         a, b, d = one.ids[0], one.ids[4], one.ids[7]
         first = run_pipeline(on_spark, "run-1", spark, data_dir=data_dir)
-        want1 = {**_expected(pg_kwargs, truth.scenario_run), **one.verdicts}
-        got1, invalid_sink_rows = _actual(spark, data_dir, name, "run-1", pg_kwargs, table)
+        want1 = {**expected_verdicts(pg_kwargs, truth.scenario_run), **one.verdicts}
+        got1, invalid_sink_rows = actual_verdicts(spark, data_dir, name, "run-1", pg_kwargs, table)
         _same(want1, got1)
         assert not invalid_sink_rows
         run1 = _results(spark, data_dir, name, "run-1")
@@ -175,7 +176,7 @@ def test_spark_local_spark_share_the_ledger(
         _windows_follow(first, second)
         want2 = {**two.verdicts, a: ("duplicated", False), b: ("duplicated", False),
                  d: ("duplicated", True)}  # fmt: skip
-        _same(want2, _actual(spark, data_dir, name, "run-2", pg_kwargs, table)[0])
+        _same(want2, actual_verdicts(spark, data_dir, name, "run-2", pg_kwargs, table)[0])
         assert _judged(second) == {"delivered": 37, "lost": 2, "duplicated": 4}
 
         # Run 3, Spark again: 30 new messages, late rows for messages the local engine judged:
@@ -192,7 +193,7 @@ def test_spark_local_spark_share_the_ledger(
             a: ("duplicated", False),
             d: ("duplicated", True),
         }
-        _same(want3, _actual(spark, data_dir, name, "run-3", pg_kwargs, table)[0])
+        _same(want3, actual_verdicts(spark, data_dir, name, "run-3", pg_kwargs, table)[0])
         assert _judged(third) == {"delivered": 31, "duplicated": 4}
 
         # Each late row: the total sink count over all runs, this run's key, the message's own

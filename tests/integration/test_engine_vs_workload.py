@@ -8,40 +8,20 @@ read back with Spark, as the validation step reads them, which is part of the te
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from pathlib import Path
 from typing import Any
 
-import psycopg2
 import pytest
+from fixtures.pipelines import WORKLOAD_PIPELINE
+from fixtures.verdicts import actual_verdicts, assert_local_layout, expected_verdicts
 
 from recon.config import load_pipelines
-from recon.engine import results_db, results_path, run_pipeline, window_path
+from recon.engine import results_db, run_pipeline
 from recon.store import forget_pipeline
 from recon_workload import SCENARIOS, remove_run, run_scenario
 
 pytestmark = pytest.mark.integration
-
-PIPELINE_YAML = """
-pipelines:
-  {name}:
-    engine: {engine}
-    semantics: {semantics}
-    schedule: null
-    settle_seconds: 0
-    kafka:
-      connection: kafka_default
-      topic: {topic}
-      consumer_group: {group}
-      message_id: {{header: message_id}}
-    sink:
-      connection: postgres_sink
-      table: {table}
-      message_id_column: message_id
-      ingest_seq_column: id
-    idempotent_producer: {idempotent}
-"""
 
 SEMANTICS = {
     "at_most_once": ("at_most_once", False),
@@ -56,48 +36,6 @@ SEMANTICS = {
 }
 
 
-def _expected(pg_kwargs: dict[str, Any], scenario_run: str) -> dict[str, tuple[str, bool]]:
-    """The ledger's truth keyed like the product's rows: messageId, or topic:partition:offset."""
-    with psycopg2.connect(**pg_kwargs) as pg, pg.cursor() as cur:
-        cur.execute(
-            "SELECT ledger_key, message_id, expected_verdict, topic_duplicate "
-            "FROM workload.ledger WHERE scenario_run = %s AND expected_verdict IS NOT NULL",
-            (scenario_run,),
-        )
-        return {(mid or key): (verdict, dup) for key, mid, verdict, dup in cur.fetchall()}
-
-
-def _actual(
-    spark: Any, data_dir: str, pipeline: str, run_id: str, pg_kwargs: dict[str, Any], table: str
-) -> tuple[dict[str, tuple[str, bool]], set[str]]:
-    """The product's verdicts keyed like the ledger, and the positions of the records behind
-    invalid sink rows (the sink row is quarantined on its own, beside its invalid record)."""
-    rows = spark.read.parquet(results_path(data_dir, pipeline, run_id)).collect()
-    got: dict[str, tuple[str, bool]] = {}
-    invalid_sink_keys: list[str] = []
-    for r in rows:
-        key = r.message_id
-        if key is None and r.verdict == "invalid" and not r.offsets:
-            invalid_sink_keys.extend(r.sink_keys)
-            continue
-        if key is None and r.verdict == "invalid":
-            key = f"{r.topic}:{r.partition}:{r.offsets[0]}"
-        assert key is not None, f"a result row without a key: {r}"
-        assert key not in got, f"two verdicts for {key}: {got[key]} and {r.verdict}"
-        got[key] = (r.verdict, bool(r.topic_duplicate))
-    positions: set[str] = set()
-    if invalid_sink_keys:
-        with psycopg2.connect(**pg_kwargs) as pg, pg.cursor() as cur:
-            cur.execute(
-                f"SELECT kafka_topic, kafka_partition, kafka_offset FROM {table} "
-                "WHERE id = ANY(%s)",
-                ([int(k) for k in invalid_sink_keys],),
-            )
-            positions = {f"{t}:{p}:{o}" for t, p, o in cur.fetchall()}
-        assert len(positions) == len(invalid_sink_keys)
-    return got, positions
-
-
 def _discrepancy_rows(pipeline: str, run_id: str) -> list[tuple[Any, ...]]:
     with results_db() as pg, pg.cursor() as cur:
         cur.execute(
@@ -107,14 +45,6 @@ def _discrepancy_rows(pipeline: str, run_id: str) -> list[tuple[Any, ...]]:
             (pipeline, run_id),
         )
         return cur.fetchall()
-
-
-def assert_local_layout(data_dir: str, pipeline: str, run_id: str) -> None:
-    """The run's window directory is the local engine's: four parts made visible at once."""
-    run_dir = os.path.dirname(window_path(data_dir, pipeline, run_id, "committed"))
-    for part in ("committed", "pending", "inflight", "sink"):
-        assert os.path.isdir(os.path.join(run_dir, part)), f"{run_dir}: no {part}/"
-    assert os.path.exists(os.path.join(run_dir, "_SUCCESS")), f"{run_dir}: no _SUCCESS"
 
 
 @pytest.mark.parametrize("engine", ["spark", "local"])
@@ -129,7 +59,7 @@ def test_every_verdict_equals_the_ground_truth(
     name = f"wl_{engine}_{scenario}_{tag}"
     yaml_path = tmp_path / "pipelines.yaml"
     yaml_path.write_text(
-        PIPELINE_YAML.format(
+        WORKLOAD_PIPELINE.format(
             name=name, semantics=semantics, topic=truth.topic, group=truth.consumer_group,
             table=truth.sink_table, idempotent=json.dumps(idempotent), engine=engine,
         )
@@ -141,8 +71,8 @@ def test_every_verdict_equals_the_ground_truth(
         summary = run_pipeline(cfg, "run-1", spark, data_dir=data_dir)
         if engine == "local":
             assert_local_layout(data_dir, name, "run-1")
-        expected = _expected(pg_kwargs, truth.scenario_run)
-        actual, invalid_sink_positions = _actual(
+        expected = expected_verdicts(pg_kwargs, truth.scenario_run)
+        actual, invalid_sink_positions = actual_verdicts(
             spark, data_dir, name, "run-1", pg_kwargs, truth.sink_table
         )
         # Each sink row without an id comes from a record the ledger holds as invalid.

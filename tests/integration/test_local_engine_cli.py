@@ -17,8 +17,9 @@ from typing import Any
 
 import psycopg2
 import pytest
-from faultkit import PIPELINE, recon_command, synthetic
-from test_engine_vs_workload import assert_local_layout
+from faultkit import recon_command, synthetic
+from fixtures.pipelines import SYNTHETIC_PIPELINE
+from fixtures.verdicts import assert_local_layout
 
 from recon.engine import results_db
 from recon.store import forget_pipeline
@@ -30,7 +31,7 @@ MESSAGES, DUP_EVERY = 150, 20
 
 
 def _local_block(name: str, topic: str, group: str, table: str, semantics: str) -> str:
-    block = PIPELINE.format(name=name, topic=topic, group=group, table=table,
+    block = SYNTHETIC_PIPELINE.format(name=name, topic=topic, group=group, table=table,
                             kafka_conn="kafka_default", engine="local")  # fmt: skip
     tolerance = "    tolerances: {max_duplicate_ratio: 1.0}\n"
     assert "semantics: at_least_once" in block and tolerance in block

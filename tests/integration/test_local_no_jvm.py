@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from faultkit import PIPELINE, recon_command, synthetic
+from faultkit import recon_command, synthetic
+from fixtures.pipelines import SYNTHETIC_PIPELINE
 from proc_tree import find_process
 
 from recon.engine import results_db
@@ -60,7 +61,7 @@ def test_local_run_starts_no_jvm_and_records_its_validation(
     with synthetic(kafka_config, pg_kwargs, MESSAGES, name, partitions=2,
                    lost_every=10**9, dup_every=DUP_EVERY) as s:  # fmt: skip
         assert s.expected["duplicated"] > 0
-        block = PIPELINE.format(name=name, topic=s.topic, group=s.group, table=s.table,
+        block = SYNTHETIC_PIPELINE.format(name=name, topic=s.topic, group=s.group, table=s.table,
                                 kafka_conn="kafka_default", engine="local")  # fmt: skip
         # exactly_once forbids the duplicates: the checkpoint must say so.
         block = block.replace("    tolerances: {max_duplicate_ratio: 1.0}\n", "")

@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from faultkit import PIPELINE
+from fixtures.pipelines import SYNTHETIC_PIPELINE
 
 from recon.engine import results_db
 from recon.store import forget_pipeline
@@ -39,7 +39,7 @@ def test_killed_before_commit_advances_nothing(tmp_path: Path) -> None:
     name, control = f"killed_{tag}", f"control_{tag}"
     pipelines = tmp_path / "pipelines.yaml"
     blocks = [
-        PIPELINE.format(
+        SYNTHETIC_PIPELINE.format(
             name=n,
             topic=truth.topic,
             group=truth.consumer_group,

@@ -1,8 +1,9 @@
 """What the system tests need to drive the project's running Airflow: its REST API (v2), test
 pipelines it can see, and the stored results of a pipeline.
 
-Test pipelines are YAML files in ``$RECON_PIPELINES_DIR``, which the running dag-processor reads
-(``dags/recon_pipelines_dir.py``): no restart, and the demo's DAGs are untouched.
+Test pipelines are YAML files in ``$RECON_PIPELINES_DIR`` (``fixtures.pipelines.DAG_DIR_PIPELINE``),
+which the running dag-processor reads (``dags/recon_pipelines_dir.py``): no restart, and the
+demo's DAGs are untouched.
 """
 
 from __future__ import annotations
@@ -19,27 +20,6 @@ import httpx
 from recon.engine import results_db
 
 TERMINAL = ("success", "failed")
-
-PIPELINE = """
-pipelines:
-  {name}:
-    semantics: {semantics}
-    schedule: {schedule}
-    settle_seconds: 0
-    kafka:
-      connection: kafka_default
-      topic: {topic}
-      consumer_group: {group}
-      message_id: {{header: message_id}}
-    sink:
-      connection: postgres_sink
-      table: {table}
-      message_id_column: message_id
-      ingest_seq_column: id
-    tolerances: {tolerances}
-    retries: {retries}
-    tags: [system-test]
-"""
 
 
 def pipelines_dir() -> Path:

@@ -20,6 +20,7 @@ from typing import Any
 import dagrun_kit as kit
 import psutil
 import pytest
+from fixtures.pipelines import DAG_DIR_PIPELINE
 
 from recon.engine import results_db
 from recon.store import forget_pipeline
@@ -163,7 +164,7 @@ def retried_run(airflow_url: str) -> Iterator[RetriedRun]:
     names = RunNames(SCENARIO, tag)
     pipeline = f"faults_retry_{tag}"
     dag_id, run_id = f"recon_{pipeline}", f"faults__retried_{tag}"
-    text = kit.PIPELINE.format(
+    text = DAG_DIR_PIPELINE.format(
         name=pipeline, semantics="at_least_once", schedule="null", topic=names.topic(),
         group=names.group(), table=names.qualified_table,
         tolerances="{max_duplicate_ratio: 1.0}", retries=1,

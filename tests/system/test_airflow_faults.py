@@ -14,6 +14,7 @@ import dagrun_kit as kit
 import pytest
 from confluent_kafka import Producer
 from fault_runs import KILLED_TASK, RetriedRun, group_offsets
+from fixtures.pipelines import DAG_DIR_PIPELINE
 
 from recon.engine import results_db
 from recon.store import forget_pipeline
@@ -132,7 +133,7 @@ def test_backfill_runs_one_at_a_time_each_committing_its_window(airflow_url: str
     names = RunNames(BACKFILL_SCENARIO, tag)
     pipeline = f"faults_backfill_{tag}"
     dag_id = f"recon_{pipeline}"
-    text = kit.PIPELINE.format(
+    text = DAG_DIR_PIPELINE.format(
         name=pipeline, semantics="exactly_once", schedule=LEAP_DAYS, topic=names.topic(),
         group=names.group(), table=names.qualified_table, tolerances="{}", retries=0,
     )  # fmt: skip

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import dagrun_kit as kit
 import pytest
+from fixtures.pipelines import DAG_DIR_PIPELINE
 from proc_tree import find_process
 
 pytestmark = pytest.mark.system
@@ -53,7 +54,7 @@ def test_a_killed_dag_processor_is_restarted_and_parses_new_pipelines(airflow_ur
 
     tag = uuid.uuid4().hex[:6]
     pipeline = f"supervised_{tag}"
-    text = kit.PIPELINE.format(
+    text = DAG_DIR_PIPELINE.format(
         name=pipeline, semantics="at_least_once", schedule="null", topic=f"supervised-{tag}",
         group=f"supervised-{tag}", table=f"public.supervised_{tag}", tolerances="{}", retries=0,
     )  # fmt: skip

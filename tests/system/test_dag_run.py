@@ -9,6 +9,7 @@ from pathlib import Path
 
 import psycopg2
 import pytest
+from fixtures.pipelines import DAGS_TEST_PIPELINE
 
 from recon.connections import postgres_connection
 from recon.engine import results_db
@@ -16,28 +17,6 @@ from recon.store import forget_pipeline
 from recon_workload import ScenarioResult, remove_run, run_scenario
 
 pytestmark = pytest.mark.system
-
-PIPELINE = """
-pipelines:
-  {name}:
-    engine: {engine}
-    semantics: exactly_once
-    schedule: null
-    settle_seconds: 0
-    kafka:
-      connection: kafka_default
-      topic: {topic}
-      consumer_group: {group}
-      message_id: {{header: message_id}}
-    sink:
-      connection: postgres_sink
-      table: {table}
-      message_id_column: message_id
-      ingest_seq_column: id
-    idempotent_producer: true
-    retries: 0
-    tags: [system-test]
-"""
 
 
 def _failure_excerpt(output: str, limit: int = 40) -> str:
@@ -53,7 +32,7 @@ def _declared(tmp_path: Path, name: str, truth: ScenarioResult, engine: str) -> 
     """The pipeline's YAML written for the workload run, and the environment its DAG runs in."""
     pipelines = tmp_path / "pipelines.yaml"
     pipelines.write_text(
-        PIPELINE.format(
+        DAGS_TEST_PIPELINE.format(
             name=name,
             topic=truth.topic,
             group=truth.consumer_group,

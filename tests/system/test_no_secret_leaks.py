@@ -16,6 +16,7 @@ import dagrun_kit as kit
 import httpx
 import pytest
 from fault_runs import RetriedRun, environment_secrets
+from fixtures.pipelines import DAG_DIR_PIPELINE
 
 from recon.alert.for_run import alert_for_run
 from recon.config import parse_pipelines
@@ -55,7 +56,7 @@ def alerted(retried_run: RetriedRun) -> Iterator[str]:
     """A run that broke its contract, alerted through the product's channels (webhook, email)
     with the connections from the environment: the retried run kept its promise, so it sent none."""
     name = f"{retried_run.pipeline}_broken"
-    text = kit.PIPELINE.format(
+    text = DAG_DIR_PIPELINE.format(
         name=name, semantics="exactly_once", schedule="null", topic=retried_run.truth.topic,
         group=retried_run.truth.consumer_group, table=retried_run.truth.sink_table,
         tolerances="{}", retries=0,

@@ -6,9 +6,10 @@ receivers that misbehave or sit beyond loopback (issue 22, security):
 - a redirect is refused, so the Authorization header never goes anywhere but the configured URL;
 - SMTP: STARTTLS or SMTPS when the connection asks, and no login in plain text to a remote host.
 
-The webhook receivers are real HTTP servers on loopback (in this process); the SMTP server is a
-fake patched into ``smtplib`` (a remote host cannot be real here); the results database is a
-stand-in for the psycopg2 connection that keeps ``recon.alerts`` rows in a dict.
+The webhook receivers are real HTTP servers on loopback, in this process (``fixtures.alerts``,
+as in the integration tier); the SMTP server is a fake patched into ``smtplib`` (a remote host
+cannot be real here); the results database is a stand-in for the psycopg2 connection that keeps
+``recon.alerts`` rows in a dict.
 """
 
 from __future__ import annotations
@@ -17,17 +18,13 @@ import base64
 import json
 import logging
 import smtplib
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from email.message import EmailMessage
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from fixtures.alerts import WebhookCatcher, catching, lost_outcome, lost_summary
 
 from recon.alert.send import send_alerts
-from recon.validation import ValidationOutcome
 
 pytestmark = pytest.mark.unit
 
@@ -150,46 +147,6 @@ class FakeSmtpServer:
         return [e for s in self.sessions for e in s["events"] if e[0] == "login"]
 
 
-# --- HTTP receivers on loopback ----------------------------------------------------------------
-
-
-class Receiver:
-    def __init__(self, status: int = 200, location: str | None = None) -> None:
-        self.status, self.location = status, location
-        self.requests: list[dict[str, Any]] = []
-
-
-@contextmanager
-def serving(receiver: Receiver) -> Iterator[int]:
-    class Handler(BaseHTTPRequestHandler):
-        def _answer(self) -> None:
-            length = int(self.headers.get("Content-Length", "0"))
-            receiver.requests.append(
-                {"method": self.command, "path": self.path, "headers": dict(self.headers),
-                 "body": self.rfile.read(length).decode()}
-            )  # fmt: skip
-            self.send_response(receiver.status)
-            if receiver.location:
-                self.send_header("Location", receiver.location)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"ok")
-
-        do_POST = do_GET = _answer  # noqa: N815
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return None
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield int(server.server_address[1])
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 # --- helpers ------------------------------------------------------------------------------------
 
 
@@ -204,18 +161,9 @@ def _smtp(monkeypatch: pytest.MonkeyPatch, host: str, **fields: Any) -> None:
 
 
 def _send(pg: FakeResults, webhook_id: str = WEBHOOK_ID) -> dict[str, str]:
-    outcome = ValidationOutcome(
-        passed=False,
-        failures=[{"expectation": "expect_column_values_to_not_be_in_set",
-                   "rule": "lost_forbidden", "verdict": "lost", "observed": 1, "allowed": 0}],
-        data_docs_path="/tmp/none.html",
-        validation_id="exactly_once/r1/t/recon_results-x",
-    )  # fmt: skip
-    summary = {"counts": {"delivered": 3, "lost": 1}, "samples": {"lost": [
-        {"message_id": "gone-9", "topic": "orders", "partition": 2, "offsets": [5]}]}}  # fmt: skip
     return send_alerts(
-        pg, pipeline="payments", semantics="exactly_once", run_id="r1", summary=summary,
-        outcome=outcome, webhook_conn_id=webhook_id, smtp_conn_id=SMTP_ID, timeout=5.0,
+        pg, pipeline="payments", semantics="exactly_once", run_id="r1", summary=lost_summary(),
+        outcome=lost_outcome(), webhook_conn_id=webhook_id, smtp_conn_id=SMTP_ID, timeout=5.0,
     )  # fmt: skip
 
 
@@ -279,10 +227,10 @@ def test_a_webhook_that_cannot_be_sent_fails_alone_and_names_no_secret(
 def test_a_redirect_is_refused_and_the_credentials_go_nowhere_else(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, code: int
 ) -> None:
-    elsewhere = Receiver()
-    with serving(elsewhere) as other_port:
-        hook = Receiver(code, f"http://localhost:{other_port}/landed?token={QUERY_TOKEN}")
-        with serving(hook) as port:
+    elsewhere = WebhookCatcher()
+    with catching(elsewhere) as other_port:
+        hook = WebhookCatcher(code, f"http://localhost:{other_port}/landed?token={QUERY_TOKEN}")
+        with catching(hook) as port:
             _connection(
                 monkeypatch, WEBHOOK_ID, conn_type="http", schema="http", host="127.0.0.1",
                 port=port, login="hook", password=HOOK_PASSWORD, extra={"endpoint": "/hook"},
@@ -300,8 +248,8 @@ def test_a_redirect_is_refused_and_the_credentials_go_nowhere_else(
 
 
 def test_a_webhook_gets_slack_json_with_basic_auth(monkeypatch: pytest.MonkeyPatch) -> None:
-    hook = Receiver()
-    with serving(hook) as port:
+    hook = WebhookCatcher()
+    with catching(hook) as port:
         _connection(
             monkeypatch, WEBHOOK_ID, conn_type="http", schema="http", host="127.0.0.1",
             port=port, login="hook", password=HOOK_PASSWORD, extra={"endpoint": f"/h/{TOKEN}"},

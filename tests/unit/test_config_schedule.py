@@ -12,48 +12,12 @@ import re
 from datetime import datetime
 
 import pytest
+from fixtures.schedules import ACCEPTED_SCHEDULES, REFUSED_SCHEDULES
 
 from recon.config import CRON_PRESETS, SCHEDULE_PRESETS, SPECIAL_SCHEDULES, cron_problem
 from recon.config.schedule import cron_expression
 
 pytestmark = pytest.mark.unit
-
-ACCEPTED = [
-    "*/15 * * * *",
-    "5,35 8-18 * JAN-MAR mon-fri",
-    "0 0 1 */3 *",
-    "@once",
-    "@continuous",
-    "@hourly",
-    "@quarterly",
-    "@yearly",
-    "@midnight",
-    "@annually",
-    "* * * * * *",
-    "0 0 * * * * 2030",
-    "5-1 * * * *",
-    "0 0 L * *",
-    "0 0 * * 1#2",
-    "0 0 ? * *",
-    "  */5 * * * *",
-]
-REFUSED = [
-    "* * * *",
-    "* * * * * * * *",
-    "60 * * * *",
-    "* 24 * * *",
-    "* * 0 * *",
-    "*/0 * * * *",
-    "@often",
-    "@reboot",
-    "@hourly ",
-    " @once",
-    "H * * * *",
-    "0 0 * * 5L",
-    "x * * * *",
-    "every hour",
-    "",
-]
 
 
 def _airflow_accepts(schedule: str) -> bool:
@@ -74,18 +38,18 @@ def _airflow_accepts(schedule: str) -> bool:
     return True
 
 
-@pytest.mark.parametrize("expression", ACCEPTED + REFUSED)
+@pytest.mark.parametrize("expression", ACCEPTED_SCHEDULES + REFUSED_SCHEDULES)
 def test_parity_judged_as_airflow_judges(expression: str) -> None:
     pytest.importorskip("airflow.sdk")
     assert (cron_problem(expression) is None) == _airflow_accepts(expression)
 
 
-@pytest.mark.parametrize("expression", ACCEPTED)
+@pytest.mark.parametrize("expression", ACCEPTED_SCHEDULES)
 def test_accepted(expression: str) -> None:
     assert cron_problem(expression) is None
 
 
-@pytest.mark.parametrize("expression", REFUSED)
+@pytest.mark.parametrize("expression", REFUSED_SCHEDULES)
 def test_refused(expression: str) -> None:
     assert cron_problem(expression) is not None
 

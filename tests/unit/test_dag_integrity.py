@@ -42,8 +42,9 @@ def test_every_dag_has_tags_and_retries(dagbag) -> None:  # type: ignore[no-unty
     for dag_id in dagbag.dag_ids:
         dag = dagbag.get_dag(dag_id)
         assert dag.tags, f"{dag_id} has no tags"
-        for task in dag.tasks:
-            assert task.retries is not None, f"{dag_id}.{task.task_id} has no retries"
+        # Declared for every task (a task may set its own), not left to Airflow's configured
+        # default: a task's ``retries`` is never None, so the DAG's own arguments are what tell.
+        assert "retries" in (dag.default_args or {}), f"{dag_id} declares no retries"
         if dag_id in DEMO_DAGS:
             assert [t.task_id for t in dag.topological_sort()] == [
                 "snapshot_offsets", "snapshot_topic", "reconcile", "validate", "alert"

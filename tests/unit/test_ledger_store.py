@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engines_kit import spark_ledger_next
-from engines_kit import spark_reconcile as reconcile
+from fixtures.engines import spark_ledger_next
+from fixtures.engines import spark_reconcile as reconcile
+from fixtures.scenarios import LEDGER_NO_POSITIONS
 from pyspark.sql import DataFrame, SparkSession
 
 from recon import ledger as store
@@ -93,10 +94,8 @@ def test_the_delta_chain_judges_as_the_whole_ledger_did(
         window, sink_rows = _inputs(spark, records, sinks)
         reconcile(window, sink_rows, whole)
         whole = spark_ledger_next(spark, run_id).cache()
-    assert whole is not None
     assert _by_id(whole) == FINAL_LEDGER
     final = store.full_ledger(spark, store.read_manifest(spark, manifests[-1]))
-    assert final is not None
     assert _by_id(final) == FINAL_LEDGER
 
 
@@ -111,7 +110,6 @@ def test_a_run_reads_and_writes_only_its_own_messages_entries(
 
     ids = spark.createDataFrame([("m1",), ("m4",), ("m9",)], "message_id string")
     found = store.ledger_for(spark, entries, [ids])
-    assert found is not None
     # The newest entry of each: m1 as run-3 left it.
     assert _by_id(found) == {"m1": FINAL_LEDGER["m1"], "m4": FINAL_LEDGER["m4"]}
 
@@ -132,14 +130,11 @@ def test_a_whole_ledger_written_before_manifests_is_read_as_one_entry(
 ) -> None:
     old = str(tmp_path / "old-version")
     spark.createDataFrame(
-        [("m1", T, 0, 0, [0], 1, "run-0", "delivered")],
-        "message_id string, topic string, partition int, first_offset bigint, "
-        "offsets array<bigint>, sink_count bigint, first_run_id string, verdict string",
+        [("m1", T, 0, 0, [0], 1, "run-0", "delivered")], LEDGER_NO_POSITIONS
     ).write.parquet(old)
     assert store.read_manifest(spark, old) == [old]
     assert store.read_manifest(spark, None) == []
     found = store.ledger_for(spark, [old], [spark.createDataFrame([("m1",)], "message_id string")])
-    assert found is not None
     assert _by_id(found) == {"m1": ("delivered", 1, [0], "run-0")}
 
     # The next run's entries go on top of it; both layouts are read together.
@@ -148,5 +143,4 @@ def test_a_whole_ledger_written_before_manifests_is_read_as_one_entry(
     delta = spark_ledger_next(spark, "run-1")
     manifest = store.write_version(spark, str(tmp_path / "ledger"), "run-1", [old], delta)
     both = store.full_ledger(spark, store.read_manifest(spark, manifest))
-    assert both is not None
     assert _by_id(both) == {"m1": ("duplicated", 2, [0], "run-0")}

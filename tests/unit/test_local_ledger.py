@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engines_kit import duckdb_ledger
-from test_local_verdicts import LEDGER, _as_read, _key, _plain, _table, judge, rows
-from test_reconcile import _SCENARIOS
+from fixtures.engines import duckdb_ledger
+from fixtures.relations import ARROW_LEDGER, arrow_table, as_read, judge, plain, row_key, rows
+from fixtures.scenarios import SCENARIOS
 
 from recon import ledger as spark_ledger
 from recon.local import ledger as local_ledger
@@ -22,14 +22,13 @@ from recon.rules.run import conform_sql
 
 pytestmark = pytest.mark.unit
 
-WITH_LEDGER = [name for name, make in _SCENARIOS.items() if make().ledger is not None]
+WITH_LEDGER = [name for name, make in SCENARIOS.items() if make().ledger is not None]
 
 
 def _versions(tmp_path: Path, name: str) -> tuple[Any, str, list[dict[str, Any]]]:
     """(connection, run 2's manifest, the entries expected in it)."""
-    s = _SCENARIOS[name]()
-    con, results, ledger = judge(s)
-    assert ledger is not None
+    s = SCENARIOS[name]()
+    con, results = judge(s)
     root = str(tmp_path / "ledger")
     # The rules' ledger input: the scenario's entries with their positions derived.
     first, _ = local_ledger.write_version(con, root, "run-1", [], "ledger")
@@ -38,9 +37,9 @@ def _versions(tmp_path: Path, name: str) -> tuple[Any, str, list[dict[str, Any]]
     second, results_file = local_ledger.write_version(
         con, root, "run-2", base, known, results=(results, "run-2")
     )
-    assert results_file is not None
+    assert results_file is not None and Path(results_file).is_file()
     every = "ledger_next"
-    expected = sorted((_as_read(_plain(r)) for r in rows(con, every)), key=_key)
+    expected = sorted((as_read(plain(r)) for r in rows(con, every)), key=row_key)
     return con, second, expected
 
 
@@ -48,16 +47,15 @@ def _versions(tmp_path: Path, name: str) -> tuple[Any, str, list[dict[str, Any]]
 def test_the_version_read_back_here_equals_the_updated_ledger(tmp_path: Path, name: str) -> None:
     con, manifest, expected = _versions(tmp_path, name)
     merged = local_ledger.full_ledger(con, local_ledger.read_manifest(manifest), name="merged")
-    assert merged is not None
-    assert sorted((_as_read(_plain(r)) for r in rows(con, merged)), key=_key) == expected
+    assert merged == "merged"
+    assert sorted((as_read(plain(r)) for r in rows(con, merged)), key=row_key) == expected
 
 
 @pytest.mark.parametrize("name", WITH_LEDGER)
 def test_the_spark_engine_reads_the_same_version(spark: Any, tmp_path: Path, name: str) -> None:
     _, manifest, expected = _versions(tmp_path, name)
     merged = spark_ledger.full_ledger(spark, spark_ledger.read_manifest(spark, manifest))
-    assert merged is not None
-    got = sorted((_plain(r) for r in merged.collect()), key=_key)
+    got = sorted((plain(r) for r in merged.collect()), key=row_key)
     assert got == expected
 
 
@@ -65,7 +63,7 @@ def test_a_manifest_names_the_run_of_a_results_entry(tmp_path: Path) -> None:
     import duckdb
 
     con = duckdb.connect()
-    con.register("l", _table([], LEDGER))
+    con.register("l", arrow_table([], ARROW_LEDGER))
     con.execute("CREATE TEMP TABLE r AS SELECT 'delivered' AS verdict, 'm1' AS message_id")
     manifest, _ = local_ledger.write_version(
         con, str(tmp_path), "run-7", [], None, results=("r", "run-7")
@@ -83,14 +81,15 @@ def test_a_runs_entries_are_those_of_the_whole_version_for_its_ids(
     con.execute("CREATE TEMP TABLE ids AS SELECT message_id FROM w WHERE message_id IS NOT NULL")
     picked = local_ledger.ledger_for(con, entries, "ids", name="picked")
     merged = local_ledger.full_ledger(con, entries, name="merged")
-    assert picked is not None and merged is not None
+    assert (picked, merged) == ("picked", "merged")
     want = f"SELECT * FROM {merged} WHERE message_id IN (SELECT message_id FROM ids)"
-    got = sorted((_plain(r) for r in rows(con, picked)), key=_key)
-    assert got == sorted((_plain(r) for r in rows(con, f"({want})")), key=_key)
+    got = sorted((plain(r) for r in rows(con, picked)), key=row_key)
+    assert got == sorted((plain(r) for r in rows(con, f"({want})")), key=row_key)
 
 
 def _entry(con: Any, root: str, run: str, base: list[str], ids_verdicts: list[tuple]) -> str:
-    con.register("d", _table([(m, "t", 0, o, [o], 1, run, v) for m, o, v in ids_verdicts], LEDGER))
+    entries = [(m, "t", 0, o, [o], 1, run, v) for m, o, v in ids_verdicts]
+    con.register("d", arrow_table(entries, ARROW_LEDGER))
     columns = [r[0] for r in con.execute("DESCRIBE d").fetchall()]
     con.execute(f"CREATE OR REPLACE TEMP VIEW d_entries AS {conform_sql('ledger', 'd', columns)}")
     manifest, _ = local_ledger.write_version(con, root, run, base, "d_entries")
@@ -116,13 +115,13 @@ def test_the_newest_entry_of_a_met_message_wins_and_unmet_entries_stay_out(
         "CREATE TEMP TABLE ids AS SELECT * FROM (VALUES ('m1'), ('m3'), ('m9')) t(message_id)"
     )
     picked = local_ledger.ledger_for(con, entries, "ids", name="picked")
-    assert picked is not None
+    assert picked == "picked"
     got = {r["message_id"]: (r["first_offset"], r["verdict"], r["first_run_id"])
            for r in rows(con, picked)}  # fmt: skip
     assert got == {"m1": (30, "duplicated", "run-3"), "m3": (20, "delivered", "run-2")}
 
     merged = local_ledger.full_ledger(con, entries, name="merged")
-    assert merged is not None
+    assert merged == "merged"
     every = {r["message_id"]: (r["first_offset"], r["verdict"], r["first_run_id"])
              for r in rows(con, merged)}  # fmt: skip
     assert every == {**got, "m2": (11, "delivered", "run-1")}
@@ -130,7 +129,7 @@ def test_the_newest_entry_of_a_met_message_wins_and_unmet_entries_stay_out(
 
     con.execute("CREATE OR REPLACE TEMP TABLE ids AS SELECT 'm9' AS message_id")
     empty = local_ledger.ledger_for(con, entries, "ids", name="empty")
-    assert empty is not None
+    assert empty == "empty"  # a relation of the ledger's shape, not None (no ledger at all)
     assert rows(con, empty) == []
     assert [c[0] for c in con.execute(f"DESCRIBE {empty}").fetchall()] == list(
         local_ledger.LEDGER_COLUMNS

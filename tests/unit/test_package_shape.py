@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib.machinery
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -14,11 +15,11 @@ SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "package_shape.py"
 
 
 def _shape() -> object:
-    spec = importlib.util.spec_from_file_location("package_shape", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["package_shape"] = module
-    spec.loader.exec_module(module)
+    loader = importlib.machinery.SourceFileLoader("package_shape", str(SCRIPT))
+    module = types.ModuleType(loader.name)
+    module.__file__ = str(SCRIPT)
+    sys.modules[loader.name] = module
+    loader.exec_module(module)
     return module
 
 
