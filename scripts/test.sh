@@ -23,11 +23,19 @@ bash "$here/up.sh"
 
 mkdir -p "$RECON_ROOT/test-artifacts"
 cd "$RECON_ROOT"
-for tier in unit integration system; do
-  say "tests: $tier tier"
-  status=0
-  python -m pytest -m "$tier" -p no:cacheprovider "$@" || status=$?
-  # 5 = no tests collected in this tier: fine while a tier is still empty.
+run_tests() {  # <what> <pytest args...>
+  say "tests: $1"
+  shift
+  local status=0
+  python -m pytest -p no:cacheprovider --durations=15 "$@" || status=$?
+  # 5 = no tests collected: fine while a tier is still empty.
   if [ "$status" != 0 ] && [ "$status" != 5 ]; then exit "$status"; fi
-done
+}
+run_tests "unit tier" -m unit "$@"
+# Integration tests mostly wait (JVM starts, Kafka, PostgreSQL), so two run at once, a test file
+# per worker: each test owns its pipeline, topic and tables. Those marked serial kill, restart or
+# lock a service every test shares; they run afterwards, alone.
+run_tests "integration tier, two at a time" -m "integration and not serial" -n 2 --dist loadfile "$@"
+run_tests "integration tier, the serial ones" -m "integration and serial" "$@"
+run_tests "system tier" -m system "$@"
 say "all tests passed"

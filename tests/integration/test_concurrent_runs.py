@@ -25,7 +25,8 @@ from faultkit import (
 
 from recon.engine import results_db
 
-pytestmark = pytest.mark.integration
+# It kills, restarts or locks a service every test shares: it runs alone (scripts/test.sh).
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 EXIT_OK, EXIT_CONTRACT_BROKEN, EXIT_ERROR = 0, 1, 2
 

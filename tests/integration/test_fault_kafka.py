@@ -26,7 +26,8 @@ from faultkit import (
     wait_for,
 )
 
-pytestmark = pytest.mark.integration
+# It kills, restarts or locks a service every test shares: it runs alone (scripts/test.sh).
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 EXIT_CONTRACT_BROKEN = 1  # the synthetic pipeline loses messages: at_least_once is broken
 

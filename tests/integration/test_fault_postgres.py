@@ -26,7 +26,8 @@ from faultkit import (
 
 from recon.engine import results_db
 
-pytestmark = pytest.mark.integration
+# It kills, restarts or locks a service every test shares: it runs alone (scripts/test.sh).
+pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
 
 def _commit_waiting_on_watermarks(pipeline: str) -> bool:
