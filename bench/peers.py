@@ -24,10 +24,10 @@ from collections.abc import Iterator
 from typing import Any
 
 BATCH = 10_000
-#: The librdkafka fetch settings of the product's own readers (``recon.local.kafka.reader``), so
-#: that every system reads the topic equally fast. With librdkafka's defaults a partition stops
-#: fetching for a second whenever 100,000 records wait locally: the floor read 10M records in
-#: 11.3 s with them, 7.0 s with these (2026-11-24).
+#: The librdkafka fetch settings of the product's own readers
+#: (``recon.read.kafka_local.reader``), so that every system reads the topic equally fast. With
+#: librdkafka's defaults a partition stops fetching for a second whenever 100,000 records wait
+#: locally: the floor read 10M records in 11.3 s with them, 7.0 s with these (2026-11-24).
 FETCH_SETTINGS = {
     "fetch.max.bytes": 104_857_600,
     "max.partition.fetch.bytes": 52_428_800,

@@ -261,7 +261,8 @@ def write(results: dict[str, Any], root: str | None = None) -> str:
         "time (for the Spark engine the JVM start is included), from an empty pipeline state; "
         "stops when the verdicts, the ledger, the results file and the watermarks are committed "
         "(the Great Expectations step is in P5). Both engines run on the same data: the local "
-        "engine (`engine: local`, `recon.local`) and the Spark engine (`engine: spark`).",
+        "engine (`engine: local`, `recon.engines.local_run`) and the Spark engine "
+        "(`engine: spark`).",
         "- **(a) hand-written Python** (`bench/peers.py`): confluent-kafka `consume(num_messages="
         "10000)`, `json.loads` per value, `Counter`s; the sink's ids by `COPY ... TO STDOUT`. "
         "The peers and the floor read with the same librdkafka fetch settings as the product's "

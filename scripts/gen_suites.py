@@ -1,6 +1,6 @@
 """Rewrite the Great Expectations suites of ``expectations/`` from the contract table (issue 16).
 
-The suites are generated from ``recon.contract_table.CONTRACT`` by
+The suites are generated from ``recon.contract.table.CONTRACT`` by
 ``recon.validation.suites.render_suite``; ``tests/unit/test_suites.py`` fails when a committed file
 differs. After changing the table, run from the repository root::
 

@@ -80,9 +80,9 @@ LOCAL_STEPS = ("snapshot_topic", "reconcile", "validate")
 
 class LocalStepOperator(BaseOperator):
     """One step of a run of an ``engine: local`` pipeline (``snapshot_topic``, ``reconcile`` or
-    ``validate``) in the task's own process: no JVM (``recon.local``, whose Kafka readers are
-    processes of their own; Great Expectations on pandas). Like the Spark step, ``validate``
-    fails when the run broke its contract; the alert task runs either way.
+    ``validate``) in the task's own process: no JVM (``recon.engines.local_run``, whose Kafka
+    readers are processes of their own; Great Expectations on pandas). Like the Spark step,
+    ``validate`` fails when the run broke its contract; the alert task runs either way.
 
     :param pipeline: the pipeline's name in the YAML.
     :param step: ``snapshot_topic``, ``reconcile`` or ``validate``.

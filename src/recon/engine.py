@@ -13,7 +13,8 @@
 
 Steps 2 and 3 and the validation belong to the pipeline's engine, chosen here and nowhere else
 (:func:`engine_for`, by :func:`needs_spark`): ``recon.engines.spark_run`` (Spark; Great
-Expectations on Spark) or ``recon.local.engine`` (DuckDB; Great Expectations on pandas; no JVM).
+Expectations on Spark) or ``recon.engines.local_run`` (DuckDB; Great Expectations on pandas; no
+JVM).
 Step 3 is one driver for both (``recon.engines.driver``): an engine gives it only its IO.
 What both share lives in ``recon.services`` (connections, paths) and ``recon.outcome`` (the
 outcome they commit). The CLI runs the three in one process; the Airflow DAG runs them as tasks;
@@ -41,15 +42,15 @@ from recon.outcome import redact as redact
 from recon.outcome import require_record
 from recon.paths import results_path as results_path
 from recon.paths import window_path as window_path
+from recon.read.sink import inspect_sink
 from recon.services import DEFAULT_RESULTS_CONN_ID as DEFAULT_RESULTS_CONN_ID
 from recon.services import Progress as Progress
 from recon.services import default_data_dir as default_data_dir
 from recon.services import noop, results_db, sink_db
 from recon.services import results_conn_id as results_conn_id
-from recon.sink_position import take_sink_position
-from recon.sink_read import inspect_sink
-from recon.snapshot import KafkaAuthFailed, scrub, take_offsets
-from recon.window import plan_windows
+from recon.snapshot.offsets import KafkaAuthFailed, scrub, take_offsets
+from recon.snapshot.sink_position import take_sink_position
+from recon.snapshot.window import plan_windows
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -83,7 +84,7 @@ def engine_for(cfg: PipelineConfig, spark: SparkSession | None) -> EngineSteps:
         never touches Spark: its validation reads the results Parquet into pandas).
     """
     if not needs_spark(cfg):
-        from recon.local import engine as local_engine
+        from recon.engines import local_run as local_engine
         from recon.validation import validate_results_file
 
         return EngineSteps(

@@ -26,8 +26,8 @@ def check_pipeline(cfg: PipelineConfig) -> None:
     """
     import psycopg2
 
-    from recon.sink_read import inspect_sink
-    from recon.snapshot import (
+    from recon.read.sink import inspect_sink
+    from recon.snapshot.offsets import (
         KafkaAuthFailed,
         KafkaUnreachable,
         admin_client,

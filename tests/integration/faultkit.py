@@ -27,7 +27,7 @@ from fixtures.pipelines import SYNTHETIC_PIPELINE
 from proc_tree import find_process
 
 from recon.engine import results_db
-from recon.local.kafka.pool import READER_MODULE
+from recon.read.kafka_local.pool import READER_MODULE
 from recon.store import ensure_schema, forget_pipeline
 
 ROOT = Path(os.environ.get("RECON_ROOT", Path(__file__).resolve().parents[2]))
@@ -326,7 +326,7 @@ def restart_postgres(mode: str = "immediate") -> None:
 
 def local_reader_pid(parent: int) -> int | None:
     """A Kafka reader process of the local engine below process ``parent``, if one runs."""
-    reader = READER_MODULE.encode()  # ``python -m recon.local.kafka``
+    reader = READER_MODULE.encode()  # ``python -m recon.read.kafka_local``
     return find_process(parent, lambda argv: reader in argv)
 
 

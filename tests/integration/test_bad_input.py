@@ -14,7 +14,7 @@ import pytest
 from faultkit import Synthetic, message_id, recon_run, stored, synthetic
 
 from recon.engine import results_db
-from recon.kafka_read import MAX_MESSAGE_ID_LENGTH
+from recon.read.kafka_spark import MAX_MESSAGE_ID_LENGTH
 
 pytestmark = pytest.mark.integration
 

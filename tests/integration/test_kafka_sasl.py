@@ -62,7 +62,7 @@ def test_anonymous_client_is_refused(sasl: dict[str, str]) -> None:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    from recon.snapshot import admin_client
+    from recon.snapshot.offsets import admin_client
 
     quiet = {"log_level": 0}  # the refusals librdkafka would log are what the test expects
     anonymous = AdminClient({"bootstrap.servers": sasl["bootstrap.servers"], **quiet})

@@ -375,7 +375,8 @@ def test_no_airflow_import() -> None:
     import sys
 
     code = (
-        "import sys, recon.config, recon.contract, recon.verdicts; print('airflow' in sys.modules)"
+        "import sys, recon.config, recon.contract.evaluate, recon.verdicts; "
+        "print('airflow' in sys.modules)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from recon.config import Tolerances
-from recon.contract import ContractResult, Violation, evaluate_contract
+from recon.contract.evaluate import ContractResult, Violation, evaluate_contract
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from recon.config import Tolerances
-from recon.contract_table import (
+from recon.contract.table import (
     CONTRACT,
     Allowance,
     Rule,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from recon.config import MessageIdSpec
-from recon.kafka_read import MAX_MESSAGE_ID_LENGTH, extract_message_ids
+from recon.read.kafka_spark import MAX_MESSAGE_ID_LENGTH, extract_message_ids
 
 pytestmark = pytest.mark.unit
 

@@ -22,8 +22,8 @@ from fixtures.engines import spark_reconcile as reconcile
 from fixtures.scenarios import LEDGER_NO_POSITIONS
 from pyspark.sql import DataFrame, SparkSession
 
-from recon import ledger as store
 from recon import schemas
+from recon.ledger import spark as store
 
 pytestmark = pytest.mark.unit
 
@@ -69,7 +69,7 @@ def _by_id(ledger: DataFrame) -> dict[str, tuple[Any, ...]]:
 
 
 def _run_chain(spark: SparkSession, root: Path) -> tuple[list[str], dict[str, DataFrame]]:
-    """The three runs through recon.ledger; returns the manifests and each run's results."""
+    """The three runs through recon.ledger.spark; returns the manifests and each run's results."""
     manifests: list[str] = []
     results: dict[str, DataFrame] = {}
     for run_id, records, sinks in RUNS:

@@ -13,8 +13,8 @@ import pyarrow as pa
 import pytest
 
 from recon.config import MessageIdSpec
-from recon.kafka_read import MAX_MESSAGE_ID_LENGTH, extract_message_ids
-from recon.local.kafka_arrow import extract_ids, raw_schema
+from recon.read.kafka_spark import MAX_MESSAGE_ID_LENGTH, extract_message_ids
+from recon.read.message_ids import extract_ids, raw_schema
 
 pytestmark = pytest.mark.unit
 

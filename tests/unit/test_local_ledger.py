@@ -16,8 +16,8 @@ from fixtures.engines import duckdb_ledger
 from fixtures.relations import ARROW_LEDGER, arrow_table, as_read, judge, plain, row_key, rows
 from fixtures.scenarios import SCENARIOS
 
-from recon import ledger as spark_ledger
-from recon.local import ledger as local_ledger
+from recon.ledger import local as local_ledger
+from recon.ledger import spark as spark_ledger
 from recon.rules.run import conform_sql
 
 pytestmark = pytest.mark.unit

@@ -28,7 +28,7 @@ def _execute(monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
 def test_a_broker_that_is_down_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
     from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-    from recon.snapshot import KafkaUnreachable
+    from recon.snapshot.offsets import KafkaUnreachable
 
     with pytest.raises(AirflowException, match="pipeline 'p1'") as raised:
         _execute(monkeypatch, KafkaUnreachable("pipeline 'p1': no broker answered"))
@@ -40,7 +40,7 @@ def test_a_broker_that_is_down_is_retried(monkeypatch: pytest.MonkeyPatch) -> No
     [
         "recon.errors.ConfigError",
         "recon.errors.ConnectionNotFound",
-        "recon.snapshot.KafkaAuthFailed",
+        "recon.snapshot.offsets.KafkaAuthFailed",
     ],
 )
 def test_a_user_mistake_fails_without_retries(monkeypatch: pytest.MonkeyPatch, error: str) -> None:
@@ -56,7 +56,7 @@ def test_a_user_mistake_fails_without_retries(monkeypatch: pytest.MonkeyPatch, e
 
 def test_service_failures_are_one_family() -> None:
     from recon.errors import ServiceUnavailable, SparkDriverLost
-    from recon.snapshot import KafkaAuthFailed, KafkaUnreachable
+    from recon.snapshot.offsets import KafkaAuthFailed, KafkaUnreachable
     from recon.store import CommitInterrupted, ConcurrentRunError
 
     for cls in (KafkaUnreachable, CommitInterrupted, SparkDriverLost):

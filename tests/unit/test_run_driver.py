@@ -15,7 +15,7 @@ from recon.engines.driver import JudgedRun, judge_run
 from recon.engines.duckdb import DuckDBRules
 from recon.engines.spark import SparkRules
 from recon.rules import INPUT_COLUMNS
-from recon.window import PartitionWindow
+from recon.snapshot.window import PartitionWindow
 
 pytestmark = pytest.mark.unit
 

@@ -221,7 +221,7 @@ def test_overrides_are_read_at_call_time(clean_env: pytest.MonkeyPatch) -> None:
 def test_callers_follow_the_settings(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from recon.alert.content import airflow_run_url
     from recon.config import default_pipelines_path
-    from recon.local.kafka.pool import default_workers
+    from recon.read.kafka_local.pool import default_workers
     from recon.services import default_data_dir, results_conn_id
     from recon.spark import spark_settings
     from recon.validation import default_gx_dir, expectations_dir

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from recon import snapshot
 from recon.errors import ReconError
-from recon.snapshot import (
+from recon.snapshot import offsets as snapshot
+from recon.snapshot.offsets import (
     KafkaAuthFailed,
     KafkaSnapshotError,
     KafkaUnreachable,

@@ -1,4 +1,4 @@
-"""The Great Expectations suites decide exactly as ``recon.contract.evaluate_contract``.
+"""The Great Expectations suites decide exactly as ``recon.contract.evaluate.evaluate_contract``.
 
 For each claimed semantic: a results fixture that passes with every tolerance exactly at its
 threshold, and one that breaks every rule (each tolerance just past its threshold, every
@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from recon.config import KafkaSource, MessageIdSpec, PipelineConfig, SinkSpec, Tolerances
-from recon.contract import evaluate_contract
+from recon.contract.evaluate import evaluate_contract
 from recon.verdicts import JUDGED, ROW_VERDICTS, SEMANTICS, Verdict
 
 pytestmark = pytest.mark.unit
@@ -452,11 +452,11 @@ def test_committed_suite_is_the_generated_one(semantics: str) -> None:
             committed.splitlines(keepends=True),
             generated.splitlines(keepends=True),
             f"{path.relative_to(ROOT)} (committed)",
-            "generated from recon.contract_table.CONTRACT",
+            "generated from recon.contract.table.CONTRACT",
         )
         pytest.fail(
             f"{path.relative_to(ROOT)} differs from the suite generated from the contract table "
-            f"(src/recon/contract_table.py); regenerate it from the repository root with: "
+            f"(src/recon/contract/table.py); regenerate it from the repository root with: "
             f"{_regenerate_command()}\n" + "".join(list(diff)[:40]),
             pytrace=False,
         )
@@ -490,7 +490,7 @@ def test_one_cell_of_the_table_drives_both_the_contract_and_the_suite(
 ) -> None:
     """Edit one cell of the table: the Python contract and the generated suite, run by GX on
     pandas, change their decision together and still agree, count by count."""
-    from recon.contract_table import CONTRACT, Allowance, forbidden, up_to_count, up_to_ratio
+    from recon.contract.table import CONTRACT, Allowance, forbidden, up_to_count, up_to_ratio
     from recon.validation import build_suite, render_suite, suite_parameters
 
     cfg = _cfg(semantics, tolerances, idempotent=False, name=f"edited_{semantics}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from recon.window import PartitionOffsets, Watermark, plan_windows, rewinds
+from recon.snapshot.window import PartitionOffsets, Watermark, plan_windows, rewinds
 
 pytestmark = pytest.mark.unit
 

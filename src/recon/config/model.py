@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-#: ``spark`` (any size, any cluster) or ``local`` (one machine, no JVM: ``recon.local``).
+#: ``spark`` (any size, any cluster) or ``local`` (one machine, no JVM:
+#: ``recon.engines.local_run``).
 ENGINES: tuple[str, ...] = ("spark", "local")
 #: Where a record's messageId may live.
 MESSAGE_ID_KINDS: tuple[str, ...] = ("header", "json_field", "key")
@@ -82,5 +83,6 @@ class PipelineConfig:
     catchup: bool = False
     retries: int = 2
     tags: tuple[str, ...] = ()
-    #: ``spark`` (any size, any cluster) or ``local`` (one machine, no JVM: ``recon.local``).
+    #: ``spark`` (any size, any cluster) or ``local`` (one machine, no JVM:
+    #: ``recon.engines.local_run``).
     engine: str = "spark"

@@ -252,8 +252,8 @@ class TolerancesDecl(_Declaration):
     @field_validator("max_loss_ratio", "max_duplicate_ratio")
     @classmethod
     def _ratio_allowed(cls, value: float, info: ValidationInfo) -> float:
-        # Which semantic may tolerate which ratio is the contract's to say (recon.contract_table).
-        from recon.contract_table import CONTRACT, Allowance
+        # Which semantic may tolerate which ratio is the contract's to say (recon.contract.table).
+        from recon.contract.table import CONTRACT, Allowance
 
         semantics = (info.context or {}).get("semantics")
         if value <= 0 or semantics not in CONTRACT:

@@ -3,6 +3,13 @@
 Each is a small adapter behind ``recon.rules.run.RuleEngine``: it registers the run's inputs
 under the rules' names, runs each rule statement, and hands its outputs on.
 
+* :mod:`recon.engines.driver` is step 3 of a run, one driver for both engines: an engine gives
+  it only its IO;
+* :mod:`recon.engines.spark` and :mod:`recon.engines.duckdb` run the rules;
+* :mod:`recon.engines.spark_run` is a run's IO on Spark, :mod:`recon.engines.local_run` on one
+  machine without a JVM (``engine: local``: confluent-kafka readers, ``COPY``, DuckDB);
+* :mod:`recon.engines.pending` carries the messages the base run left ``pending`` into a run.
+
 :func:`needs_spark` is the one test of ``cfg.engine``: ``recon.engine`` picks the steps and the
 validation by it, the CLI whether to start a SparkSession, the Airflow DAG factory whether a step
 runs under spark-submit. It imports nothing at run time: the DAG factory uses it at parse time.

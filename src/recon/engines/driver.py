@@ -24,6 +24,7 @@ from typing import Any, NamedTuple, Protocol
 
 from recon import store
 from recon.config import PipelineConfig
+from recon.engines.pending import partition_ends, removed_ranges
 from recon.outcome import (
     DISCREPANCY_SAMPLE,
     RunSummary,
@@ -32,7 +33,6 @@ from recon.outcome import (
     require_record,
     run_summary,
 )
-from recon.pending import partition_ends, removed_ranges
 from recon.rules import (
     ABORTED_STEPS,
     COMMIT_STEPS,
@@ -43,12 +43,12 @@ from recon.rules import (
 )
 from recon.rules.run import RuleEngine, judge, next_ledger, register_parameters, run_steps
 from recon.services import Progress, default_data_dir, noop, results_db
+from recon.snapshot.window import PartitionWindow
 from recon.verdicts import Verdict
-from recon.window import PartitionWindow
 
 
 class RunIO(Protocol):
-    """One run's IO on one engine (``recon.engines.spark_run``, ``recon.local.engine``).
+    """One run's IO on one engine (``recon.engines.spark_run``, ``recon.engines.local_run``).
 
     Relations are the engine's own (a DataFrame, a DuckDB view's name): the driver only hands
     them to :attr:`rules`.

@@ -15,18 +15,18 @@ from typing import TYPE_CHECKING, Any
 from recon import store
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection, postgres_connection
-from recon.kafka_read import OffsetRange, extract_message_ids, part_ranges, read_kafka_ranges
+from recon.engines.pending import spark_carried_pending
 from recon.outcome import RunSummary, require_record
 from recon.paths import _safe, results_path, window_path
-from recon.pending import spark_carried_pending
+from recon.read.kafka_spark import OffsetRange, extract_message_ids, part_ranges, read_kafka_ranges
+from recon.read.sink import inspect_sink, read_sink_rows, sink_query
 from recon.services import Progress, default_data_dir, noop, sink_db
-from recon.sink_read import inspect_sink, read_sink_rows, sink_query
-from recon.window import PartitionWindow
+from recon.snapshot.window import PartitionWindow
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-#: The parts step 2 reads (``recon.kafka_read.part_ranges`` says which offsets each holds).
+#: The parts step 2 reads (``recon.read.kafka_spark.part_ranges`` says which offsets each holds).
 PARTS = ("committed", "pending", "inflight")
 
 
@@ -94,8 +94,8 @@ def _sink_rows_for_run(
 
 class SparkRunIO:
     """:class:`recon.engines.driver.RunIO` on Spark: the window's parts from Parquet, the sink
-    rows over JDBC, the ledger store of ``recon.ledger``, the read_uncommitted pass with Spark's
-    Kafka source, the discrepancy rows streamed to the driver row by row.
+    rows over JDBC, the ledger store of ``recon.ledger.spark``, the read_uncommitted pass with
+    Spark's Kafka source, the discrepancy rows streamed to the driver row by row.
     """
 
     def __init__(
@@ -128,7 +128,7 @@ class SparkRunIO:
         return self._cache(_sink_rows_for_run(self.spark, self.cfg, self.record))
 
     def base_entries(self) -> list[str]:
-        from recon import ledger as ledger_store
+        from recon.ledger import spark as ledger_store
 
         return ledger_store.read_manifest(self.spark, self.record.base_ledger_path)
 
@@ -138,13 +138,13 @@ class SparkRunIO:
         )
 
     def ledger_for(self, base_entries: list[str], ids: DataFrame) -> DataFrame | None:
-        from recon import ledger as ledger_store
+        from recon.ledger import spark as ledger_store
 
         found = ledger_store.ledger_for(self.spark, base_entries, [ids], self.record.fact_bound)
         return None if found is None else self._cache(found)
 
     def full_ledger(self, base_entries: list[str]) -> DataFrame | None:
-        from recon import ledger as ledger_store
+        from recon.ledger import spark as ledger_store
 
         found = ledger_store.full_ledger(self.spark, base_entries)
         return None if found is None else self._cache(found)
@@ -154,7 +154,7 @@ class SparkRunIO:
         return _read_records(self.spark, self.cfg, ranges, isolation_level="read_uncommitted")
 
     def write_version(self, base_entries: list[str], has_ledger: bool) -> str:
-        from recon import ledger as ledger_store
+        from recon.ledger import spark as ledger_store
 
         # Read by the ledger version, the results Parquet and the discrepancy rows: once.
         results = self._cache(self.rules.relation("results"))

@@ -15,9 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from recon.errors import ReconError
-from recon.sink_position import SinkPosition, SinkRange
-from recon.window import PartitionWindow, Watermark
-from recon.window import rewinds as window_rewinds
+from recon.snapshot.sink_position import SinkPosition, SinkRange
+from recon.snapshot.window import PartitionWindow, Watermark
+from recon.snapshot.window import rewinds as window_rewinds
 
 
 class RunNotFound(ReconError):
@@ -65,7 +65,7 @@ class RunRecord:
 
     @property
     def sink_range(self) -> SinkRange:
-        """The sink rows this run reads (``recon.sink_position``)."""
+        """The sink rows this run reads (``recon.snapshot.sink_position``)."""
         return SinkRange(
             self.sink_seq_from, self.sink_seq_to, self.sink_snapshot_from,
             self.sink_snapshot_to, self.sink_floor_from,

@@ -2,9 +2,10 @@
 the values of their ``$PARAMETER`` placeholders.
 
 The suites are Great Expectations 1.x suite JSON built by :func:`build_suite` from
-:data:`recon.contract_table.CONTRACT`, the table :func:`recon.contract.evaluate_contract` judges
-by: one source for both. The committed files are :func:`render_suite`'s text, rewritten by
-``scripts/gen_suites.py``; a unit test fails when one differs.
+:data:`recon.contract.table.CONTRACT`, the table
+:func:`recon.contract.evaluate.evaluate_contract` judges by: one source for both. The committed
+files are :func:`render_suite`'s text, rewritten by ``scripts/gen_suites.py``; a unit test fails
+when one differs.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from recon import settings
 from recon.config import PipelineConfig
-from recon.contract_table import CONTRACT, Allowance, Rule
+from recon.contract.table import CONTRACT, Allowance, Rule
 from recon.errors import ReconError
 from recon.verdicts import JUDGED, ROW_VERDICTS, SEMANTICS, Verdict
 

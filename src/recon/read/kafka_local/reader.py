@@ -2,7 +2,7 @@
 
 :func:`read_task` is the IO: one confluent-kafka consumer per worker process, assigned exact
 ranges, stopping at each range's end (a record at or past it, or the end of the partition), never
-committing offsets. :func:`main` is the process (``python -m recon.local.kafka``): the task on
+committing offsets. :func:`main` is the process (``python -m recon.read.kafka_local``): the task on
 standard input, the record count on standard output, a failure as one JSON line on standard error.
 """
 
@@ -16,10 +16,10 @@ from typing import Any
 
 from recon.config import MessageIdSpec
 from recon.errors import ServiceUnavailable
-from recon.kafka_read import OffsetRange
-from recon.local.kafka.chunk import CHUNK_RECORDS, Chunk
-from recon.local.kafka.task import ReadTask
-from recon.snapshot import KafkaAuthFailed, error_kind
+from recon.read.kafka_local.chunk import CHUNK_RECORDS, Chunk
+from recon.read.kafka_local.task import ReadTask
+from recon.read.kafka_spark import OffsetRange
+from recon.snapshot.offsets import KafkaAuthFailed, error_kind
 
 #: librdkafka's prefetch queue. By default a partition stops fetching for a whole second
 #: (``fetch.queue.backoff.ms``) once 100,000 records wait locally (``queued.min.messages``):
@@ -43,7 +43,7 @@ class KafkaReadFailed(ServiceUnavailable):
 def _consumer(task: ReadTask) -> Any:
     from confluent_kafka import Consumer
 
-    from recon.snapshot import _QuietLog
+    from recon.snapshot.offsets import _QuietLog
 
     return Consumer(
         {

@@ -1,6 +1,6 @@
 """The contract: which verdicts each claimed delivery semantic allows (DESIGN.md, "The contract").
 
-The rules are the table :data:`recon.contract_table.CONTRACT` (per semantic, per verdict:
+The rules are the table :data:`recon.contract.table.CONTRACT` (per semantic, per verdict:
 forbidden, allowed up to a ratio or a count tolerance, or forbidden for an idempotent producer
 only); this module judges a run's counts by it. The Great Expectations suites of
 ``expectations/`` are generated from the same table, so both decide alike.
@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from recon.config import Tolerances
-from recon.contract_table import CONTRACT, Allowance, Rule
+from recon.contract.table import CONTRACT, Allowance, Rule
 from recon.verdicts import ALL_VERDICTS, JUDGED, SEMANTICS
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from recon.errors import ReconError, ServiceUnavailable
-from recon.window import PartitionOffsets
+from recon.snapshot.window import PartitionOffsets
 
 NOTHING_COMMITTED = -1001  # librdkafka's OFFSET_INVALID: the group has no offset for the partition
 

@@ -4,7 +4,7 @@ Same layout, so a pipeline moves between engines freely: a version is a manifest
 of JSON lines ``{"seq": n, "entry": path}``, as Spark writes it) listing entry directories of
 Parquet files shaped as ``schemas.LEDGER`` plus ``id_hash`` and ``entry_seq``. The newest entry
 of a messageId wins. Entries written here leave ``id_hash`` null: the Spark engine computes a
-missing hash when it reads them (``recon.ledger.entries_frame``), and this engine selects a
+missing hash when it reads them (``recon.ledger.spark.entries_frame``), and this engine selects a
 run's entries by the messageId itself, in two passes (:func:`ledger_for`): history is read one
 column wide, whole entries only where the run meets their messages.
 """
@@ -17,7 +17,7 @@ import os
 import uuid
 from typing import Any
 
-from recon.ledger import (
+from recon.ledger.spark import (
     COMPACT_AFTER,
     MANIFEST_SUFFIX,
     entry_from_row,

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 from recon import store
 from recon.config import PipelineConfig
 from recon.paths import results_path
+from recon.snapshot.window import PartitionWindow
 from recon.verdicts import Verdict
-from recon.window import PartitionWindow
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -62,7 +62,7 @@ def spark_carried_pending(
     from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
 
-    from recon import ledger as ledger_store
+    from recon.ledger import spark as ledger_store
 
     path = carried_pending_path(data_dir, cfg, record)
     if path is None:
@@ -91,7 +91,7 @@ def local_carried_pending(
     import glob
     import os
 
-    from recon.local import ledger as ledger_store
+    from recon.ledger import local as ledger_store
 
     path = carried_pending_path(data_dir, cfg, record)
     source = None

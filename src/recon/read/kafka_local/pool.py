@@ -18,12 +18,12 @@ from typing import Any
 from recon import settings
 from recon.config import MessageIdSpec
 from recon.errors import ServiceUnavailable
-from recon.kafka_read import OffsetRange
-from recon.local.kafka.reader import KafkaReadFailed
-from recon.snapshot import KafkaAuthFailed
+from recon.read.kafka_local.reader import KafkaReadFailed
+from recon.read.kafka_spark import OffsetRange
+from recon.snapshot.offsets import KafkaAuthFailed
 
-#: What a reader process runs: ``python -m READER_MODULE`` (``recon/local/kafka/__main__.py``).
-READER_MODULE = "recon.local.kafka"
+#: What a reader process runs: ``python -m READER_MODULE`` (``recon/read/kafka_local/__main__.py``).
+READER_MODULE = "recon.read.kafka_local"
 
 
 def spread(ranges: Sequence[OffsetRange], workers: int) -> list[list[OffsetRange]]:
@@ -112,7 +112,7 @@ def read_ranges(
 ) -> Readers:
     """Start reading ``ranges`` into ``directory`` (one Parquet file per reader process).
 
-    Readers are fresh interpreters (``python -m recon.local.kafka``), whatever process
+    Readers are fresh interpreters (``python -m recon.read.kafka_local``), whatever process
     starts them (the CLI, an Airflow task, a test): librdkafka's threads do not survive a fork.
     The task, credentials included, goes to a reader on its standard input, never its command
     line.

@@ -1,10 +1,25 @@
-"""Steps 2 and 3 of a run (``recon.engine``) on one machine: no JVM, same results and commit.
+"""The single-machine engine (``engine: local``): the same steps and verdicts as the Spark
+engine, without a JVM; here steps 2 and 3 of a run (``recon.engine``), same results and commit.
+
+A pipeline declares ``engine: local`` when its windows fit one machine (tens of millions of
+messages on a few GiB). The steps keep the Spark engine's contracts (``recon.engine``):
+
+* :mod:`recon.read.kafka_local` reads exact offset ranges with confluent-kafka in parallel
+  worker processes (one per core, partitions spread by size), the messageIds taken out by
+  :mod:`recon.read.message_ids` as the Spark engine's are;
+* :mod:`recon.read.sink_arrow` copies the run's sink rows out of PostgreSQL (``COPY``) while the
+  workers read Kafka;
+* the verdicts are the rules of :mod:`recon.rules`, run by :mod:`recon.engines.duckdb`;
+* :mod:`recon.ledger.local` reads and writes the same ledger versions (manifests of Parquet
+  entry directories) as :mod:`recon.ledger.spark`, so a pipeline can move between engines.
 
 :func:`snapshot_topic` reads the window and the pending records with one Kafka reader process
 per core while the sink's rows for the run stream out of PostgreSQL, all into Parquet under the
 run's window directory, made visible in one rename. :class:`LocalRunIO` is the run's IO on
 one machine for the one driver of step 3 (``recon.engines.driver``): the rules run in DuckDB
-(``recon.engines.duckdb``), the ledger store is ``recon.local.ledger``.
+(``recon.engines.duckdb``), the ledger store is ``recon.ledger.local``.
+
+Nothing here imports pyspark or Airflow.
 """
 
 from __future__ import annotations
@@ -19,20 +34,22 @@ from typing import Any
 from recon import store
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection
-from recon.kafka_read import OffsetRange, part_ranges
-from recon.local import kafka_arrow
-from recon.local import ledger as ledger_store
+from recon.engines.pending import local_carried_pending
+from recon.ledger import local as ledger_store
 from recon.outcome import RunSummary, require_record
 from recon.paths import _safe, results_path, window_path
-from recon.pending import local_carried_pending
+from recon.read.kafka_local.pool import ReaderLost, Readers, default_workers, read_ranges
+from recon.read.kafka_local.reader import KafkaReadFailed
+from recon.read.kafka_spark import OffsetRange, part_ranges
+from recon.read.message_ids import window_schema
 from recon.rules.render import literal as _literal
 from recon.services import Progress, default_data_dir, noop, sink_db
-from recon.snapshot import KafkaAuthFailed, scrub
-from recon.window import PartitionWindow
+from recon.snapshot.offsets import KafkaAuthFailed, scrub
+from recon.snapshot.window import PartitionWindow
 
 PARTS = ("committed", "pending", "inflight", "sink")
 #: Read committed, except the in-flight records past the last stable offset
-#: (``recon.kafka_read.part_ranges``).
+#: (``recon.read.kafka_spark.part_ranges``).
 _ISOLATION = {"committed": "read_committed", "pending": "read_committed",
               "inflight": "read_uncommitted"}  # fmt: skip
 
@@ -41,24 +58,22 @@ def _run_dir(data_dir: str, pipeline: str, run_id: str) -> str:
     return os.path.dirname(window_path(data_dir, pipeline, run_id, "committed"))
 
 
-def _wait(cfg: PipelineConfig, readers: kafka_arrow.Readers) -> int:
+def _wait(cfg: PipelineConfig, readers: Readers) -> int:
     """The readers' record count; their failures name the pipeline and connection."""
     kafka = kafka_connection(cfg.kafka.connection)
     try:
         return readers.wait()
     except KafkaAuthFailed as exc:
         raise KafkaAuthFailed(f"{kafka.where(cfg.name)}: {scrub(str(exc), kafka.config)}") from None
-    except kafka_arrow.KafkaReadFailed as exc:
-        raise kafka_arrow.KafkaReadFailed(
-            f"{kafka.where(cfg.name)}: {scrub(str(exc), kafka.config)}"
-        ) from None
-    except kafka_arrow.ReaderLost as exc:
-        raise kafka_arrow.ReaderLost(f"pipeline '{cfg.name}': {exc}") from None
+    except KafkaReadFailed as exc:
+        raise KafkaReadFailed(f"{kafka.where(cfg.name)}: {scrub(str(exc), kafka.config)}") from None
+    except ReaderLost as exc:
+        raise ReaderLost(f"pipeline '{cfg.name}': {exc}") from None
 
 
 def _copy_sink(cfg: PipelineConfig, record: store.RunRecord, path: str) -> int:
-    from recon.local.sink_arrow import copy_sink_rows, sink_schema
-    from recon.sink_read import inspect_sink
+    from recon.read.sink import inspect_sink
+    from recon.read.sink_arrow import copy_sink_rows, sink_schema
 
     with sink_db(cfg) as pg:
         table = inspect_sink(pg, cfg.sink, cfg.name)
@@ -92,7 +107,7 @@ def snapshot_topic(
     staging = f"{final}.tmp-{uuid.uuid4().hex[:8]}"
     kafka = kafka_connection(cfg.kafka.connection)
     offsets = sum(w.pending_to - w.read_from for w in record.windows)
-    workers = kafka_arrow.default_workers()
+    workers = default_workers()
     progress(f"run {run_id}: reading {offsets} offsets with {workers} Kafka reader(s)")
     sink_rows: dict[str, int] = {}
     sink_error: list[BaseException] = []
@@ -113,7 +128,7 @@ def snapshot_topic(
                 # Nearly always: no open transaction. No reader process for nothing.
                 _empty_part(f"{staging}/{part}")
                 continue
-            readers[part] = kafka_arrow.read_ranges(
+            readers[part] = read_ranges(
                 dict(kafka.config), ranges, cfg.kafka.message_id, f"{staging}/{part}",
                 isolation_level=isolation, workers=workers,
             )  # fmt: skip
@@ -145,7 +160,7 @@ def _empty_part(directory: str) -> None:
     import pyarrow.parquet as pq
 
     os.makedirs(directory)
-    pq.write_table(kafka_arrow.window_schema().empty_table(), f"{directory}/part-0.parquet")
+    pq.write_table(window_schema().empty_table(), f"{directory}/part-0.parquet")
 
 
 def _connect(data_dir: str) -> Any:
@@ -198,7 +213,7 @@ def _discrepancy_file(
 class LocalRunIO:
     """:class:`recon.engines.driver.RunIO` on one machine: DuckDB views over the Parquet that
     :func:`snapshot_topic` wrote (the sink rows included), the ledger store of
-    ``recon.local.ledger``, Kafka reader processes for the read_uncommitted pass, the
+    ``recon.ledger.local``, Kafka reader processes for the read_uncommitted pass, the
     discrepancy rows as a CSV file for ``COPY``.
 
     :raises store.RunNotFound: the run's window is not (completely) on disk.
@@ -247,7 +262,7 @@ class LocalRunIO:
         ranges = [OffsetRange(w.topic, w.partition, w.read_from, w.pending_to) for w in windows]
         directory = f"{self.run_dir}/uncommitted"
         shutil.rmtree(directory, ignore_errors=True)
-        _wait(self.cfg, kafka_arrow.read_ranges(
+        _wait(self.cfg, read_ranges(
             dict(kafka.config), ranges, self.cfg.kafka.message_id, directory,
             isolation_level="read_uncommitted",
         ))  # fmt: skip

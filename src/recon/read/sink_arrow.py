@@ -1,6 +1,6 @@
 """The run's sink rows out of PostgreSQL with ``COPY``, into Parquet.
 
-The query is ``recon.sink_read.sink_query`` (identifiers quoted with ``sql.Identifier``), the
+The query is ``recon.read.sink.sink_query`` (identifiers quoted with ``sql.Identifier``), the
 same rows the Spark engine reads through JDBC. ``COPY ... TO STDOUT`` in CSV streams to a file
 first (the client never holds the table in memory), which Arrow's parallel CSV reader parses:
 an unquoted empty field is NULL, a quoted one an empty string, so a blank messageId stays
@@ -14,8 +14,8 @@ import threading
 from typing import Any
 
 from recon.config import SinkSpec
-from recon.sink_position import SinkRange
-from recon.sink_read import SinkTable, sink_query
+from recon.read.sink import SinkTable, sink_query
+from recon.snapshot.sink_position import SinkRange
 
 
 def sink_schema() -> Any:
@@ -39,7 +39,7 @@ def copy_sink_rows(
 
     :param pg: an open psycopg2 connection to the sink database.
     :param spec: the sink declaration.
-    :param table: the inspected table (``recon.sink_read.inspect_sink``).
+    :param table: the inspected table (``recon.read.sink.inspect_sink``).
     :param rows: the run's range of the ingest sequence (None: the whole table).
     """
     import pyarrow.parquet as pq

@@ -3,7 +3,8 @@
 :data:`CONTRACT` is the one source of the contract (issue 16); everything that decides by the
 contract reads it:
 
-- :func:`recon.contract.evaluate_contract` judges a run's verdict counts by it, in plain Python;
+- :func:`recon.contract.evaluate.evaluate_contract` judges a run's verdict counts by it, in
+  plain Python;
 - :func:`recon.validation.suites.build_suite` generates the Great Expectations suites of
   ``expectations/`` from it (``scripts/gen_suites.py`` rewrites the files; a unit test fails when
   a committed file differs from the generated one), and

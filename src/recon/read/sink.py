@@ -1,9 +1,10 @@
 """Reading the sink rows that matter for a run, through JDBC in parallel slices.
 
-With an ``ingest_seq_column`` only the run's rows are read (``recon.sink_position.SinkRange``: the
-new ones up to the sequence at snapshot, and the ones that committed late below it), sliced on
-that column. Without one, the whole table is read every run (sliced on ``ctid`` pages
-would need a server-side helper, so it is read as one slice plus ``fetchsize`` streaming).
+With an ``ingest_seq_column`` only the run's rows are read
+(``recon.snapshot.sink_position.SinkRange``: the new ones up to the sequence at snapshot, and the
+ones that committed late below it), sliced on that column. Without one, the whole table is read
+every run (sliced on ``ctid`` pages would need a server-side helper, so it is read as one slice
+plus ``fetchsize`` streaming).
 Identifiers are quoted with psycopg2's ``sql.Identifier``; nothing from the YAML is pasted into
 SQL unquoted.
 """
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from recon.config import SinkSpec
 from recon.connections import PostgresConnection
 from recon.errors import ReconError
-from recon.sink_position import SinkRange
+from recon.snapshot.sink_position import SinkRange
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recon.config import MessageIdSpec
-from recon.kafka_read import OffsetRange
+from recon.read.kafka_spark import OffsetRange
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Reading a window of Kafka records with Spark, and extracting each record's messageId.
 
 :func:`extract_message_ids` is pure (raw Kafka rows in, ``recon.schemas.WINDOW`` rows out): it
-runs :mod:`recon.message_ids`, where bad input is quarantined, on each Arrow batch.
+runs :mod:`recon.read.message_ids`, where bad input is quarantined, on each Arrow batch.
 :func:`read_kafka_ranges` is the IO: a batch read of exact offset ranges.
 """
 
@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from recon.config import MessageIdSpec
 from recon.connections import KafkaConnection
-from recon.message_ids import MAX_MESSAGE_ID_LENGTH as MAX_MESSAGE_ID_LENGTH
-from recon.window import PartitionWindow
+from recon.read.message_ids import MAX_MESSAGE_ID_LENGTH as MAX_MESSAGE_ID_LENGTH
+from recon.snapshot.window import PartitionWindow
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -55,7 +55,7 @@ def extract_message_ids(
     raw: DataFrame, spec: MessageIdSpec, max_length: int = MAX_MESSAGE_ID_LENGTH
 ) -> DataFrame:
     """Raw Kafka rows to one row per record with its messageId or the reason it has none:
-    :func:`recon.message_ids.extract_ids` on each Arrow batch, the function the local engine
+    :func:`recon.read.message_ids.extract_ids` on each Arrow batch, the function the local engine
     runs, so both quarantine the same records for the same reasons.
 
     :param raw: rows of Spark's Kafka source (``topic, partition, offset, timestamp, key, value``
@@ -86,11 +86,11 @@ def extract_message_ids(
 
 
 def _extract_batches(spec: MessageIdSpec, max_length: int, batches: Iterator[Any]) -> Iterator[Any]:
-    """One Spark task's Arrow batches through :func:`recon.message_ids.extract_ids`."""
+    """One Spark task's Arrow batches through :func:`recon.read.message_ids.extract_ids`."""
     import duckdb
     import pyarrow as pa
 
-    from recon.message_ids import extract_ids
+    from recon.read.message_ids import extract_ids
 
     con = duckdb.connect()
     try:

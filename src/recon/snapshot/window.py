@@ -1,6 +1,6 @@
 """The window of one run, per partition, from an offset snapshot and the previous watermarks.
 
-Pure: no Kafka, no database. ``recon.snapshot`` gathers the offsets; this module decides.
+Pure: no Kafka, no database. ``recon.snapshot.offsets`` gathers the offsets; this module decides.
 
 Per partition:
 

@@ -1,12 +1,12 @@
 """The records a reader has read, as Arrow columns, written to its Parquet file chunk by chunk
-with the messageId extracted (:mod:`recon.message_ids`)."""
+with the messageId extracted (:mod:`recon.read.message_ids`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from recon.local.kafka.task import ReadTask
-from recon.message_ids import extract_ids, raw_schema, window_schema
+from recon.read.kafka_local.task import ReadTask
+from recon.read.message_ids import extract_ids, raw_schema, window_schema
 
 #: Records per Arrow chunk: extraction and Parquet row groups work on this many at a time.
 CHUNK_RECORDS = 262_144
