@@ -1,7 +1,7 @@
 """A Spark standalone cluster on this machine, from pyspark's own classes: one master, N workers.
 
 Each process runs in its own process group and is stopped by its group id when the block ends;
-nothing else is touched. Ports: ``RECON_BENCH_SPARK_PORT`` (master, default 37077) and the next
+nothing else is touched. Ports: ``RECON_BENCH_SPARK_PORT`` (master, default 23077) and the next
 ones for the web UIs.
 """
 
@@ -54,7 +54,7 @@ def _alive_workers(ui_url: str) -> int:
 def standalone(workers: int = 2, cores: int = 1, memory: str = "2g") -> Iterator[Cluster]:
     from bench.generate import state_dir
 
-    port = int(os.environ.get("RECON_BENCH_SPARK_PORT", "37077"))
+    port = int(os.environ.get("RECON_BENCH_SPARK_PORT", "23077"))
     logs = os.path.join(state_dir(), "cluster")
     os.makedirs(logs, exist_ok=True)
     procs = [_start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",

@@ -1,5 +1,8 @@
 # Sourced by every script: the one place that says where the project's state lives and which
 # loopback ports its services use. Override any of these from the environment.
+# The ports sit below Linux's ephemeral range (32768-60999): a client reconnecting to a stopped
+# service can otherwise be given the service's own port as its source port, connect to itself,
+# and hold the port in TIME-WAIT so that the service cannot bind it when it restarts.
 # shellcheck shell=bash
 RECON_ROOT="${RECON_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 export RECON_ROOT
@@ -7,24 +10,24 @@ export RECON_STATE="${RECON_STATE:-$RECON_ROOT/.state}"
 export RECON_VENV="${RECON_VENV:-$RECON_ROOT/.venv}"
 export RECON_DATA_DIR="${RECON_DATA_DIR:-$RECON_STATE/data}"
 
-export RECON_KAFKA_PORT="${RECON_KAFKA_PORT:-39092}"
-export RECON_KAFKA_CONTROLLER_PORT="${RECON_KAFKA_CONTROLLER_PORT:-39093}"
-export RECON_KAFKA_FAULTY_PORT="${RECON_KAFKA_FAULTY_PORT:-39094}"
-export RECON_KAFKA_PROXY_PORT="${RECON_KAFKA_PROXY_PORT:-39095}"
+export RECON_KAFKA_PORT="${RECON_KAFKA_PORT:-23092}"
+export RECON_KAFKA_CONTROLLER_PORT="${RECON_KAFKA_CONTROLLER_PORT:-23093}"
+export RECON_KAFKA_FAULTY_PORT="${RECON_KAFKA_FAULTY_PORT:-23094}"
+export RECON_KAFKA_PROXY_PORT="${RECON_KAFKA_PROXY_PORT:-23095}"
 # SASL_PLAINTEXT (mechanism PLAIN) listener: user RECON_KAFKA_SASL_USER, password in secrets.env.
-export RECON_KAFKA_SASL_PORT="${RECON_KAFKA_SASL_PORT:-39096}"
+export RECON_KAFKA_SASL_PORT="${RECON_KAFKA_SASL_PORT:-23096}"
 export RECON_KAFKA_SASL_USER="${RECON_KAFKA_SASL_USER:-recon}"
 export RECON_KAFKA_BOOTSTRAP="${RECON_KAFKA_BOOTSTRAP:-127.0.0.1:$RECON_KAFKA_PORT}"
-export RECON_PG_PORT="${RECON_PG_PORT:-35432}"
+export RECON_PG_PORT="${RECON_PG_PORT:-23432}"
 export RECON_PG_HOST="${RECON_PG_HOST:-127.0.0.1}"
 export RECON_PG_USER="${RECON_PG_USER:-recon}"
 export RECON_PG_SINK_DB="${RECON_PG_SINK_DB:-recon_sink}"
 export RECON_PG_AIRFLOW_DB="${RECON_PG_AIRFLOW_DB:-airflow}"
 export RECON_PG_RESULTS_DB="${RECON_PG_RESULTS_DB:-recon}"
 export RECON_PG_OS_USER="${RECON_PG_OS_USER:-recon-pg}"
-export RECON_AIRFLOW_PORT="${RECON_AIRFLOW_PORT:-38080}"
-export RECON_SMTP_PORT="${RECON_SMTP_PORT:-38025}"
-export RECON_WEBHOOK_PORT="${RECON_WEBHOOK_PORT:-38090}"
+export RECON_AIRFLOW_PORT="${RECON_AIRFLOW_PORT:-23080}"
+export RECON_SMTP_PORT="${RECON_SMTP_PORT:-23025}"
+export RECON_WEBHOOK_PORT="${RECON_WEBHOOK_PORT:-23090}"
 export RECON_INBOX="${RECON_INBOX:-$RECON_STATE/inbox}"
 export RECON_SPARK_MASTER="${RECON_SPARK_MASTER:-local[*]}"
 # The pipeline declarations the DAGs and `recon` read: the demo's, unless you name yours.

@@ -63,7 +63,7 @@ start() {
     say "starting PostgreSQL on $RECON_PG_HOST:$RECON_PG_PORT (log: $log)"
     touch "$log"; chown "$RECON_PG_OS_USER" "$log"
     # setsid: the server must outlive the shell that started it and not receive its signals.
-    as_owner setsid "$bindir/pg_ctl" -D "$data" -l "$log" -w -t 60 start >/dev/null \
+    as_owner setsid "$bindir/pg_ctl" -D "$data" -l "$log" -o "-p $RECON_PG_PORT" -w -t 60 start >/dev/null \
       || die "PostgreSQL did not start: see $log"
   fi
   for db in "$RECON_PG_SINK_DB" "$RECON_PG_AIRFLOW_DB" "$RECON_PG_RESULTS_DB"; do

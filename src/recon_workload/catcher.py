@@ -1,7 +1,7 @@
 """A local mail and webhook catcher for the demo: an SMTP server and an HTTP receiver on
 loopback that store what they receive as files in an inbox folder (``.eml`` and ``.json``).
 
-    python -m recon_workload.catcher --smtp-port 38025 --http-port 38090 --inbox .state/inbox
+    python -m recon_workload.catcher --smtp-port 23025 --http-port 23090 --inbox .state/inbox
 """
 
 from __future__ import annotations

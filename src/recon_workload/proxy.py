@@ -103,8 +103,8 @@ class FaultProxy:
         :param policy: which Produce responses to swallow.
         """
         return cls(
-            int(os.environ.get("RECON_KAFKA_PROXY_PORT", "39095")),
-            int(os.environ.get("RECON_KAFKA_FAULTY_PORT", "39094")),
+            int(os.environ.get("RECON_KAFKA_PROXY_PORT", "23095")),
+            int(os.environ.get("RECON_KAFKA_FAULTY_PORT", "23094")),
             policy,
         )
 

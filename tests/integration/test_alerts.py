@@ -109,7 +109,7 @@ def alert_connections(
     }
     monkeypatch.setenv("AIRFLOW_CONN_RECON_ALERT_WEBHOOK", json.dumps(webhook))
     monkeypatch.setenv("AIRFLOW_CONN_SMTP_DEFAULT", json.dumps(smtp))
-    monkeypatch.setenv("RECON_AIRFLOW_BASE_URL", "http://127.0.0.1:38080/")
+    monkeypatch.setenv("RECON_AIRFLOW_BASE_URL", "http://127.0.0.1:23080/")
 
 
 @pytest.fixture
@@ -270,7 +270,7 @@ def test_broken_run_alerts_once_by_email_and_webhook(
         assert "aborted producer transactions reached the sink, at orders/1 offsets 25-26" in text
         assert "investigate sink keys s90" in text
         # links to the run and the Data Docs
-        assert "http://127.0.0.1:38080/dags/" + pipeline + "/runs/scheduled__2026-03-01T00" in text
+        assert "http://127.0.0.1:23080/dags/" + pipeline + "/runs/scheduled__2026-03-01T00" in text
         assert outcome.data_docs_path.split("/")[-1] in text
         # no payloads, no credentials, no delivered messages
         for secret in (PAYLOAD, SMTP_PASSWORD, WEBHOOK_TOKEN, "ok-1"):

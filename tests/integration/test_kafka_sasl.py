@@ -28,7 +28,7 @@ EXIT_OK, EXIT_USER_ERROR = 0, 2
 
 
 def _port() -> int:
-    return int(os.environ.get("RECON_KAFKA_SASL_PORT", "39096"))
+    return int(os.environ.get("RECON_KAFKA_SASL_PORT", "23096"))
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ import pytest
 
 pytestmark = pytest.mark.integration
 
-PORT = os.environ.get("RECON_AIRFLOW_PORT", "38080")
+PORT = os.environ.get("RECON_AIRFLOW_PORT", "23080")
 BASE = f"http://127.0.0.1:{PORT}"
 N_RUNS = 55  # more than the page shows (50)
 N_DISCREPANCIES = 105  # more than the page shows (100)

@@ -42,7 +42,7 @@ def airflow_url() -> str:
     _require_env()
     import httpx
 
-    url = f"http://127.0.0.1:{os.environ.get('RECON_AIRFLOW_PORT', '38080')}"
+    url = f"http://127.0.0.1:{os.environ.get('RECON_AIRFLOW_PORT', '23080')}"
     deadline = time.monotonic() + 120
     problem = "no answer yet"
     while time.monotonic() < deadline:

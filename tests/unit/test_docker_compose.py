@@ -33,11 +33,11 @@ EXPECTED_SERVICES = {
 }
 # service -> {host port: container port}; a service not named here publishes nothing.
 EXPECTED_PORTS = {
-    "kafka": {39092: 39092},
-    "postgres": {35432: 5432},
-    "airflow-apiserver": {38080: 8080},
-    "spark-master": {37077: 7077, 38180: 8080},
-    "spark-worker": {38181: 8081},
+    "kafka": {23092: 23092},
+    "postgres": {23432: 5432},
+    "airflow-apiserver": {23080: 8080},
+    "spark-master": {23077: 7077, 23180: 8080},
+    "spark-worker": {23181: 8081},
 }
 # The repo folders every Airflow service mounts, and where.
 AIRFLOW_MOUNTS = {
@@ -263,7 +263,7 @@ def test_kafka_is_a_single_kraft_node_with_transactions(
     assert env["KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR"] == "1"
     assert env["KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR"] == "1"
     assert env["KAFKA_TRANSACTION_STATE_LOG_MIN_ISR"] == "1"
-    assert "HOST://127.0.0.1:39092" in env["KAFKA_ADVERTISED_LISTENERS"]
+    assert "HOST://127.0.0.1:23092" in env["KAFKA_ADVERTISED_LISTENERS"]
 
 
 def test_airflow_settings_and_connections(services: dict[str, dict[str, Any]]) -> None:

@@ -48,7 +48,7 @@ TRANSIENT = [
 FATAL = [KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.INVALID_REQUEST, KafkaError._INVALID_ARG]
 
 AUTH_TEXT = (
-    "sasl_plaintext://127.0.0.1:39096/bootstrap: SASL authentication error: "
+    "sasl_plaintext://127.0.0.1:23096/bootstrap: SASL authentication error: "
     "Authentication failed: Invalid username or password"
 )
 
