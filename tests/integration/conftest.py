@@ -13,6 +13,23 @@ from typing import Any
 
 import pytest
 
+#: The files that take longest, started first when two run at once (scripts/test.sh hands whole
+#: files to two workers in collection order): the last minutes are then short files on both
+#: workers, not one long file beside an idle one.
+LONGEST_FIRST = (
+    "test_engine_vs_workload.py", "test_everyday_verdicts.py", "test_bad_input.py",
+    "test_engine_switch.py", "test_fault_spark.py", "test_cli_contract.py",
+    "test_concurrent_writers.py", "test_workload.py", "test_run_killed.py",
+)  # fmt: skip
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: each file keeps its own order
+
 
 def _require_env() -> None:
     if "AIRFLOW_CONN_POSTGRES_SINK" not in os.environ:
