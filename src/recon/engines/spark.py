@@ -52,8 +52,6 @@ class SparkRules:
         """The relation ``name`` as a DataFrame."""
         return self.spark.table(name)
 
-    frame = relation
-
     def use(self, name: str, frame: Any | None) -> None:
         """Input ``name`` read from ``frame`` (None: the run has none).
 
