@@ -23,7 +23,9 @@ from fixtures.scenarios import LEDGER_NO_POSITIONS
 from pyspark.sql import DataFrame, SparkSession
 
 from recon import schemas
-from recon.ledger import spark as store
+from recon.engines.spark import SparkRules
+from recon.ledger import versions
+from recon.ledger.spark import SparkEntryStore
 
 pytestmark = pytest.mark.unit
 
@@ -68,17 +70,36 @@ def _by_id(ledger: DataFrame) -> dict[str, tuple[Any, ...]]:
     }
 
 
+def _read_manifest(spark: SparkSession, path: str | None) -> list[str]:
+    return SparkEntryStore(spark).read_manifest(path)
+
+
+def _newest(spark: SparkSession, entries: list[str], *facts: DataFrame) -> DataFrame | None:
+    """The newest entries of the messages in ``facts`` (of every message without facts)."""
+    ids = None
+    for frame in facts:
+        picked = frame.select("message_id")
+        ids = picked if ids is None else ids.unionByName(picked)
+    return versions.read_newest(SparkRules(spark), SparkEntryStore(spark), entries, ids)
+
+
+def _write(spark: SparkSession, root: str, run_id: str, base: list[str], delta: DataFrame) -> str:
+    rules, entry_store = SparkRules(spark), SparkEntryStore(spark)
+    return versions.write_version(rules, entry_store, root, run_id, base, delta=delta)[0]
+
+
 def _run_chain(spark: SparkSession, root: Path) -> tuple[list[str], dict[str, DataFrame]]:
-    """The three runs through recon.ledger.spark; returns the manifests and each run's results."""
+    """The three runs through recon.ledger.versions on Spark; returns the manifests and each
+    run's results."""
     manifests: list[str] = []
     results: dict[str, DataFrame] = {}
     for run_id, records, sinks in RUNS:
         window, sink_rows = _inputs(spark, records, sinks)
-        entries = store.read_manifest(spark, manifests[-1] if manifests else None)
-        ledger = store.ledger_for(spark, entries, [window, sink_rows])
+        entries = _read_manifest(spark, manifests[-1] if manifests else None)
+        ledger = _newest(spark, entries, window, sink_rows)
         results[run_id] = reconcile(window, sink_rows, ledger).cache()
         delta = spark_ledger_next(spark, run_id)
-        manifests.append(store.write_version(spark, str(root), run_id, entries, delta))
+        manifests.append(_write(spark, str(root), run_id, entries, delta))
     return manifests, results
 
 
@@ -95,7 +116,8 @@ def test_the_delta_chain_judges_as_the_whole_ledger_did(
         reconcile(window, sink_rows, whole)
         whole = spark_ledger_next(spark, run_id).cache()
     assert _by_id(whole) == FINAL_LEDGER
-    final = store.full_ledger(spark, store.read_manifest(spark, manifests[-1]))
+    final = _newest(spark, _read_manifest(spark, manifests[-1]))
+    assert final is not None
     assert _by_id(final) == FINAL_LEDGER
 
 
@@ -103,13 +125,14 @@ def test_a_run_reads_and_writes_only_its_own_messages_entries(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     manifests, _ = _run_chain(spark, tmp_path)
-    entries = store.read_manifest(spark, manifests[-1])
+    entries = _read_manifest(spark, manifests[-1])
     assert [Path(e).name for e in entries] == ["run-1", "run-2", "run-3"]
     written = {r["message_id"] for r in spark.read.parquet(entries[-1]).collect()}
     assert written == {"m1", "m4", "m5"}
 
     ids = spark.createDataFrame([("m1",), ("m4",), ("m9",)], "message_id string")
-    found = store.ledger_for(spark, entries, [ids])
+    found = _newest(spark, entries, ids)
+    assert found is not None
     # The newest entry of each: m1 as run-3 left it.
     assert _by_id(found) == {"m1": FINAL_LEDGER["m1"], "m4": FINAL_LEDGER["m4"]}
 
@@ -117,10 +140,10 @@ def test_a_run_reads_and_writes_only_its_own_messages_entries(
 def test_compaction_folds_the_entries_into_one(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store, "COMPACT_AFTER", 2)
+    monkeypatch.setattr(versions, "COMPACT_AFTER", 2)
     manifests, _ = _run_chain(spark, tmp_path)
-    assert len(store.read_manifest(spark, manifests[1])) == 2
-    entries = store.read_manifest(spark, manifests[-1])
+    assert len(_read_manifest(spark, manifests[1])) == 2
+    entries = _read_manifest(spark, manifests[-1])
     assert len(entries) == 1 and "compacted" in entries[0]
     assert _by_id(spark.read.parquet(entries[0])) == FINAL_LEDGER
 
@@ -132,15 +155,17 @@ def test_a_whole_ledger_written_before_manifests_is_read_as_one_entry(
     spark.createDataFrame(
         [("m1", T, 0, 0, [0], 1, "run-0", "delivered")], LEDGER_NO_POSITIONS
     ).write.parquet(old)
-    assert store.read_manifest(spark, old) == [old]
-    assert store.read_manifest(spark, None) == []
-    found = store.ledger_for(spark, [old], [spark.createDataFrame([("m1",)], "message_id string")])
+    assert _read_manifest(spark, old) == [old]
+    assert _read_manifest(spark, None) == []
+    found = _newest(spark, [old], spark.createDataFrame([("m1",)], "message_id string"))
+    assert found is not None
     assert _by_id(found) == {"m1": ("delivered", 1, [0], "run-0")}
 
     # The next run's entries go on top of it; both layouts are read together.
     window, sink_rows = _inputs(spark, [], [("k9", "m1")])
     reconcile(window, sink_rows, found)
     delta = spark_ledger_next(spark, "run-1")
-    manifest = store.write_version(spark, str(tmp_path / "ledger"), "run-1", [old], delta)
-    both = store.full_ledger(spark, store.read_manifest(spark, manifest))
+    manifest = _write(spark, str(tmp_path / "ledger"), "run-1", [old], delta)
+    both = _newest(spark, _read_manifest(spark, manifest))
+    assert both is not None
     assert _by_id(both) == {"m1": ("duplicated", 2, [0], "run-0")}

@@ -77,19 +77,26 @@ class FakeIO:
     def sink_rows(self) -> Any:
         return self._relation("sink", list(INPUT_COLUMNS["sink_rows"]), self.inputs.sink)
 
-    def base_entries(self) -> list[str]:
-        return [] if self.inputs.ledger is None else ["base-entry"]
+    data_dir = "/nonexistent"
 
-    def carried(self, base_entries: list[str]) -> Any:
-        return self._relation("carried", list(INPUT_COLUMNS["carried"]), [])
+    @property
+    def entry_store(self) -> FakeIO:
+        return self
 
-    def ledger_for(self, base_entries: list[str], ids: Any) -> Any | None:
-        return self.full_ledger(base_entries)
+    def read_manifest(self, path: str | None) -> list[str]:
+        return [] if path is None else [path]
 
-    def full_ledger(self, base_entries: list[str]) -> Any | None:
+    def register(self, rules: Any, entries: list[str], ids: Any | None) -> bool:
+        """The whole ledger, as one stored entry directory."""
         if self.inputs.ledger is None:
-            return None
-        return self._relation("ledger", _LEDGER, self.inputs.ledger)
+            return False
+        rows = [(*r, 0) for r in self.inputs.ledger]
+        rules.use("ledger_stored", self._relation("ledger", [*_LEDGER, ("_seq", "INTEGER")], rows))
+        rules.use("ledger_results", None)
+        return True
+
+    def results_at(self, path: str) -> Any | None:
+        raise AssertionError("no base run: its results are never read")
 
     def read_every(self, windows: list[PartitionWindow]) -> Any:
         partitions = sorted(w.partition for w in windows)
@@ -118,7 +125,10 @@ def run(engine: str, spark: Any, inputs: Inputs) -> tuple[JudgedRun, FakeIO, set
     cfg = SimpleNamespace(
         name="p", sink=SimpleNamespace(ingest_seq_column="seq" if inputs.ingest_seq else None)
     )
-    record = SimpleNamespace(run_id="r1", windows=inputs.windows)
+    record = SimpleNamespace(
+        run_id="r1", windows=inputs.windows, base_run_id=None,
+        base_ledger_path=None if inputs.ledger is None else "base-version",
+    )  # fmt: skip
     judged = judge_run(cfg, record, io)  # type: ignore[arg-type]
     rows = {(r[0], r[1], tuple(r[4] or ()), r[7], r[8]) for r in io.rules.rows("discrepancies")}
     return judged, io, rows

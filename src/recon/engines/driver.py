@@ -24,7 +24,8 @@ from typing import Any, NamedTuple, Protocol
 
 from recon import store
 from recon.config import PipelineConfig
-from recon.engines.pending import partition_ends, removed_ranges
+from recon.engines.pending import carried_pending_path, partition_ends, removed_ranges
+from recon.ledger.versions import EntryStore, read_newest
 from recon.outcome import (
     DISCREPANCY_SAMPLE,
     RunSummary,
@@ -35,6 +36,7 @@ from recon.outcome import (
 )
 from recon.rules import (
     ABORTED_STEPS,
+    CARRIED_STEPS,
     COMMIT_STEPS,
     COUNT_STEPS,
     FACT_STEPS,
@@ -64,24 +66,24 @@ class RunIO(Protocol):
     def sink_rows(self) -> Any:
         """The run's sink rows (every row of a sink scanned whole)."""
 
-    def base_entries(self) -> list[str]:
-        """The entries of the ledger version the run starts from."""
+    @property
+    def data_dir(self) -> str:
+        """The data directory the run's files are under."""
 
-    def carried(self, base_entries: list[str]) -> Any:
-        """The messageIds the base run left pending (column ``message_id``)."""
+    @property
+    def entry_store(self) -> EntryStore:
+        """How this engine reads and writes ledger versions (``recon.ledger.versions``)."""
 
-    def ledger_for(self, base_entries: list[str], ids: Any) -> Any | None:
-        """The version's newest entry of each message in ``ids`` (None: no ledger yet)."""
-
-    def full_ledger(self, base_entries: list[str]) -> Any | None:
-        """The version's newest entry of every message (None: no ledger yet)."""
+    def results_at(self, path: str) -> Any | None:
+        """A run's results directory as a relation (None: not on disk)."""
 
     def read_every(self, windows: list[PartitionWindow]) -> Any:
         """Every record of ``[read_from, pending_to)`` of these partitions, read_uncommitted."""
 
     def write_version(self, base_entries: list[str], has_ledger: bool) -> str:
-        """Write the run's ledger version (from ``ledger_next``, or ``ledger_known`` and the
-        results) and the run's results Parquet; returns the version's path."""
+        """Write the run's ledger version (``recon.ledger.versions.write_version``: from
+        ``ledger_next``, or ``ledger_known`` and the results) and the run's results Parquet;
+        returns the version's path."""
 
     def discrepancy_rows(self) -> Iterable[Sequence[Any]] | store.DiscrepancyFile:
         """The relation ``discrepancies`` as ``recon.store.commit_run`` takes it."""
@@ -169,14 +171,14 @@ def judge_run(
     run_steps(rules, PENDING_STEPS)
     rules.use("pending", rules.relation("pending_read"))
     rules.use("sink_all", io.sink_rows())
-    base_entries = io.base_entries()
+    base_entries = io.entry_store.read_manifest(record.base_ledger_path)
     sink = rules.relation("sink_all")
     if cfg.sink.ingest_seq_column:
-        rules.use("carried", io.carried(base_entries))
-        run_steps(rules, FACT_STEPS)
-        ledger = io.ledger_for(base_entries, rules.relation("fact_ids"))
+        rules.use("carried_from", _carried_from(cfg, record, io, base_entries, progress))
+        run_steps(rules, CARRIED_STEPS + FACT_STEPS)
+        ledger = read_newest(rules, io.entry_store, base_entries, rules.relation("fact_ids"))
     else:
-        ledger = io.full_ledger(base_entries)
+        ledger = read_newest(rules, io.entry_store, base_entries)
         if ledger is not None:
             rules.use("ledger_all", ledger)
             run_steps(rules, SCAN_STEPS)
@@ -208,6 +210,26 @@ def judge_run(
     return JudgedRun(
         counts, ledger_path, int(sink_scanned), _samples(rules.rows("samples"), wanted)
     )
+
+
+def _carried_from(
+    cfg: PipelineConfig,
+    record: store.RunRecord,
+    io: RunIO,
+    base_entries: list[str],
+    progress: Progress,
+) -> Any | None:
+    """Where the messages the base run left pending are read from (``00_carried``): its
+    results; without them (a data directory cleaned by hand), the whole ledger."""
+    path = carried_pending_path(io.data_dir, cfg, record)
+    if path is None:
+        return None
+    found = io.results_at(path)
+    if found is not None:
+        return found
+    progress(f"run {record.run_id}: no results of run {record.base_run_id} at {path}: "
+             "the ledger is scanned for pending messages instead")  # fmt: skip
+    return read_newest(io.rules, io.entry_store, base_entries)
 
 
 def _gapped(rules: RuleEngine, windows: list[PartitionWindow]) -> list[PartitionWindow]:

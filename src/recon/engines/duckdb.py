@@ -35,6 +35,11 @@ class DuckDBRules:
     def relation(self, name: str) -> str:
         return name
 
+    def scratch(self) -> DuckDBRules:
+        # A cursor is a connection of its own to the same database: its temporary objects are
+        # its own.
+        return DuckDBRules(self.con.cursor())
+
     def use(self, name: str, source: str | None) -> None:
         """Input ``name`` read from the relation ``source`` (None: the run has none).
 

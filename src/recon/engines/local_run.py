@@ -11,7 +11,8 @@ messages on a few GiB). The steps keep the Spark engine's contracts (``recon.eng
   workers read Kafka;
 * the verdicts are the rules of :mod:`recon.rules`, run by :mod:`recon.engines.duckdb`;
 * :mod:`recon.ledger.local` reads and writes the same ledger versions (manifests of Parquet
-  entry directories) as :mod:`recon.ledger.spark`, so a pipeline can move between engines.
+  entry directories, ``recon.ledger.versions``) as :mod:`recon.ledger.spark`, so a pipeline
+  can move between engines.
 
 :func:`snapshot_topic` reads the window and the pending records with one Kafka reader process
 per core while the sink's rows for the run stream out of PostgreSQL, all into Parquet under the
@@ -24,6 +25,7 @@ Nothing here imports pyspark or Airflow.
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import threading
@@ -34,8 +36,8 @@ from typing import Any
 from recon import store
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection
-from recon.engines.pending import local_carried_pending
-from recon.ledger import local as ledger_store
+from recon.ledger.local import LocalEntryStore
+from recon.ledger.versions import local_path, write_version
 from recon.outcome import RunSummary, require_record
 from recon.paths import _safe, results_path, window_path
 from recon.read.kafka_local.pool import ReaderLost, Readers, default_workers, read_ranges
@@ -235,6 +237,7 @@ class LocalRunIO:
             )
         self.con = _connect(data_dir)
         self.rules = DuckDBRules(self.con)
+        self.entry_store = LocalEntryStore()
         self._csv: str | None = None
 
     def part(self, part: str) -> str:
@@ -243,19 +246,11 @@ class LocalRunIO:
     def sink_rows(self) -> str:
         return _view(self.con, "recon_sink", f"{self.run_dir}/sink")
 
-    def base_entries(self) -> list[str]:
-        return ledger_store.read_manifest(self.record.base_ledger_path)
-
-    def carried(self, base_entries: list[str]) -> str:
-        return local_carried_pending(
-            self.con, self.data_dir, self.cfg, self.record, base_entries, self.progress
-        )
-
-    def ledger_for(self, base_entries: list[str], ids: str) -> str | None:
-        return ledger_store.ledger_for(self.con, base_entries, ids)
-
-    def full_ledger(self, base_entries: list[str]) -> str | None:
-        return ledger_store.full_ledger(self.con, base_entries)
+    def results_at(self, path: str) -> str | None:
+        directory = local_path(path)
+        if not glob.glob(os.path.join(directory, "*.parquet")):
+            return None
+        return _view(self.con, "recon_base_results", directory)
 
     def read_every(self, windows: list[PartitionWindow]) -> str:
         kafka = kafka_connection(self.cfg.kafka.connection)
@@ -272,10 +267,10 @@ class LocalRunIO:
         # The results are written once, into the new ledger version, where they stand for the
         # entries of the messages new to the ledger (``ledger_new`` is not written): the
         # version's delta holds the entries of the messages the ledger knew.
-        ledger_path, results_file = ledger_store.write_version(
-            self.con, f"{self.data_dir.rstrip('/')}/ledger/{self.cfg.name}",
+        ledger_path, results_file = write_version(
+            self.rules, self.entry_store, f"{self.data_dir.rstrip('/')}/ledger/{self.cfg.name}",
             f"{_safe(self.record.run_id)}-{uuid.uuid4().hex[:8]}", base_entries,
-            "ledger_known" if has_ledger else None, results=("results", self.record.run_id),
+            delta="ledger_known" if has_ledger else None, results=("results", self.record.run_id),
         )  # fmt: skip
         assert results_file is not None
         _publish_results(

@@ -52,6 +52,10 @@ class SparkRules:
         """The relation ``name`` as a DataFrame."""
         return self.spark.table(name)
 
+    def scratch(self) -> SparkRules:
+        # A new session shares the SparkContext and has temporary views of its own.
+        return SparkRules(self.spark.newSession())
+
     def use(self, name: str, frame: Any | None) -> None:
         """Input ``name`` read from ``frame`` (None: the run has none).
 

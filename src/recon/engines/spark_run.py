@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from recon import store
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection, postgres_connection
-from recon.engines.pending import spark_carried_pending
 from recon.outcome import RunSummary, require_record
 from recon.paths import _safe, results_path, window_path
 from recon.read.kafka_spark import OffsetRange, extract_message_ids, part_ranges, read_kafka_ranges
@@ -94,8 +93,8 @@ def _sink_rows_for_run(
 
 class SparkRunIO:
     """:class:`recon.engines.driver.RunIO` on Spark: the window's parts from Parquet, the sink
-    rows over JDBC, the ledger store of ``recon.ledger.spark``, the read_uncommitted pass with
-    Spark's Kafka source, the discrepancy rows streamed to the driver row by row.
+    rows over JDBC, the ledger versions through ``recon.ledger.spark``, the read_uncommitted
+    pass with Spark's Kafka source, the discrepancy rows streamed to the driver row by row.
     """
 
     def __init__(
@@ -107,10 +106,12 @@ class SparkRunIO:
         progress: Progress,
     ) -> None:
         from recon.engines.spark import SparkRules
+        from recon.ledger.spark import SparkEntryStore
 
         self.spark, self.cfg, self.record = spark, cfg, record
         self.data_dir, self.progress = data_dir, progress
         self.rules = SparkRules(spark)
+        self.entry_store = SparkEntryStore(spark, expected_ids=record.fact_bound)
         self._cached: list[DataFrame] = []
 
     def _cache(self, frame: DataFrame) -> DataFrame:
@@ -127,44 +128,28 @@ class SparkRunIO:
     def sink_rows(self) -> DataFrame:
         return self._cache(_sink_rows_for_run(self.spark, self.cfg, self.record))
 
-    def base_entries(self) -> list[str]:
-        from recon.ledger import spark as ledger_store
+    def results_at(self, path: str) -> DataFrame | None:
+        from pyspark.errors import AnalysisException
 
-        return ledger_store.read_manifest(self.spark, self.record.base_ledger_path)
-
-    def carried(self, base_entries: list[str]) -> DataFrame:
-        return spark_carried_pending(
-            self.spark, self.data_dir, self.cfg, self.record, base_entries, self.progress
-        )
-
-    def ledger_for(self, base_entries: list[str], ids: DataFrame) -> DataFrame | None:
-        from recon.ledger import spark as ledger_store
-
-        found = ledger_store.ledger_for(self.spark, base_entries, [ids], self.record.fact_bound)
-        return None if found is None else self._cache(found)
-
-    def full_ledger(self, base_entries: list[str]) -> DataFrame | None:
-        from recon.ledger import spark as ledger_store
-
-        found = ledger_store.full_ledger(self.spark, base_entries)
-        return None if found is None else self._cache(found)
+        try:
+            return self.spark.read.parquet(path)
+        except AnalysisException:  # no such directory
+            return None
 
     def read_every(self, windows: list[PartitionWindow]) -> DataFrame:
         ranges = [OffsetRange(w.topic, w.partition, w.read_from, w.pending_to) for w in windows]
         return _read_records(self.spark, self.cfg, ranges, isolation_level="read_uncommitted")
 
     def write_version(self, base_entries: list[str], has_ledger: bool) -> str:
-        from recon.ledger import spark as ledger_store
+        from recon.ledger.versions import write_version
 
         # Read by the ledger version, the results Parquet and the discrepancy rows: once.
         results = self._cache(self.rules.relation("results"))
-        path = ledger_store.write_version(
-            self.spark,
-            f"{self.data_dir.rstrip('/')}/ledger/{self.cfg.name}",
-            f"{_safe(self.record.run_id)}-{uuid.uuid4().hex[:8]}",
-            base_entries,
-            self.rules.relation("ledger_next"),
-        )
+        path, _ = write_version(
+            self.rules, self.entry_store, f"{self.data_dir.rstrip('/')}/ledger/{self.cfg.name}",
+            f"{_safe(self.record.run_id)}-{uuid.uuid4().hex[:8]}", base_entries,
+            delta=self.rules.relation("ledger_next"),
+        )  # fmt: skip
         results.write.mode("overwrite").parquet(
             results_path(self.data_dir, self.cfg.name, self.record.run_id)
         )

@@ -20,8 +20,10 @@ Outputs: ``results`` (``schemas.RESULT``), ``verdict_counts`` and ``ledger_next`
 (``schemas.LEDGER``; ``ledger_known`` and ``ledger_new`` are its two parts). ``docs/algorithm.md``
 explains the algorithm; each file says what it decides.
 
-Around them, steps ``00_*`` prepare a run's inputs (its pending records, the ids whose ledger
-entries it reads, and, for a sink scanned whole, the rows and entries worth judging again), and
+Around them, steps ``00_*`` prepare a run's inputs (its pending records, the messages the base
+run left pending, the ids whose ledger entries it reads, the newest of those entries from a
+ledger version's files, and, for a sink scanned whole, the rows and entries worth judging
+again), and
 steps ``10_*``/``11_*`` decide what the read_uncommitted pass reads and keeps and what the results
 store gets (``recon.engines.driver`` runs them in a run's order).
 """
@@ -78,6 +80,17 @@ PENDING_STEPS: tuple[Step, ...] = (Step("00_pending_read"),)
 #: The messageIds whose ledger entries a run reads (inputs ``sink_all``, ``carried``).
 FACT_STEPS: tuple[Step, ...] = (Step("00_fact_ids"),)
 
+#: The messages the base run left pending (input ``carried_from``: its results, or its ledger).
+CARRIED_STEPS: tuple[Step, ...] = (Step("00_carried", keep=True),)
+
+#: A ledger version read: from the stored entries and the results written into the version
+#: (inputs ``ledger_stored``, ``ledger_results``; all of them, or at least those of the messages
+#: a run meets) to the newest entry of each message (``ledger_newest``).
+LEDGER_READ_STEPS: tuple[Step, ...] = (
+    Step("00_ledger_entries"),
+    Step("00_ledger_newest", keep=True),
+)
+
 #: A sink scanned whole (no ingest sequence): from all its rows (``sink_all``) and every ledger
 #: entry (``ledger_all``) to the ``sink_rows`` and ``ledger`` the verdict steps judge.
 SCAN_STEPS: tuple[Step, ...] = (
@@ -111,22 +124,34 @@ _RECORD = (
     ("message_id", "VARCHAR"), ("invalid_reason", "VARCHAR"),
 )  # fmt: skip
 
+_LEDGER = (
+    ("message_id", "VARCHAR"),
+    ("topic", "VARCHAR"),
+    ("partition", "INTEGER"),
+    ("first_offset", "BIGINT"),
+    ("offsets", "BIGINT[]"),
+    ("sink_count", "BIGINT"),
+    ("first_run_id", "VARCHAR"),
+    ("verdict", "VARCHAR"),
+    ("positions", _POSITIONS),
+)  # fmt: skip
+
+#: The inputs holding ledger entries: ``positions`` may be absent (a ledger written before they
+#: were kept), and an entry of a message at one position may store no lists
+#: (``recon.rules.run.conform_sql`` derives them).
+LEDGER_INPUTS = ("ledger", "ledger_all", "ledger_stored")
+
 #: The columns each input must have, in DuckDB's types (the Spark engine renders them).
 INPUT_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     "records": _RECORD,
     "pending": _RECORD,
     "sink_rows": (("sink_key", "VARCHAR"), ("message_id", "VARCHAR")),
-    "ledger": (
-        ("message_id", "VARCHAR"),
-        ("topic", "VARCHAR"),
-        ("partition", "INTEGER"),
-        ("first_offset", "BIGINT"),
-        ("offsets", "BIGINT[]"),
-        ("sink_count", "BIGINT"),
-        ("first_run_id", "VARCHAR"),
-        ("verdict", "VARCHAR"),
-        ("positions", _POSITIONS),
-    ),  # fmt: skip
+    "ledger": _LEDGER,
+    # A version's entries, with their directory's place in its manifest (``recon.ledger``).
+    "ledger_stored": (*_LEDGER, ("_seq", "INTEGER")),
+    # The result rows of a run's results written into a version, as the same columns.
+    "ledger_results": (*_LEDGER, ("_seq", "INTEGER")),
+    "carried_from": (("message_id", "VARCHAR"), ("verdict", "VARCHAR")),
     "uncommitted": (
         ("message_id", "VARCHAR"),
         ("topic", "VARCHAR"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from recon.rules import INPUT_COLUMNS, LEDGER_STEPS, VERDICT_STEPS, Step
+from recon.rules import INPUT_COLUMNS, LEDGER_INPUTS, LEDGER_STEPS, VERDICT_STEPS, Step
 from recon.rules.render import for_dialect, literal, render
 from recon.verdicts import ALL_VERDICTS, Verdict
 
@@ -39,6 +39,10 @@ class RuleEngine(Protocol):
     def relation(self, name: str) -> Any:
         """The defined relation ``name`` as the engine's own relation (what :meth:`use` takes)."""
 
+    def scratch(self) -> RuleEngine:
+        """The same engine with a namespace of its own: relations it defines never replace this
+        one's (e.g. a ledger version compacted while a run's relations are in use)."""
+
 
 def empty_sql(name: str) -> str:
     """A statement (DuckDB dialect) for input ``name`` with no rows, its columns typed."""
@@ -56,7 +60,7 @@ def conform_sql(name: str, source: str, present: Iterable[str]) -> str:
     :param present: the columns ``source`` has.
     """
     have = set(present)
-    is_ledger = INPUT_COLUMNS[name] is INPUT_COLUMNS["ledger"]
+    is_ledger = name in LEDGER_INPUTS
     optional = {"positions"} if is_ledger else set()
     missing = [c for c, _ in INPUT_COLUMNS[name] if c not in have and c not in optional]
     if missing:
