@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -64,6 +64,19 @@ class PostgresConnection:
 #: librdkafka client settings, as confluent-kafka's clients take them.
 ClientConfig = dict[str, str | int | float | bool]
 
+#: Settings whose values are secrets: never part of an error message.
+SECRET_SETTINGS = ("sasl.password", "ssl.key.password", "ssl.keystore.password",
+                   "ssl.truststore.password", "sasl.oauthbearer.client.secret")  # fmt: skip
+
+
+def scrub(text: str, config: Mapping[str, Any]) -> str:
+    """``text`` with the value of every secret setting of ``config`` masked."""
+    for key in SECRET_SETTINGS:
+        secret = config.get(key)
+        if secret and str(secret) in text:
+            text = text.replace(str(secret), "***")
+    return text
+
 
 @dataclass(frozen=True)
 class KafkaConnection:
@@ -79,6 +92,11 @@ class KafkaConnection:
         return (
             f"pipeline '{pipeline}': kafka.connection: '{self.conn_id}' at {self.bootstrap_servers}"
         )
+
+    def failure(self, pipeline: str, exc: BaseException) -> str:
+        """A Kafka failure's one-line message: where it happened, then its text with every
+        secret of the connection masked."""
+        return f"{self.where(pipeline)}: {scrub(str(exc), self.config)}"
 
     def spark_options(self) -> dict[str, str]:
         """The connection's client settings as Spark Kafka source options (``kafka.`` prefix).

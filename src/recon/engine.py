@@ -48,7 +48,7 @@ from recon.services import Progress as Progress
 from recon.services import default_data_dir as default_data_dir
 from recon.services import noop, results_db, sink_db
 from recon.services import results_conn_id as results_conn_id
-from recon.snapshot.offsets import KafkaAuthFailed, scrub, take_offsets
+from recon.snapshot.offsets import KafkaAuthFailed, take_offsets
 from recon.snapshot.sink_position import take_sink_position
 from recon.snapshot.window import plan_windows
 
@@ -143,9 +143,7 @@ def snapshot_offsets(
                 now=snapshot_time,
             )  # fmt: skip
         except KafkaAuthFailed as exc:
-            raise KafkaAuthFailed(
-                f"{kafka.where(cfg.name)}: {scrub(str(exc), kafka.config)}"
-            ) from None
+            raise KafkaAuthFailed(kafka.failure(cfg.name, exc)) from None
         start = cfg.kafka.start_offsets or "earliest"
         windows = plan_windows(offsets, base.watermarks, start)
         store.record_snapshot(

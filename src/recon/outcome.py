@@ -10,11 +10,10 @@ from typing import Any
 
 from recon import store
 from recon.config import PipelineConfig
-from recon.connections import kafka_connection, postgres_connection
+from recon.connections import kafka_connection, postgres_connection, scrub
 from recon.contract.evaluate import evaluate_contract
 from recon.errors import first_line
 from recon.services import Progress, noop, results_conn_id, results_db
-from recon.snapshot.offsets import scrub
 from recon.snapshot.window import rewinds
 from recon.verdicts import Verdict
 

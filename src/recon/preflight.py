@@ -31,7 +31,6 @@ def check_pipeline(cfg: PipelineConfig) -> None:
         KafkaAuthFailed,
         KafkaUnreachable,
         admin_client,
-        scrub,
         topic_partitions,
     )
 
@@ -44,14 +43,13 @@ def check_pipeline(cfg: PipelineConfig) -> None:
         except ConnectionNotFound as exc:
             raise ConnectionNotFound(f"pipeline '{cfg.name}': {key}: {exc}") from None
     kafka = kafka_connection(cfg.kafka.connection)
-    where = kafka.where(cfg.name)
     try:
         topic_partitions(admin_client(kafka.config), cfg.kafka.topic)
     except KafkaAuthFailed as exc:
         # Not retried: the same credentials are refused again (fix the connection).
-        raise KafkaAuthFailed(f"{where}: {scrub(str(exc), kafka.config)}") from None
+        raise KafkaAuthFailed(kafka.failure(cfg.name, exc)) from None
     except KafkaUnreachable as exc:
-        raise KafkaUnreachable(f"{where}: {scrub(str(exc), kafka.config)}") from None
+        raise KafkaUnreachable(kafka.failure(cfg.name, exc)) from None
     except ReconError as exc:
         raise ReconError(f"pipeline '{cfg.name}': kafka.topic: {exc}") from None
     sink = postgres_connection(cfg.sink.connection)

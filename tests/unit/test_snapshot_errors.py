@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from recon.connections import scrub
 from recon.errors import ReconError
 from recon.snapshot import offsets as snapshot
 from recon.snapshot.offsets import (
@@ -19,7 +20,6 @@ from recon.snapshot.offsets import (
     KafkaUnreachable,
     admin_client,
     error_kind,
-    scrub,
     take_offsets,
     topic_partitions,
 )

@@ -46,7 +46,7 @@ from recon.read.kafka_spark import OffsetRange, part_ranges
 from recon.read.message_ids import window_schema
 from recon.rules.render import literal as _literal
 from recon.services import Progress, default_data_dir, noop, sink_db
-from recon.snapshot.offsets import KafkaAuthFailed, scrub
+from recon.snapshot.offsets import KafkaAuthFailed
 from recon.snapshot.window import PartitionWindow
 
 PARTS = ("committed", "pending", "inflight", "sink")
@@ -66,9 +66,9 @@ def _wait(cfg: PipelineConfig, readers: Readers) -> int:
     try:
         return readers.wait()
     except KafkaAuthFailed as exc:
-        raise KafkaAuthFailed(f"{kafka.where(cfg.name)}: {scrub(str(exc), kafka.config)}") from None
+        raise KafkaAuthFailed(kafka.failure(cfg.name, exc)) from None
     except KafkaReadFailed as exc:
-        raise KafkaReadFailed(f"{kafka.where(cfg.name)}: {scrub(str(exc), kafka.config)}") from None
+        raise KafkaReadFailed(kafka.failure(cfg.name, exc)) from None
     except ReaderLost as exc:
         raise ReaderLost(f"pipeline '{cfg.name}': {exc}") from None
 

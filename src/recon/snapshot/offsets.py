@@ -22,10 +22,6 @@ NOTHING_COMMITTED = -1001  # librdkafka's OFFSET_INVALID: the group has no offse
 #: so that a command prints its one error line and nothing else.
 _librdkafka_log = logging.getLogger("recon.kafka.librdkafka")
 
-#: Settings whose values are secrets: never part of an error message.
-SECRET_SETTINGS = ("sasl.password", "ssl.key.password", "ssl.keystore.password",
-                   "ssl.truststore.password", "sasl.oauthbearer.client.secret")  # fmt: skip
-
 
 class KafkaSnapshotError(ReconError):
     """Kafka could not be asked, or the topic is not there."""
@@ -83,15 +79,6 @@ def error_kind(error: Any) -> str:
     if getattr(error, "retriable", lambda: False)() or code in transient_codes():
         return "transient"
     return "fatal"
-
-
-def scrub(text: str, config: Mapping[str, Any]) -> str:
-    """``text`` with the value of every secret setting of ``config`` masked."""
-    for key in SECRET_SETTINGS:
-        secret = config.get(key)
-        if secret and str(secret) in text:
-            text = text.replace(str(secret), "***")
-    return text
 
 
 class _QuietLog:
