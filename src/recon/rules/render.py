@@ -71,25 +71,23 @@ def source(step: str) -> str:
     return resources.files("recon.rules").joinpath(f"{step}.sql").read_text()
 
 
-def render(step: str, engine: str, params: Mapping[str, str] | None = None) -> str:
-    """One rule step as the statement ``engine`` runs.
+def render(step: str, dialect: str, params: Mapping[str, str] | None = None) -> str:
+    """One rule step as a statement in ``dialect``.
 
     :param step: the rule file's name without ``.sql`` (e.g. ``05_general_verdicts``).
-    :param engine: ``duckdb`` or ``spark``.
+    :param dialect: ``duckdb`` or ``spark`` (``RuleEngine.dialect``).
     :param params: more placeholders (e.g. ``RUN_ID``), already SQL literals.
     """
-    if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}: expected one of {', '.join(ENGINES)}")
+    if dialect not in ENGINES:
+        raise ValueError(f"unknown dialect {dialect!r}: expected one of {', '.join(ENGINES)}")
     text = string.Template(source(step)).substitute({**_vocabulary(), **(params or {})})
-    return for_dialect(text, engine)
+    return for_dialect(text, dialect)
 
 
-def for_dialect(statement: str, engine: str) -> str:
+def for_dialect(statement: str, dialect: str) -> str:
     """A statement written in DuckDB's dialect (a rule, or an input's conform/VALUES statement)
-    as ``engine`` runs it."""
-    if engine == "duckdb":
-        return statement
-    return _for_spark(statement)
+    in ``dialect``: as it is for DuckDB, transpiled for Spark."""
+    return statement if dialect == "duckdb" else _for_spark(statement)
 
 
 @functools.lru_cache(maxsize=64)
