@@ -359,6 +359,11 @@ def test_error_list_is_bounded() -> None:
         ("pipes: {}\n", "pipelines.yaml: pipes: unknown key"),
         ("pipelines: [a]\n", "pipelines.yaml: pipelines: expected a mapping of pipelines"),
         ("pipelines:\n  'bad name': {}\n", "a pipeline name must be letters"),
+        # A name is a directory under the data directory: never one outside it.
+        ("pipelines:\n  '..': {}\n", "pipelines...: a pipeline name must be letters"),
+        ("pipelines:\n  '.': {}\n", "pipelines..: a pipeline name must be letters"),
+        ("pipelines:\n  '.hidden': {}\n", "a pipeline name must be letters"),
+        ("pipelines:\n  'a/b': {}\n", "a pipeline name must be letters"),
     ],
 )
 def test_file_shape(text: str, needle: str) -> None:

@@ -18,7 +18,7 @@ from recon import settings
 from recon.config.explain import check_pipeline
 from recon.config.model import PipelineConfig
 from recon.config.problems import Problems, kind_of
-from recon.config.schema import ID_RE
+from recon.config.schema import PIPELINE_NAME_RE
 from recon.errors import ConfigError
 
 ENV_VAR = settings.RECON_PIPELINES
@@ -88,11 +88,12 @@ def parse_pipelines(text: str, source: str = DEFAULT_FILE) -> dict[str, Pipeline
     problems = Problems(source)
     pipelines: dict[str, PipelineConfig] = {}
     for name, raw in _declared(document, problems).items():
-        if not isinstance(name, str) or not ID_RE.match(name):
+        if not isinstance(name, str) or not PIPELINE_NAME_RE.match(name):
             problems.add(
                 None,
                 f"pipelines.{name}",
-                "a pipeline name must be letters, digits, '_', '.' or '-' (it becomes a DAG id)",
+                "a pipeline name must be letters, digits, '_', '.' or '-', not starting with '.' "
+                "(it becomes a DAG id and a directory name)",
             )
             continue
         config, found = check_pipeline(name, raw)

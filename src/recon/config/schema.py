@@ -45,6 +45,10 @@ from recon.verdicts import SEMANTICS
 # Airflow's own rule for connection ids and DAG ids (pipelines become DAGs).
 ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,250}$")
 _TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+#: A pipeline name is a DAG id and a directory name under the data directory (its windows,
+#: results and ledger): Airflow's rule, and no leading '.', so that '.' and '..' never name a
+#: directory outside the pipeline's own.
+PIPELINE_NAME_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,249}$")
 
 
 def _not_blank(value: str) -> str:
