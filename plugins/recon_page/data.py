@@ -102,7 +102,7 @@ def redact(text: str | None) -> str | None:
 def connect_kwargs() -> dict[str, Any]:
     """psycopg2 keyword arguments for the results database (never shown to anyone)."""
     from recon import settings
-    from recon.connections import postgres_connection
+    from recon.connections import RawConnection, postgres_connection, postgres_from_raw
     from recon.errors import ConnectionNotFound
 
     conn_id = settings.results_conn_id()
@@ -121,13 +121,12 @@ def connect_kwargs() -> dict[str, Any]:
                 f"connection '{conn_id}' is neither in the environment nor in Airflow "
                 f"({type(exc).__name__}); connection variables here: {seen}"
             ) from None
-        return {
-            "host": conn.host,
-            "port": conn.port or 5432,
-            "user": conn.login,
-            "password": conn.password,
-            "dbname": conn.schema,
-        }
+        raw = RawConnection(
+            conn_id=conn_id, conn_type=conn.conn_type or "", host=conn.host, port=conn.port,
+            login=conn.login, password=conn.password, schema=conn.schema,
+            extra=dict(conn.extra_dejson),
+        )  # fmt: skip
+        return postgres_from_raw(raw).psycopg2_kwargs()
 
 
 @contextmanager

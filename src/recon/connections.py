@@ -32,6 +32,12 @@ class RawConnection:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+#: libpq's TLS settings, read from a PostgreSQL connection's extras (as Airflow's Postgres
+#: provider passes them on). The JDBC driver knows the same names, except ``sslcrl``.
+PG_TLS_SETTINGS = ("sslmode", "sslrootcert", "sslcert", "sslkey", "sslpassword", "sslcrl")
+_JDBC_TLS_SETTINGS = ("sslmode", "sslrootcert", "sslcert", "sslkey", "sslpassword")
+
+
 @dataclass(frozen=True)
 class PostgresConnection:
     conn_id: str
@@ -40,6 +46,8 @@ class PostgresConnection:
     user: str
     password: str | None = field(repr=False)
     dbname: str
+    #: the connection's TLS settings (``PG_TLS_SETTINGS``) from its extras
+    tls: dict[str, str] = field(default_factory=dict, repr=False)
 
     def psycopg2_kwargs(self) -> dict[str, Any]:
         return {
@@ -48,7 +56,13 @@ class PostgresConnection:
             "user": self.user,
             "password": self.password,
             "dbname": self.dbname,
+            **self.tls,
         }
+
+    @property
+    def secrets(self) -> list[str]:
+        """What must never appear in a message: the password and the key's passphrase."""
+        return [s for s in (self.password, self.tls.get("sslpassword")) if s]
 
     @property
     def jdbc_url(self) -> str:
@@ -58,6 +72,7 @@ class PostgresConnection:
         props = {"user": self.user, "driver": "org.postgresql.Driver"}
         if self.password is not None:
             props["password"] = self.password
+        props.update({k: v for k, v in self.tls.items() if k in _JDBC_TLS_SETTINGS})
         return props
 
 
@@ -255,6 +270,7 @@ def postgres_from_raw(raw: RawConnection) -> PostgresConnection:
         user=raw.login,
         password=raw.password,
         dbname=raw.schema,
+        tls={k: str(raw.extra[k]) for k in PG_TLS_SETTINGS if raw.extra.get(k) is not None},
     )
 
 

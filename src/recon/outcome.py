@@ -123,11 +123,9 @@ def redact(text: str, cfg: PipelineConfig) -> str:
         pass
     for conn_id in (cfg.sink.connection, results_conn_id()):
         try:
-            password = postgres_connection(conn_id).password
+            secrets.extend(postgres_connection(conn_id).secrets)
         except ConnectionNotFound:
             continue
-        if password:
-            secrets.append(password)
     for secret in secrets:
         text = text.replace(secret, "***")
     return text

@@ -49,6 +49,37 @@ def test_uri_form_with_encoded_password(monkeypatch: pytest.MonkeyPatch) -> None
     assert (conn.user, conn.password, conn.dbname) == ("u", "p@ss", "sinkdb")
 
 
+def test_postgres_tls_extras_reach_both_drivers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """sslmode & co. in the extras (Airflow's Postgres provider's names) go to psycopg2 and to the
+    JDBC driver (which has no sslcrl); the key's passphrase is a secret like the password."""
+    extra = {"sslmode": "verify-full", "sslrootcert": "/ca.pem", "sslcert": "/c.pem",
+             "sslkey": "/c.key", "sslpassword": "k3y-pass", "sslcrl": "/crl.pem",
+             "unrelated": "x"}  # fmt: skip
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SINK_TLS",
+        json.dumps(
+            {
+                "conn_type": "postgres",
+                "host": "db",
+                "login": "u",
+                "password": "p",
+                "schema": "s",
+                "extra": extra,
+            }
+        ),  # fmt: skip
+    )
+    conn = postgres_connection("sink_tls")
+    kwargs = conn.psycopg2_kwargs()
+    assert {k: kwargs[k] for k in extra if k in kwargs} == {
+        k: v for k, v in extra.items() if k != "unrelated"
+    }
+    props = conn.jdbc_properties()
+    assert props["sslmode"] == "verify-full" and props["sslrootcert"] == "/ca.pem"
+    assert "sslcrl" not in props and "unrelated" not in props
+    assert conn.secrets == ["p", "k3y-pass"]
+    assert "k3y-pass" not in repr(conn)
+
+
 def test_kafka_extra_is_the_client_config(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(
         "AIRFLOW_CONN_K",
