@@ -16,8 +16,8 @@ running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
 init() {
   [ -n "${RECON_AIRFLOW_ADMIN_PASSWORD:-}" ] || die "no Airflow admin password: run 'make setup' first"
   mkdir -p "$dir"
-  printf '{"admin": "%s"}\n' "$RECON_AIRFLOW_ADMIN_PASSWORD" > "$dir/passwords.json"
-  chmod 600 "$dir/passwords.json"
+  rm -f "$dir/passwords.json"  # an older file may be readable by others: written anew
+  printf '{"admin": "%s"}\n' "$RECON_AIRFLOW_ADMIN_PASSWORD" | write_private "$dir/passwords.json"
   local stamp="$dir/.migrated"
   local want
   want=$(airflow version 2>/dev/null)
@@ -70,7 +70,7 @@ if sick:
 }
 
 print_login() {
-  say "Airflow UI: $url   login: admin / $RECON_AIRFLOW_ADMIN_PASSWORD"
+  say "Airflow UI: $url   login: admin, password in $dir/passwords.json"
 }
 
 stop() {

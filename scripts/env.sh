@@ -50,6 +50,8 @@ export AIRFLOW_HOME="${AIRFLOW_HOME:-$RECON_STATE/airflow}"
 
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 say() { printf '==> %s\n' "$*"; }
+# Standard input into file $1, readable by this user only from the moment it exists.
+write_private() { (umask 077 && cat > "$1"); }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # A port another process listens on. Our ports lie in Linux's ephemeral range, so an outgoing

@@ -67,8 +67,7 @@ if [ ! -f "$RECON_STATE/secrets.env" ]; then
   pw=$(head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 20)
   apw=$(head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 16)
   jwt=$(head -c 48 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 48)
-  umask 077
-  cat > "$RECON_STATE/secrets.env" <<EOS
+  write_private "$RECON_STATE/secrets.env" <<EOS
 export RECON_PG_PASSWORD='$pw'
 export RECON_AIRFLOW_ADMIN_PASSWORD='$apw'
 export AIRFLOW__API_AUTH__JWT_SECRET='$jwt'

@@ -149,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     received = sorted(p.name for p in inbox.glob("*")) if inbox.exists() else []
     base = os.environ["RECON_AIRFLOW_BASE_URL"]
     print()
-    say(f"Airflow UI: {base}   login: admin / {os.environ['RECON_AIRFLOW_ADMIN_PASSWORD']}")
+    passwords = Path(os.environ["AIRFLOW_HOME"]) / "passwords.json"
+    say(f"Airflow UI: {base}   login: admin, password in {passwords}")
     say(f"reconciliation page: {base}/recon/   (also in the UI's navigation)")
     broken = "ledger_broken_exactly_once"
     say(f"the broken pipeline's DAG run: {base}/dags/recon_{broken}/runs/{runs[broken]}")
