@@ -3,12 +3,20 @@ message by message; the same run id re-run gives identical rows.
 
 Both engines: ``spark`` and ``local`` (the window read by the Kafka reader processes, the sink
 copied out with ``COPY``, the verdicts judged and the results written by DuckDB; the results are
-read back with Spark, as the validation step reads them, which is part of the test)."""
+read back with Spark, as the validation step reads them, which is part of the test).
+
+Each scenario's workload runs once (``workload``, module scope) and both engines reconcile what
+it left: a pipeline of its own per engine (its own name, so its own watermarks, ledger and
+results) over the same topic, consumer group and sink table. Reconciling only reads them (the
+readers use a group id of their own and commit nothing), so each engine meets exactly the data
+the ground truth describes, as a fresh workload run of its own would give it.
+"""
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +27,7 @@ from fixtures.verdicts import actual_verdicts, assert_local_layout, expected_ver
 from recon.config import load_pipelines
 from recon.engine import results_db, run_pipeline
 from recon.store import forget_pipeline
-from recon_workload import SCENARIOS, remove_run, run_scenario
+from recon_workload import SCENARIOS, ScenarioResult, remove_run, run_scenario
 
 pytestmark = pytest.mark.integration
 
@@ -47,14 +55,41 @@ def _discrepancy_rows(pipeline: str, run_id: str) -> list[tuple[Any, ...]]:
         return cur.fetchall()
 
 
+@pytest.fixture(scope="module")
+def workload() -> Iterator[Callable[[str], ScenarioResult]]:
+    """The scenario's workload run, made on first use and shared by both engines' tests; every
+    run is removed when the module ends. A failed run is not kept: the next test runs it again."""
+    done: dict[str, ScenarioResult] = {}
+    made: list[tuple[str, str]] = []  # (scenario, run tag) of every run started, to remove
+
+    def get(scenario: str) -> ScenarioResult:
+        if scenario not in done:
+            tag = uuid.uuid4().hex[:6]
+            made.append((scenario, tag))
+            done[scenario] = run_scenario(scenario, messages=120, partitions=3, seed=11,
+                                          run_tag=tag, progress=False)  # fmt: skip
+        return done[scenario]
+
+    yield get
+    for scenario, tag in made:
+        remove_run(scenario, tag)
+
+
+# Scenario outer, engine inner: both engines of a scenario run one after the other, on the
+# workload run the first of them made.
 @pytest.mark.parametrize("engine", ["spark", "local"])
 @pytest.mark.parametrize("scenario", list(SEMANTICS))
 def test_every_verdict_equals_the_ground_truth(
-    scenario: str, engine: str, spark: Any, pg_kwargs: dict[str, Any], tmp_path: Path
+    scenario: str,
+    engine: str,
+    workload: Callable[[str], ScenarioResult],
+    spark: Any,
+    pg_kwargs: dict[str, Any],
+    tmp_path: Path,
 ) -> None:
     assert scenario in SCENARIOS
+    truth = workload(scenario)
     tag = uuid.uuid4().hex[:6]
-    truth = run_scenario(scenario, messages=120, partitions=3, seed=11, run_tag=tag, progress=False)
     semantics, idempotent = SEMANTICS[scenario]
     name = f"wl_{engine}_{scenario}_{tag}"
     yaml_path = tmp_path / "pipelines.yaml"
@@ -99,6 +134,5 @@ def test_every_verdict_equals_the_ground_truth(
         assert again.counts == summary.counts
         assert _discrepancy_rows(name, "run-1") == before
     finally:
-        remove_run(scenario, tag)
         with results_db() as pg:
             forget_pipeline(pg, name)
