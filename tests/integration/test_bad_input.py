@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import uuid
@@ -11,7 +12,7 @@ from typing import Any
 
 import psycopg2
 import pytest
-from faultkit import Synthetic, message_id, recon_run, stored, synthetic
+from faultkit import Synthetic, message_id, recon_run_here, stored, synthetic
 
 from recon.engine import results_db
 from recon.read.kafka_spark import MAX_MESSAGE_ID_LENGTH
@@ -161,13 +162,24 @@ def _json(mid: str) -> bytes:
     return json.dumps({"id": mid, "amount": 1}).encode()
 
 
-def _run(tmp_path: Path, s: Synthetic, name: str, run_id: str) -> tuple[int, dict[str, Any]]:
+def _run(
+    tmp_path: Path,
+    s: Synthetic,
+    name: str,
+    run_id: str,
+    spark: Any,
+    capfd: pytest.CaptureFixture[str],
+) -> tuple[int, dict[str, Any]]:
+    """The run on the Spark engine, in this process on the test session's Spark (no driver JVM
+    of its own): `recon run`'s exit status (0 or 1) and its ``--json`` summary."""
     pipelines = tmp_path / "pipelines.yaml"
     pipelines.write_text(s.pipelines_yaml(name))
-    result = recon_run(pipelines, name, run_id, tmp_path / "data")
-    assert result.returncode in (0, 1), result.stderr[-3000:]
-    assert "Traceback" not in result.stderr
-    return result.returncode, json.loads(result.stdout)
+    capfd.readouterr()
+    code, summary = recon_run_here(pipelines, name, run_id, tmp_path / "data", spark)
+    # Nothing printed a traceback meanwhile (the JVM's output included: same file descriptors).
+    assert "Traceback" not in capfd.readouterr().err
+    # What `recon run --json` prints, read back as the CLI's reader would.
+    return code, json.loads(json.dumps(dataclasses.asdict(summary), default=str))
 
 
 def _judged(summary: dict[str, Any]) -> dict[str, int]:
@@ -185,12 +197,13 @@ def _discrepancies(name: str, verdict: str) -> list[tuple[Any, ...]]:
 
 
 def test_empty_topic_judges_nothing_twice(
-    tmp_path: Path, kafka_config: dict[str, str], pg_kwargs: dict[str, Any]
-) -> None:
+    tmp_path: Path, kafka_config: dict[str, str], pg_kwargs: dict[str, Any], spark: Any,
+    capfd: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
     name = f"empty_{uuid.uuid4().hex[:8]}"
     with synthetic(kafka_config, pg_kwargs, 0, name, partitions=2) as s:
         for run in ("first", "second"):
-            code, summary = _run(tmp_path, s, name, f"empty__{run}")
+            code, summary = _run(tmp_path, s, name, f"empty__{run}", spark, capfd)
             assert code == 0, summary
             assert _judged(summary) == {}, run
             assert summary["discrepancies"] == 0 and summary["sink_rows_scanned"] == 0
@@ -203,8 +216,9 @@ def test_empty_topic_judges_nothing_twice(
 
 
 def test_bad_records_are_invalid_with_their_position(
-    tmp_path: Path, kafka_config: dict[str, str], pg_kwargs: dict[str, Any]
-) -> None:
+    tmp_path: Path, kafka_config: dict[str, str], pg_kwargs: dict[str, Any], spark: Any,
+    capfd: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
     name = f"badrec_{uuid.uuid4().hex[:8]}"
     longest = "y" * MAX_MESSAGE_ID_LENGTH  # the limit itself is a good id
     records: list[bytes | None] = [
@@ -227,7 +241,7 @@ def test_bad_records_are_invalid_with_their_position(
         _commit(kafka_config, s.group, s.topic, len(records))
         # The consumer wrote the good ones, and one row with a blank id (the column is NOT NULL).
         _sink_rows(pg_kwargs, s.table, ["good-0", longest, "good-10", "good-12", " "])
-        code, summary = _run(tmp_path, s, name, "badrec__1")
+        code, summary = _run(tmp_path, s, name, "badrec__1", spark, capfd)
         # 9 bad records and the sink row without an id; the 4 good ones delivered, nothing lost.
         assert _judged(summary) == {"delivered": 4, "invalid": 10}
         # invalid is never silent: the run fails (no max_invalid tolerance declared).
@@ -272,13 +286,14 @@ def _unverifiable_rows(name: str, run_id: str) -> tuple[list[str], list[str | No
 
 
 def test_records_removed_by_retention_are_unverifiable(
-    tmp_path: Path, kafka_config: dict[str, str], pg_kwargs: dict[str, Any]
-) -> None:
+    tmp_path: Path, kafka_config: dict[str, str], pg_kwargs: dict[str, Any], spark: Any,
+    capfd: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
     name = f"retained_{uuid.uuid4().hex[:8]}"
     ids = [message_id(i) for i in range(30)]
     with synthetic(kafka_config, pg_kwargs, 10, name, partitions=1,
                    lost_every=10**9, dup_every=10**9) as s:  # fmt: skip
-        code, first = _run(tmp_path, s, name, "retained__1")
+        code, first = _run(tmp_path, s, name, "retained__1", spark, capfd)
         assert (code, _judged(first)) == (0, {"delivered": 10})
 
         # 1. Log start above the previous watermark: ten more records consumed and written
@@ -287,7 +302,7 @@ def test_records_removed_by_retention_are_unverifiable(
         _sink_rows(pg_kwargs, s.table, ids[10:20])
         _commit(kafka_config, s.group, s.topic, 20)
         _delete_records_before(kafka_config, s.topic, 15)
-        code, second = _run(tmp_path, s, name, "retained__2")
+        code, second = _run(tmp_path, s, name, "retained__2", spark, capfd)
         # 15-19 judged; the sink rows of the removed 10-14 match no record that can still be
         # read: each is unverifiable, and the partition's gap is one more unverifiable row.
         assert _judged(second) == {"delivered": 5, "unverifiable": 6}
@@ -303,7 +318,7 @@ def test_records_removed_by_retention_are_unverifiable(
         _sink_rows(pg_kwargs, s.table, ids[20:25])
         _commit(kafka_config, s.group, s.topic, 25)
         _delete_records_before(kafka_config, s.topic, 27)
-        code, third = _run(tmp_path, s, name, "retained__3")
+        code, third = _run(tmp_path, s, name, "retained__3", spark, capfd)
         assert _judged(third) == {"pending": 3, "unverifiable": 6}
         # This window is [20, 25): 25 and 26 are reported by the window that reaches them.
         assert _unverifiable_rows(name, "retained__3") == ([gap.format(20, 24)], ids[20:25])
@@ -312,6 +327,6 @@ def test_records_removed_by_retention_are_unverifiable(
         # commits 30: the pending records are judged, the removed 25 and 26 reported once.
         _sink_rows(pg_kwargs, s.table, ids[27:30])
         _commit(kafka_config, s.group, s.topic, 30)
-        code, fourth = _run(tmp_path, s, name, "retained__4")
+        code, fourth = _run(tmp_path, s, name, "retained__4", spark, capfd)
         assert _judged(fourth) == {"delivered": 3, "unverifiable": 1}
         assert _unverifiable_rows(name, "retained__4") == ([gap.format(25, 26)], [])

@@ -30,8 +30,9 @@ EXIT_ERROR = 2
 
 @pytest.mark.parametrize("phase", ["window_write", "reconcile"])
 def test_spark_driver_killed(
-    phase: str, tmp_path: Path, kafka_config: dict[str, str], pg_kwargs: dict[str, Any]
-) -> None:
+    phase: str, tmp_path: Path, kafka_config: dict[str, str], pg_kwargs: dict[str, Any],
+    spark: Any,
+) -> None:  # fmt: skip
     name, control = f"spark_killed_{phase}", f"spark_killed_{phase}_control"
     with synthetic(kafka_config, pg_kwargs, 50_000, name, control, pending=30) as s:
         pipelines = tmp_path / "pipelines.yaml"
@@ -52,4 +53,5 @@ def test_spark_driver_killed(
         assert f"pipeline '{name}': the Spark driver died during run 'r1'" in err, err[-3000:]
         assert_nothing_committed(name)
 
-        rerun_equals_undisturbed(pipelines, name, control, data, s.expected)
+        # The re-run and the control on the test session's Spark: no driver JVM of their own.
+        rerun_equals_undisturbed(pipelines, name, control, data, s.expected, spark=spark)

@@ -9,8 +9,10 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
+from faultkit import recon_run_here
 from fixtures.pipelines import SYNTHETIC_PIPELINE
 
 from recon.engine import results_db
@@ -33,7 +35,7 @@ def _state(pipeline: str) -> tuple[object, ...]:
     return marks, state, rows, runs
 
 
-def test_killed_before_commit_advances_nothing(tmp_path: Path) -> None:
+def test_killed_before_commit_advances_nothing(tmp_path: Path, spark: Any) -> None:
     tag = uuid.uuid4().hex[:6]
     truth = run_scenario("at_least_once", messages=120, run_tag=tag, progress=False)
     name, control = f"killed_{tag}", f"control_{tag}"
@@ -81,13 +83,12 @@ def test_killed_before_commit_advances_nothing(tmp_path: Path) -> None:
         assert (marks, state, rows) == (0, 0, 0), "a killed run advanced or committed something"
         assert [r[0] for r in runs] == ["running"] and runs[0][1] == {}
 
-        def run(pipeline: str) -> subprocess.CompletedProcess[str]:
-            command = [*base, "--pipeline", pipeline, "--run-id", "r1", "--json"]
-            return subprocess.run(command, capture_output=True, text=True, timeout=600)
-
-        again, undisturbed = run(name), run(control)
-        assert again.returncode == 0, again.stderr[-2000:]
-        assert undisturbed.returncode == 0, undisturbed.stderr[-2000:]
+        # The re-run and the control on the test session's Spark (no driver JVM of their own):
+        # the killed run above is the `recon run` process.
+        again = recon_run_here(pipelines, name, "r1", tmp_path / "d", spark)
+        undisturbed = recon_run_here(pipelines, control, "r1", tmp_path / "d", spark)
+        assert again[0] == 0, again[1]
+        assert undisturbed[0] == 0, undisturbed[1]
         marks, state, rows, runs = _state(name)
         assert marks == 3 and state == 1
         _, _, control_rows, control_runs = _state(control)
