@@ -342,16 +342,9 @@ def test_the_full_list_sql_of_a_crafted_run_id_runs_as_written(pg: Any, pipeline
     """The SQL an alert prints to list every message is pasteable: a run id with a quote, a
     line break and backticks is one literal that PostgreSQL reads back as the run id."""
     from recon.alert.content import build_alert
-    from recon.validation import ValidationOutcome
 
     run_id = "manual__x'; DROP TABLE recon.runs; --\nSELECT `1` \\ \u2028"
-    outcome = ValidationOutcome(
-        passed=False,
-        failures=[{"expectation": "expect_column_values_to_not_be_in_set",
-                   "rule": "lost_forbidden", "verdict": "lost", "observed": 5, "allowed": 0}],
-        data_docs_path="/tmp/none.html",
-        validation_id="v",
-    )  # fmt: skip
+    outcome = lost_outcome(observed=5, validation_id="v")
     summary = {"counts": {"lost": 5}, "samples": {"lost": [
         {"message_id": "gone-9", "topic": TOPIC, "partition": 2, "offsets": [5]}]}}  # fmt: skip
     text = build_alert(
