@@ -53,7 +53,11 @@ def test_broker_killed(
     tmp_path: Path,
     kafka_config: dict[str, str],
     pg_kwargs: dict[str, Any],
+    request: pytest.FixtureRequest,
 ) -> None:
+    # The re-run and the control of a Spark pipeline run on the test session's Spark (no driver
+    # JVM of their own); the disturbed run is a `recon run` process of its own, as before.
+    spark = request.getfixturevalue("spark") if engine == "spark" else None
     name, control = f"kafka_killed_{phase}_{engine}", f"kafka_killed_{phase}_{engine}_control"
     # The window read must outlast the moment the broker is frozen: a hundred thousand records.
     n = 2_000 if phase == "offset_snapshot" else 100_000
@@ -94,4 +98,4 @@ def test_broker_killed(
         start_kafka()
         finished = _finished_after_fault(victim, name)
         rerun_equals_undisturbed(pipelines, name, control, data, s.expected,
-                                 rerun=None if finished else "r1")  # fmt: skip
+                                 rerun=None if finished else "r1", spark=spark)  # fmt: skip

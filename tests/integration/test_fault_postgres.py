@@ -48,8 +48,12 @@ def _commit_waiting_on_watermarks(pipeline: str) -> bool:
 
 @pytest.mark.parametrize("engine", ["spark", "local"])
 def test_postgres_restarted_during_results_commit(
-    tmp_path: Path, kafka_config: dict[str, str], pg_kwargs: dict[str, Any], engine: str
-) -> None:
+    tmp_path: Path, kafka_config: dict[str, str], pg_kwargs: dict[str, Any], engine: str,
+    request: pytest.FixtureRequest,
+) -> None:  # fmt: skip
+    # The re-run and the control of a Spark pipeline run on the test session's Spark (no driver
+    # JVM of their own); the disturbed run is a `recon run` process of its own, as before.
+    spark = request.getfixturevalue("spark") if engine == "spark" else None
     # The local engine's discrepancy rows go in by COPY from a CSV DuckDB wrote: same commit.
     name = "pg_restarted_commit" if engine == "spark" else "local_pg_restarted"
     control = f"{name}_control"
@@ -78,4 +82,4 @@ def test_postgres_restarted_during_results_commit(
             assert "run it again with the same run id" in err, err[-3000:]
         assert_nothing_committed(name)
 
-        rerun_equals_undisturbed(pipelines, name, control, data, s.expected)
+        rerun_equals_undisturbed(pipelines, name, control, data, s.expected, spark=spark)
