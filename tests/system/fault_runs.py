@@ -165,8 +165,8 @@ def retried_run(airflow_url: str) -> Iterator[RetriedRun]:
     pipeline = f"faults_retry_{tag}"
     dag_id, run_id = f"recon_{pipeline}", f"faults__retried_{tag}"
     text = DAG_DIR_PIPELINE.format(
-        name=pipeline, semantics="at_least_once", schedule="null", topic=names.topic(),
-        group=names.group(), table=names.qualified_table,
+        name=pipeline, engine="spark", semantics="at_least_once", schedule="null",
+        topic=names.topic(), group=names.group(), table=names.qualified_table,
         tolerances="{max_duplicate_ratio: 1.0}", retries=1,
     )  # fmt: skip
     airflow = kit.Airflow(airflow_url)

@@ -112,6 +112,11 @@ BACKFILL_SCENARIO = "exactly_once_idempotent_consumer"
 # scheduler makes no run of its own; a backfill over 2019-2024 makes exactly two.
 LEAP_DAYS = '"0 0 29 2 *"'
 BACKFILL_DATES = ("2020-02-29", "2024-02-29")
+# What is tested is Airflow's backfill (one run at a time, each with its own logical date) and the
+# windows it commits, not an engine: the local engine's steps run in their tasks' processes,
+# where the Spark engine's three spark-submit steps per run cost about a minute of JVM starts.
+# The Spark steps under the scheduler are the retried run's (test_retried_task_..., above).
+BACKFILL_ENGINE = "local"
 
 
 def _wait_snapshot(pipeline: str, timeout: float = 420) -> str:
@@ -134,8 +139,9 @@ def test_backfill_runs_one_at_a_time_each_committing_its_window(airflow_url: str
     pipeline = f"faults_backfill_{tag}"
     dag_id = f"recon_{pipeline}"
     text = DAG_DIR_PIPELINE.format(
-        name=pipeline, semantics="exactly_once", schedule=LEAP_DAYS, topic=names.topic(),
-        group=names.group(), table=names.qualified_table, tolerances="{}", retries=0,
+        name=pipeline, engine=BACKFILL_ENGINE, semantics="exactly_once", schedule=LEAP_DAYS,
+        topic=names.topic(), group=names.group(), table=names.qualified_table, tolerances="{}",
+        retries=0,
     )  # fmt: skip
     airflow = kit.Airflow(airflow_url)
     try:

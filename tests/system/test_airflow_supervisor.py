@@ -55,8 +55,9 @@ def test_a_killed_dag_processor_is_restarted_and_parses_new_pipelines(airflow_ur
     tag = uuid.uuid4().hex[:6]
     pipeline = f"supervised_{tag}"
     text = DAG_DIR_PIPELINE.format(
-        name=pipeline, semantics="at_least_once", schedule="null", topic=f"supervised-{tag}",
-        group=f"supervised-{tag}", table=f"public.supervised_{tag}", tolerances="{}", retries=0,
+        name=pipeline, engine="spark", semantics="at_least_once", schedule="null",
+        topic=f"supervised-{tag}", group=f"supervised-{tag}", table=f"public.supervised_{tag}",
+        tolerances="{}", retries=0,
     )  # fmt: skip
     with kit.declared(pipeline, text):
         kit.Airflow(airflow_url).wait_for_dag(f"recon_{pipeline}")

@@ -57,9 +57,9 @@ def alerted(retried_run: RetriedRun) -> Iterator[str]:
     with the connections from the environment: the retried run kept its promise, so it sent none."""
     name = f"{retried_run.pipeline}_broken"
     text = DAG_DIR_PIPELINE.format(
-        name=name, semantics="exactly_once", schedule="null", topic=retried_run.truth.topic,
-        group=retried_run.truth.consumer_group, table=retried_run.truth.sink_table,
-        tolerances="{}", retries=0,
+        name=name, engine="spark", semantics="exactly_once", schedule="null",
+        topic=retried_run.truth.topic, group=retried_run.truth.consumer_group,
+        table=retried_run.truth.sink_table, tolerances="{}", retries=0,
     )  # fmt: skip
     cfg = parse_pipelines(text)[name]
     try:
