@@ -75,10 +75,18 @@ def workload() -> Iterator[Callable[[str], ScenarioResult]]:
         remove_run(scenario, tag)
 
 
+#: The at_most_once workload bounces the broker every test shares (kill and restart): its tests
+#: run with the serial ones, alone (scripts/test.sh); beside another test they break its Kafka
+#: clients mid-run (a workload consumer of the other worker died of it).
+SCENARIO_PARAMS = [
+    pytest.param(s, marks=pytest.mark.serial) if s == "at_most_once" else s for s in SEMANTICS
+]
+
+
 # Scenario outer, engine inner: both engines of a scenario run one after the other, on the
 # workload run the first of them made.
 @pytest.mark.parametrize("engine", ["spark", "local"])
-@pytest.mark.parametrize("scenario", list(SEMANTICS))
+@pytest.mark.parametrize("scenario", SCENARIO_PARAMS)
 def test_every_verdict_equals_the_ground_truth(
     scenario: str,
     engine: str,

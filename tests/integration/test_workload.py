@@ -249,6 +249,8 @@ def _run(request: pytest.FixtureRequest, scenario: str, tag: str, **params: Any)
 # --- the scenarios ----------------------------------------------------------------------------
 
 
+# The scenario bounces the broker every test shares: it runs with the serial tests, alone.
+@pytest.mark.serial
 def test_at_most_once_loses(
     request: pytest.FixtureRequest, run_tag: str, wl_kafka: dict[str, str], wl_pg: dict[str, Any]
 ) -> None:
