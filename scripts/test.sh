@@ -33,9 +33,13 @@ run_tests() {  # <what> <pytest args...>
 }
 run_tests "unit tier" -m unit "$@"
 # Integration tests mostly wait (JVM starts, Kafka, PostgreSQL), so two run at once, a test file
-# per worker: each test owns its pipeline, topic and tables. Those marked serial kill, restart or
-# lock a service every test shares; they run afterwards, alone.
-run_tests "integration tier, two at a time" -m "integration and not serial" -n 2 --dist loadfile "$@"
+# per worker: each test owns its pipeline, topic and tables. Files are handed out in collection
+# order (tests/integration/conftest.py puts the longest first); without --no-loadscope-reorder
+# pytest-xdist would hand out the files with the most tests first instead, and leave long files
+# of one or two tests for the end. Those marked serial kill, restart or lock a service every test
+# shares; they run afterwards, alone.
+run_tests "integration tier, two at a time" -m "integration and not serial" -n 2 --dist loadfile \
+  --no-loadscope-reorder "$@"
 run_tests "integration tier, the serial ones" -m "integration and serial" "$@"
 run_tests "system tier" -m system "$@"
 say "all tests passed"
