@@ -63,10 +63,9 @@ class LocalEntryStore:
         places = {seq: files for seq, files in places.items() if files}
         if not places:
             return False
-        if ids is None:
-            self._use(rules, entries, places)
-            return True
         self._use(rules, entries, places)
+        if ids is None:
+            return True
         run_steps(rules, LEDGER_READ_STEPS[:1])  # ledger_entries: a view, read one column wide
         rules.define(
             "ledger_met",
