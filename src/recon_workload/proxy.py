@@ -15,6 +15,7 @@ proxy remembers which correlation ids belong to Produce requests (api key 0) per
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import random
 import socket
@@ -86,26 +87,37 @@ class FaultProxy:
     :param listen_port: the port the broker advertises for its FAULTY listener.
     :param target_port: the broker's FAULTY listener.
     :param policy: which Produce responses to swallow.
+    :param lock_path: a file locked while the proxy runs: the broker advertises one port for its
+        FAULTY listener, so two proxies (two workload runs at once, in two processes) take turns
+        instead of failing with 'Address already in use'. ``None``: no lock.
     """
 
-    def __init__(self, listen_port: int, target_port: int, policy: DropPolicy) -> None:
+    def __init__(
+        self, listen_port: int, target_port: int, policy: DropPolicy, lock_path: str | None = None
+    ) -> None:
         self.listen_port = listen_port
         self.target_port = target_port
         self.policy = policy
+        self.lock_path = lock_path
+        self._lock_fd: int | None = None
         self._server: socket.socket | None = None
         self._sockets: list[socket.socket] = []
         self._stop = threading.Event()
 
     @classmethod
     def from_env(cls, policy: DropPolicy) -> FaultProxy:
-        """The proxy for the project's broker: ports from ``scripts/env.sh``.
+        """The proxy for the project's broker: ports from ``scripts/env.sh``, its lock file in
+        the project's state folder.
 
         :param policy: which Produce responses to swallow.
         """
+        from recon.settings import state_dir
+
         return cls(
             int(os.environ.get("RECON_KAFKA_PROXY_PORT", "23095")),
             int(os.environ.get("RECON_KAFKA_FAULTY_PORT", "23094")),
             policy,
+            lock_path=os.path.join(state_dir(), "fault-proxy.lock"),
         )
 
     @property
@@ -120,10 +132,20 @@ class FaultProxy:
         self.stop()
 
     def start(self) -> None:
-        server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        server.bind(("127.0.0.1", self.listen_port))
-        server.listen(16)
+        """Waits for the lock (when one is set), then listens."""
+        if self.lock_path is not None:
+            os.makedirs(os.path.dirname(self.lock_path) or ".", exist_ok=True)
+            fd = os.open(self.lock_path, os.O_CREAT | os.O_RDWR, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._lock_fd = fd
+        try:
+            server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            server.bind(("127.0.0.1", self.listen_port))
+            server.listen(16)
+        except BaseException:
+            self._unlock()
+            raise
         self._server = server
         threading.Thread(target=self._accept_loop, daemon=True, name="proxy-accept").start()
 
@@ -135,6 +157,12 @@ class FaultProxy:
             with contextlib.suppress(OSError):  # already closed by the other side
                 sock.shutdown(socket.SHUT_RDWR)
             sock.close()
+        self._unlock()
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the descriptor releases the lock
+            self._lock_fd = None
 
     def _accept_loop(self) -> None:
         assert self._server is not None

@@ -6,11 +6,9 @@ how to start it, rather than skip: a skipped integration test proves nothing.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,47 +30,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
 
     items.sort(key=rank)  # stable: each file keeps its own order
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _one_fault_proxy_at_a_time() -> Iterator[None]:
-    """The workload's fault proxy (``recon_workload.proxy``) listens on the one port the broker
-    advertises for its FAULTY listener: two test processes (``-n 2``) that both run a proxied
-    scenario (at_least_once, the exactly-once ones) at once would fail with 'Address already in
-    use'. A lock file shared by the processes lets one proxy run at a time; the other waits for
-    the few seconds of its producing."""
-    from recon_workload.proxy import FaultProxy
-
-    state = os.environ.get("RECON_STATE") or str(Path(__file__).resolve().parents[2] / ".state")
-    os.makedirs(state, exist_ok=True)
-    lock_path = os.path.join(state, "fault-proxy.lock")
-    enter, leave = FaultProxy.__enter__, FaultProxy.__exit__
-    held: dict[int, int] = {}  # id(proxy) -> the lock file's descriptor
-
-    def locked_enter(self: FaultProxy) -> FaultProxy:
-        fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o600)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            entered = enter(self)
-        except BaseException:
-            os.close(fd)  # closing the descriptor releases the lock
-            raise
-        held[id(self)] = fd
-        return entered
-
-    def locked_exit(self: FaultProxy, *exc: object) -> None:
-        try:
-            leave(self, *exc)
-        finally:
-            fd = held.pop(id(self), None)
-            if fd is not None:
-                os.close(fd)
-
-    FaultProxy.__enter__ = locked_enter  # type: ignore[method-assign]
-    FaultProxy.__exit__ = locked_exit  # type: ignore[method-assign]
-    yield
-    FaultProxy.__enter__ = enter  # type: ignore[method-assign]
-    FaultProxy.__exit__ = leave  # type: ignore[method-assign]
 
 
 def _require_env() -> None:
