@@ -1,28 +1,19 @@
-"""Registers the "Delivery reconciliation" page with Airflow.
+"""Registers the "Delivery reconciliation" page for an Airflow whose plugins folder is this one.
 
-The api-server mounts the FastAPI app at ``/recon`` and the UI lists it in the navigation (an
-external view shown in the UI at ``/plugin/recon``). Airflow does not authenticate plugin apps:
-every route of the app checks the Airflow token itself (``plugins/recon_page/auth.py``).
+The plugin itself is :class:`recon_page.plugin.ReconPagePlugin`. Where ``kafka-recon`` is
+installed (``make setup``'s editable install, or a wheel) Airflow finds it through the package's
+``airflow.plugins`` entry point, and this file exports nothing: Airflow loads the plugins folder
+first and the entry points after, and a second plugin of the same name is skipped with a warning
+counted as a plugin import error. Without an installed distribution (docker-compose mounts the
+checkout and puts ``src`` on ``PYTHONPATH``) the entry point is missing and this file exports the
+class, so the page is registered exactly once either way.
 """
 
 from __future__ import annotations
 
-from airflow.plugins_manager import AirflowPlugin
+from importlib.metadata import entry_points
 
-from recon_page.app import app
+from recon_page.plugin import ENTRY_POINT
 
-NAME = "Delivery reconciliation"
-
-
-class ReconPagePlugin(AirflowPlugin):
-    name = "recon_page"
-    fastapi_apps = [{"app": app, "url_prefix": "/recon", "name": NAME}]
-    external_views = [
-        {
-            "name": NAME,
-            "href": "/recon/",
-            "destination": "nav",
-            "url_route": "recon",
-            "nav_top_level": True,
-        }
-    ]
+if not any(point.value == ENTRY_POINT for point in entry_points(group="airflow.plugins")):
+    from recon_page.plugin import ReconPagePlugin as ReconPagePlugin

@@ -1,7 +1,9 @@
 """The "Delivery reconciliation" page: a FastAPI app that Airflow's api-server mounts at /recon.
 
-Registered by ``plugins/recon_page_plugin.py``. Modules: :mod:`.app` (routes), :mod:`.auth` (the
-Airflow token check every route makes), :mod:`.data` (reads ``recon.*`` with psycopg2),
-:mod:`.render` and :mod:`.chart` (server-side HTML and SVG), :mod:`.docs` (the Data Docs site).
-Nothing here imports Spark or Great Expectations; Airflow is imported lazily, inside requests.
+Registered by :mod:`.plugin` (the package's ``airflow.plugins`` entry point). Modules: :mod:`.app`
+(routes), :mod:`.auth` (the Airflow token check every route makes), :mod:`.data` (reads
+``recon.*`` with psycopg2), :mod:`.render` and :mod:`.chart` (server-side HTML and SVG),
+:mod:`.docs` (the Data Docs site).
+Nothing here imports Spark or Great Expectations; Airflow is imported lazily, inside requests
+(:mod:`.plugin` alone imports it, being what Airflow loads).
 """

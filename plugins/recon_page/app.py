@@ -1,4 +1,4 @@
-"""The FastAPI app Airflow's api-server mounts at ``/recon`` (see ``plugins/recon_page_plugin.py``).
+"""The FastAPI app Airflow's api-server mounts at ``/recon`` (see :mod:`recon_page.plugin`).
 
 Routes (each one checks the Airflow token itself, see :mod:`recon_page.auth`):
 
