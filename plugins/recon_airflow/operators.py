@@ -19,8 +19,6 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 from recon import settings
 
 SPARK_STEPS = ("snapshot_topic", "reconcile", "validate")
-APP = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "spark_apps",
-                   "reconcile.py")  # fmt: skip
 
 
 def _load(pipeline: str, pipelines_file: str | None) -> Any:
@@ -173,7 +171,8 @@ class ReconSparkSubmitOperator(SparkSubmitOperator):
         if pipelines_file:
             args += ["--pipelines", pipelines_file]
         super().__init__(
-            application=APP,
+            # The checkout's spark_apps/reconcile.py, or the copy an installed wheel carries.
+            application=settings.spark_app(),
             application_args=args,
             conn_id=conn_id,
             jars=",".join(spark_extra_jars()) or None,

@@ -24,7 +24,8 @@ RECON_PIPELINES_DIR            unset: none                    a folder whose ``*
                                                               declare more pipelines (env.sh:
                                                               ``$RECON_STATE/pipelines.d``)
 RECON_EXPECTATIONS_DIR         ``$RECON_ROOT/expectations``   the GX suite files, one per claimed
-                                                              semantic
+                               (installed: the package's      semantic
+                               copy, see :func:`shipped`)
 RECON_RESULTS_CONN_ID          ``postgres_recon``             connection id of the results database
                                                               (schema ``recon``)
 RECON_ALERT_WEBHOOK_CONN_ID    ``recon_alert_webhook``        connection id of the alert webhook
@@ -90,6 +91,9 @@ DEFAULT_SPARK_POOL = "default_pool"
 
 # src/recon/settings.py -> the checkout, three levels up (plugins/ and dags/ are its siblings).
 _CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Where a wheel carries the checkout's top-level folders that are read at run time (setup.py copies
+# them in when it builds; a checkout has no such folder and reads its own).
+_SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_shipped")
 
 
 def _set(name: str) -> str | None:
@@ -127,9 +131,28 @@ def pipelines_dir() -> str | None:
     return _set(RECON_PIPELINES_DIR)
 
 
+def shipped(folder: str) -> str:
+    """A top-level folder of the checkout that is read at run time (``expectations``,
+    ``spark_apps``): the one at :func:`root` when it exists (a checkout, or a ``$RECON_ROOT`` that
+    holds its own), else the copy in the installed package, else the one at :func:`root` (a
+    missing file is then reported under the path the user knows)."""
+    at_root = os.path.join(root(), folder)
+    packaged = os.path.join(_SHIPPED, folder)
+    if os.path.isdir(at_root) or not os.path.isdir(packaged):
+        return at_root
+    return packaged
+
+
 def expectations_dir() -> str:
-    """``$RECON_EXPECTATIONS_DIR``, else ``expectations`` at :func:`root`."""
-    return _set(RECON_EXPECTATIONS_DIR) or os.path.join(root(), "expectations")
+    """``$RECON_EXPECTATIONS_DIR``, else ``expectations`` at :func:`root` or in the package
+    (:func:`shipped`)."""
+    return _set(RECON_EXPECTATIONS_DIR) or shipped("expectations")
+
+
+def spark_app() -> str:
+    """The ``spark-submit`` application of the Airflow Spark steps: ``spark_apps/reconcile.py``
+    of the checkout or of the package (:func:`shipped`)."""
+    return os.path.join(shipped("spark_apps"), "reconcile.py")
 
 
 def results_conn_id() -> str:
