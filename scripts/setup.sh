@@ -21,7 +21,8 @@ if ! stamp_ok "$RECON_VENV/.recon-stamp" "$py_hash"; then
   [ -x "$RECON_VENV/bin/python" ] || "$PY" -m venv "$RECON_VENV"
   "$RECON_VENV/bin/pip" install -q --upgrade pip \
     || die "pip could not upgrade itself: is PyPI reachable?"
-  "$RECON_VENV/bin/pip" install -q -c "$RECON_ROOT/constraints.txt" -e "$RECON_ROOT[dev,bench]" \
+  "$RECON_VENV/bin/pip" install -q -c "$RECON_ROOT/constraints.txt" \
+    -e "$RECON_ROOT[airflow,spark,dev,bench]" \
     || die "pip install failed (see above): is PyPI reachable?"
   echo "$py_hash" > "$RECON_VENV/.recon-stamp"
 fi

@@ -1,0 +1,36 @@
+"""Only what pyproject.toml cannot declare: the checkout's top-level folders read at run time.
+
+The GX suites (``expectations/*.json``) and the Spark steps' application
+(``spark_apps/reconcile.py``) stay at the top of the checkout, where docker-compose mounts them and
+people read them; a wheel carries a copy under ``recon/_shipped/`` and ``recon.settings.shipped``
+picks it when no checkout is around. Everything else is in ``pyproject.toml``.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+# folder at the top of the checkout -> the files of it a run reads
+SHIPPED = {"expectations": "*.json", "spark_apps": "*.py"}
+
+
+class BuildPyWithShipped(build_py):
+    def run(self) -> None:
+        super().run()
+        # An editable install reads the checkout's own folders; copying would only add a
+        # second, stale set.
+        if self.editable_mode:
+            return
+        here = os.path.dirname(os.path.abspath(__file__))
+        for folder, pattern in SHIPPED.items():
+            target = os.path.join(self.build_lib, "recon", "_shipped", folder)
+            self.mkpath(target)
+            for path in sorted(glob.glob(os.path.join(here, folder, pattern))):
+                self.copy_file(path, target)
+
+
+setup(cmdclass={"build_py": BuildPyWithShipped})
