@@ -33,4 +33,10 @@ class BuildPyWithShipped(build_py):
                 self.copy_file(path, target)
 
 
-setup(cmdclass={"build_py": BuildPyWithShipped})
+# The egg-info goes under build/, not the top of the checkout: a checkout on sys.path (pytest's
+# rootdir, a `python -m` started there) would show a second kafka-recon distribution, and Airflow
+# loads the airflow.plugins entry points of every one it sees (no deduplication): the page twice.
+EGG_BASE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "build")
+os.makedirs(EGG_BASE, exist_ok=True)
+
+setup(cmdclass={"build_py": BuildPyWithShipped}, options={"egg_info": {"egg_base": EGG_BASE}})
