@@ -33,7 +33,28 @@ def _check_name(pipeline: str) -> None:
         raise ValueError("pipeline must be a non-empty string")
 
 
-class SnapshotOffsetsOperator(BaseOperator):
+class _StepLineage:
+    """The step's OpenLineage datasets (``recon_airflow.lineage``), asked for by Airflow's
+    OpenLineage provider when the task ends, whether it succeeded or failed."""
+
+    pipeline: str
+    pipelines_file: str | None
+    step: str
+    results_conn_id: str | None = None
+    #: ``(passed, failures)`` of a validate step judged in this process, for its assertions facet.
+    _validation: tuple[bool, list[dict[str, Any]]] | None = None
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        from recon_airflow.hooks import use_airflow_connections
+        from recon_airflow.lineage import step_lineage
+
+        use_airflow_connections()
+        cfg = _load(self.pipeline, self.pipelines_file)
+        results_conn_id = self.results_conn_id or settings.results_conn_id()
+        return step_lineage(cfg, self.step, results_conn_id, validation=self._validation)
+
+
+class SnapshotOffsetsOperator(_StepLineage, BaseOperator):
     """Snapshot the topic's offsets and the group's committed offsets; fix the run's window.
 
     :param pipeline: the pipeline's name in the YAML.
@@ -42,6 +63,7 @@ class SnapshotOffsetsOperator(BaseOperator):
 
     template_fields: Sequence[str] = ("pipeline",)
     ui_color = "#e8f1fb"
+    step = "snapshot_offsets"
 
     def __init__(self, *, pipeline: str, pipelines_file: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -76,7 +98,7 @@ class SnapshotOffsetsOperator(BaseOperator):
 LOCAL_STEPS = ("snapshot_topic", "reconcile", "validate")
 
 
-class LocalStepOperator(BaseOperator):
+class LocalStepOperator(_StepLineage, BaseOperator):
     """One step of a run of an ``engine: local`` pipeline (``snapshot_topic``, ``reconcile`` or
     ``validate``) in the task's own process: no JVM (``recon.engines.local_run``, whose Kafka
     readers are processes of their own; Great Expectations on pandas). Like the Spark step,
@@ -123,6 +145,7 @@ class LocalStepOperator(BaseOperator):
         except ReconError as exc:
             raise AirflowFailException(str(exc)) from None
         if self.step == "validate":
+            self._validation = (outcome.passed, list(outcome.failures))
             if not outcome.passed:
                 raise AirflowFailException(
                     f"pipeline '{cfg.name}' broke its {cfg.semantics} contract: "
@@ -133,7 +156,7 @@ class LocalStepOperator(BaseOperator):
                 "discrepancies": summary.discrepancies}  # fmt: skip
 
 
-class ReconSparkSubmitOperator(SparkSubmitOperator):
+class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
     """One Spark step of a run (``snapshot_topic``, ``reconcile`` or ``validate``) under
     spark-submit, on the master of the Spark connection (``local[*]`` or ``spark://host:port``).
 
