@@ -127,6 +127,7 @@ class LocalStepOperator(_StepLineage, BaseOperator):
         from recon import engine
         from recon.errors import ReconError, ServiceUnavailable
         from recon_airflow.hooks import use_airflow_connections
+        from recon_airflow.metrics import emit_run_metrics
 
         use_airflow_connections()
         try:
@@ -152,6 +153,7 @@ class LocalStepOperator(_StepLineage, BaseOperator):
                     + ", ".join(f"{f['rule']} observed {f['observed']}" for f in outcome.failures)
                 )
             return {"passed": outcome.passed, "failures": outcome.failures}
+        emit_run_metrics(cfg.name, summary.counts, summary.duration_seconds)
         return {"status": summary.status, "counts": summary.counts,
                 "discrepancies": summary.discrepancies}  # fmt: skip
 
@@ -225,6 +227,13 @@ class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
         env["PYSPARK_PYTHON"] = os.environ.get("PYSPARK_PYTHON") or _python()
         self.env_vars = {**(self.env_vars or {}), **env}
         super().execute(context)
+        if self.step == "reconcile":
+            from recon_airflow.hooks import use_airflow_connections
+            from recon_airflow.metrics import emit_stored_run_metrics
+
+            # The counts are the child's: read from what it committed, through Airflow.
+            use_airflow_connections()
+            emit_stored_run_metrics(cfg, context["run_id"], self.log)
 
 
 def _python() -> str:

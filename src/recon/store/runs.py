@@ -218,3 +218,26 @@ def list_runs(pg: Any, pipeline: str, limit: int = 20) -> list[dict[str, Any]]:
         )
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def committed_counts(
+    pg: Any, pipeline: str, run_id: str
+) -> tuple[dict[str, int], float | None] | None:
+    """A committed run's counts per verdict and its duration; ``None`` before its results commit
+    (a run still running, or one that failed, has none).
+
+    :param pipeline: the pipeline.
+    :param run_id: the run.
+    """
+    with pg.cursor() as cur:
+        cur.execute(
+            "SELECT counts, duration_seconds FROM recon.runs WHERE pipeline = %s AND run_id = %s "
+            "AND ledger_path IS NOT NULL AND status NOT IN ('running', 'error')",
+            (pipeline, run_id),
+        )
+        row = cur.fetchone()
+    pg.commit()
+    if row is None:
+        return None
+    counts = {str(k): int(v) for k, v in (row[0] or {}).items()}
+    return counts, None if row[1] is None else float(row[1])

@@ -1,0 +1,104 @@
+"""A run's metrics reach StatsD through Airflow's Stats, configured by [metrics] as a task's process
+is: a UDP socket in the test receives them, line by line."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+#: In a process of its own, Stats initialised as Airflow's task runner does it
+#: (airflow.sdk.execution_time.task_runner.main): the backend the [metrics] settings choose.
+EMIT = """
+import json, sys
+
+from airflow.sdk.configuration import conf
+from airflow.sdk.observability import stats
+from airflow.sdk.observability.metrics import stats_utils
+
+from recon_airflow.metrics import emit_run_metrics
+
+stats.initialize(factory=stats_utils.get_stats_factory(),
+                 export_legacy_names=conf.getboolean("metrics", "legacy_names_on"))
+pipeline, counts, duration = json.loads(sys.argv[1])
+emit_run_metrics(pipeline, counts, duration)
+"""
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))  # a free port
+    sock.settimeout(10)
+    yield sock
+    sock.close()
+
+
+def _emit(listener: socket.socket, pipeline: str, counts: dict[str, int], duration: float) -> None:
+    import json
+
+    env = {
+        **os.environ,
+        "AIRFLOW__METRICS__STATSD_ON": "True",
+        "AIRFLOW__METRICS__STATSD_HOST": "127.0.0.1",
+        "AIRFLOW__METRICS__STATSD_PORT": str(listener.getsockname()[1]),
+        "AIRFLOW__METRICS__STATSD_PREFIX": "airflow",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", EMIT, json.dumps([pipeline, counts, duration])],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def _received(listener: socket.socket, n: int) -> list[str]:
+    """The first ``n`` recon lines; Airflow's own (``airflow.serde...``) are not ours."""
+    lines: list[str] = []
+    while len(lines) < n:
+        data, _ = listener.recvfrom(65535)
+        lines.extend(x for x in data.decode().splitlines() if x.startswith("airflow.recon."))
+    return lines
+
+
+def test_a_runs_counts_lag_and_duration_reach_statsd(listener: socket.socket) -> None:
+    counts = {"delivered": 990, "lost": 3, "duplicated": 2, "pending": 17, "topic_duplicate": 1}
+    _emit(listener, "orders_eo", counts, 12.5)
+    # One counter per verdict (zeros too), the lag gauge, the duration timer: 9 + 1 + 1 lines.
+    assert _received(listener, 11) == [
+        "airflow.recon.orders_eo.verdict.delivered:990|c",
+        "airflow.recon.orders_eo.verdict.lost:3|c",
+        "airflow.recon.orders_eo.verdict.duplicated:2|c",
+        "airflow.recon.orders_eo.verdict.topic_duplicate:1|c",
+        "airflow.recon.orders_eo.verdict.phantom:0|c",
+        "airflow.recon.orders_eo.verdict.aborted_read:0|c",
+        "airflow.recon.orders_eo.verdict.pending:17|c",
+        "airflow.recon.orders_eo.verdict.unverifiable:0|c",
+        "airflow.recon.orders_eo.verdict.invalid:0|c",
+        "airflow.recon.orders_eo.lag_messages:17|g",
+        "airflow.recon.orders_eo.run_duration:12500.000000|ms",
+    ]
+
+
+def test_a_dotted_pipeline_name_keeps_the_names_hierarchy(listener: socket.socket) -> None:
+    _emit(listener, "team.orders", {"lost": 1}, 1.0)
+    assert _received(listener, 2)[:2] == [
+        "airflow.recon.team__orders.verdict.delivered:0|c",
+        "airflow.recon.team__orders.verdict.lost:1|c",
+    ]
+
+
+def test_no_latency_is_sent_while_runs_do_not_measure_it(listener: socket.socket) -> None:
+    _emit(listener, "orders_eo", {}, 1.0)
+    lines = _received(listener, 11)
+    assert not [line for line in lines if ".latency:" in line]
+    # Nothing more follows: the subprocess has ended, every datagram it sent has arrived.
+    listener.settimeout(0.5)
+    with pytest.raises(TimeoutError):
+        while True:
+            assert b"airflow.recon." not in listener.recvfrom(65535)[0]
