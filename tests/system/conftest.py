@@ -154,6 +154,7 @@ def seeded_pipeline() -> Iterator[tuple[str, list[str]]]:
         pg.close()
 
 
-# A session fixture shared by test_airflow_faults.py and test_no_secret_leaks.py: one DAG run costs
-# minutes of spark-submit, so the leak search reuses the fault tests' run.
+# The one retried DAG run that the tests of test_airflow_faults.py share (it costs minutes of
+# spark-submit): they stay in that file, so that the tier's two workers, which get whole files,
+# never make it twice.
 from fault_runs import retried_run  # noqa: E402, F401

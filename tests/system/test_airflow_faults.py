@@ -1,26 +1,34 @@
-"""Airflow re-running a reconciliation (issue 8's fault matrix, Airflow rows), under the real
-scheduler: a task retried after its process was SIGKILLed, a finished run cleared, a backfill
-over past logical dates. Each time: nothing partial is visible, watermarks advance only with their
-results, verdicts equal the workload's ground truth, nothing is counted twice.
+"""One reconciliation DAG run under the real scheduler, its ``reconcile`` task SIGKILLed mid-step
+and retried, then cleared (issue 8's fault matrix, Airflow rows), and what it leaves behind.
+
+Each re-run: nothing partial is visible, watermarks advance only with their results, verdicts equal
+the workload's ground truth, nothing is counted twice. Behind it (security): no socket beyond
+loopback while it ran, and no secret of the stack in Airflow's logs, the run's XComs and rendered
+task fields, the alerts (stored and delivered), recon.runs, the Data Docs or the reconciliation
+page. The tests share the one run (``fault_runs.retried_run``), so they live in one file: the
+tier's two workers get whole files, and a second worker would make a second run.
 """
 
 from __future__ import annotations
 
-import time
-import uuid
-from datetime import datetime
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
 
 import dagrun_kit as kit
+import httpx
 import pytest
 from confluent_kafka import Producer
-from fault_runs import KILLED_TASK, RetriedRun, group_offsets
+from fault_runs import KILLED_TASK, RetriedRun, environment_secrets, group_offsets
 from fixtures.pipelines import DAG_DIR_PIPELINE
+from secret_search import files_under, find_secrets, scan
 
+from recon.alert.for_run import alert_for_run
+from recon.config import parse_pipelines
 from recon.engine import results_db
 from recon.store import forget_pipeline
-from recon_workload import remove_run, run_scenario
 from recon_workload.kafka_io import alter_offsets, base_config
-from recon_workload.names import RunNames
 
 pytestmark = pytest.mark.system
 
@@ -107,108 +115,119 @@ def test_cleared_run_replaces_its_results_and_keeps_its_window(retried_run: Retr
     assert all(marks[p][0] < moved[p] for p in moved)
 
 
-BACKFILL_SCENARIO = "exactly_once_idempotent_consumer"
-# Fires only on 29 February: never between the DAG's start_date (2026-01-01) and now, so the
-# scheduler makes no run of its own; a backfill over 2019-2024 makes exactly two.
-LEAP_DAYS = '"0 0 29 2 *"'
-BACKFILL_DATES = ("2020-02-29", "2024-02-29")
-# What is tested is Airflow's backfill (one run at a time, each with its own logical date) and the
-# windows it commits, not an engine: the local engine's steps run in their tasks' processes,
-# where the Spark engine's three spark-submit steps per run cost about a minute of JVM starts.
-# The Spark steps under the scheduler are the retried run's (test_retried_task_..., above).
-BACKFILL_ENGINE = "local"
-
-
-def _wait_snapshot(pipeline: str, timeout: float = 420) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        rows = kit.query(
-            "SELECT run_id FROM recon.runs WHERE pipeline = %s AND snapshot_at IS NOT NULL",
-            pipeline,
-        )
-        if rows:
-            assert len(rows) == 1, f"two backfill runs took snapshots at once: {rows}"
-            return str(rows[0][0])
-        time.sleep(0.5)
-    raise AssertionError(f"no backfill run of {pipeline} took its snapshot within {timeout:.0f} s")
-
-
-def test_backfill_runs_one_at_a_time_each_committing_its_window(airflow_url: str) -> None:
-    tag = uuid.uuid4().hex[:6]
-    names = RunNames(BACKFILL_SCENARIO, tag)
-    pipeline = f"faults_backfill_{tag}"
-    dag_id = f"recon_{pipeline}"
-    text = DAG_DIR_PIPELINE.format(
-        name=pipeline, engine=BACKFILL_ENGINE, semantics="exactly_once", schedule=LEAP_DAYS,
-        topic=names.topic(), group=names.group(), table=names.qualified_table, tolerances="{}",
-        retries=0,
-    )  # fmt: skip
-    airflow = kit.Airflow(airflow_url)
-    try:
-        with kit.declared(pipeline, text):
-            truth = run_scenario(BACKFILL_SCENARIO, messages=150, run_tag=tag, progress=False)
-            assert kit.judged(truth.counts) == {"delivered": 150}, truth.summary
-            airflow.wait_for_dag(dag_id)
-            # The first backfill run sees the group half-way: it judges the first half and holds
-            # the rest (sink rows already written) as pending; the second run judges the rest.
-            ends = group_offsets(truth)
-            half = {p: end // 2 for p, end in ends.items()}
-            conf = base_config()
-            alter_offsets(
-                conf, truth.consumer_group, {(truth.topic, p): o for p, o in half.items()}
-            )
-
-            backfill = airflow.call(
-                "POST", "/backfills",
-                json={"dag_id": dag_id, "from_date": "2019-01-01T00:00:00Z",
-                      "to_date": "2025-01-01T00:00:00Z", "max_active_runs": 1,
-                      "reprocess_behavior": "none"},
-            )  # fmt: skip
-            first = _wait_snapshot(pipeline)
-            alter_offsets(
-                conf, truth.consumer_group, {(truth.topic, p): o for p, o in ends.items()}
-            )
-            dag_runs = airflow.runs(dag_id)
-            assert [d["logical_date"][:10] for d in dag_runs] == list(BACKFILL_DATES)
-            assert all(d["run_type"] == "backfill" for d in dag_runs)
-            assert dag_runs[0]["dag_run_id"] == first, (
-                "the backfill did not start with its oldest date"
-            )
-            done = [airflow.wait_run(dag_id, d["dag_run_id"], timeout=600) for d in dag_runs]
-            assert [d["state"] for d in done] == ["success", "success"], (
-                f"backfill {backfill['id']}: see {kit.task_log_dir(dag_id, first)}"
-            )
-
-            # One at a time: the second run started after the first ended.
-            started = datetime.fromisoformat(done[1]["start_date"])
-            assert started >= datetime.fromisoformat(done[0]["end_date"])
-            second = done[1]["dag_run_id"]
-            runs = kit.runs(pipeline)
-            assert set(runs) == {first, second}
-            assert runs[second]["base_run_id"] == first
-            assert all(r["status"] == "passed" for r in runs.values())
-
-            # Each committed exactly its window, and the windows tile the topic.
-            w1, w2 = kit.windows(pipeline, first), kit.windows(pipeline, second)
-            assert {p: w[1] for p, w in w1.items()} == half
-            assert {p: (w[0], w[1]) for p, w in w2.items()} == {p: (half[p], ends[p]) for p in ends}
-            assert kit.watermarks(pipeline) == {p: (end, second) for p, end in ends.items()}
-
-            c1, c2 = runs[first]["counts"], runs[second]["counts"]
-            assert c1["delivered"] > 0 and c2["delivered"] > 0
-            # What the first held as pending is exactly what the second judged: nothing twice.
-            assert c1.get("pending", 0) == c2["delivered"]
-            assert c1["delivered"] + c2["delivered"] == truth.counts["delivered"]
-            assert kit.judged(c2) == {"delivered": c2["delivered"]}
-    finally:
-        remove_run(BACKFILL_SCENARIO, tag)
-        with results_db() as pg:
-            forget_pipeline(pg, pipeline)
-
-
 def test_nothing_listens_beyond_loopback_during_a_dag_run(retried_run: RetriedRun) -> None:
     """Every socket the project's processes listened on while the DAG run (its spark-submit
     steps, the scheduler's workers, the retry) went on was bound to loopback: no Spark UI on
     ``*:4040``, no Airflow log server on ``0.0.0.0:8793``."""
     assert retried_run.listings > 10, "the sockets were hardly listed during the run"
     assert retried_run.exposed == [], "\n".join(retried_run.exposed)
+
+
+# --- what the run left behind: no secret anywhere people look ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def alerted(retried_run: RetriedRun) -> Iterator[str]:
+    """A run that broke its contract, alerted through the product's channels (webhook, email)
+    with the connections from the environment: the retried run kept its promise, so it sent none."""
+    name = f"{retried_run.pipeline}_broken"
+    text = DAG_DIR_PIPELINE.format(
+        name=name, engine="spark", semantics="exactly_once", schedule="null",
+        topic=retried_run.truth.topic, group=retried_run.truth.consumer_group,
+        table=retried_run.truth.sink_table, tolerances="{}", retries=0,
+    )  # fmt: skip
+    cfg = parse_pipelines(text)[name]
+    try:
+        run_id = "faults__broken"
+        with results_db() as pg, pg.cursor() as cur:
+            cur.execute(
+                "INSERT INTO recon.runs (pipeline, run_id, semantics, status, started_at, "
+                "finished_at, counts, contract_passed, violations) VALUES (%s, %s, "
+                "'exactly_once', 'failed', now(), now(), %s, false, %s)",
+                (name, run_id, json.dumps({"delivered": 9, "lost": 1}),
+                 json.dumps([{"verdict": "lost", "rule": "lost", "observed": 1, "allowed": 0,
+                              "reason": "exactly_once forbids lost messages"}])),
+            )  # fmt: skip
+            cur.execute(
+                "INSERT INTO recon.discrepancies (pipeline, run_id, verdict, message_id, topic, "
+                "partition, offsets, first_offset, sink_keys, sink_count) "
+                "VALUES (%s, %s, 'lost', 'm-1', %s, 0, '{7}', 7, '{}', 0)",
+                (name, run_id, retried_run.truth.topic),
+            )
+            pg.commit()
+        result = alert_for_run(cfg, run_id, dag_id=f"recon_{name}")
+        assert result["contract_passed"] is False and result["channels"], result
+        yield name
+    finally:
+        with results_db() as pg:
+            forget_pipeline(pg, name)
+
+
+def test_the_search_finds_a_planted_secret() -> None:
+    secrets = {"pg": "s3cr/et+pa ss"}
+    assert find_secrets(secrets, "x", b"postgresql://u:s3cr%2Fet%2Bpa%20ss@h/db") == ["pg in x"]
+    assert find_secrets(secrets, "x", b'{"password": "s3cr/et+pa ss"}') == ["pg in x"]
+    assert find_secrets(secrets, "x", b"password=***") == []
+
+
+def test_no_secret_in_logs_xcom_alerts_data_docs_or_the_page(
+    retried_run: RetriedRun, alerted: str, airflow_url: str
+) -> None:
+    secrets = environment_secrets()
+    r = retried_run
+    home = Path(os.environ["AIRFLOW_HOME"])
+    state = Path(os.environ["RECON_STATE"])
+    leaks: list[str] = []
+
+    logs = [(str(p), p.read_bytes()) for p in files_under(home / "logs")]
+    n, found = scan(secrets, logs)
+    leaks += found
+    # The retried run's task logs are among them: both tries of the killed task.
+    attempts = {
+        p.name for p in (kit.task_log_dir(r.dag_id, r.run_id) / "task_id=reconcile").iterdir()
+    }
+    assert {"attempt=1.log", "attempt=2.log"} <= attempts, attempts
+
+    xcoms = r.airflow.xcoms(r.dag_id, r.run_id)
+    assert xcoms, "the run left no XCom to search"
+    leaks += scan(secrets, [("XCom", json.dumps(xcoms).encode())])[1]
+    # The UI's task instance views, rendered templates included (spark-submit's env_vars field
+    # would carry the connections if they were set before rendering).
+    tis = r.airflow.task_instances(r.dag_id, r.run_id)
+    assert tis["reconcile"]["rendered_fields"]["application_args"], "no rendered fields"
+    leaks += scan(secrets, [("task instances", json.dumps(tis).encode())])[1]
+
+    rows = kit.query("SELECT row_to_json(a)::text FROM recon.alerts a")
+    assert any(alerted in row[0] for row in rows), "no alert row of the broken run"
+    runs = kit.query("SELECT row_to_json(r)::text FROM recon.runs r")
+    tables = [
+        ("recon.alerts", "\n".join(row[0] for row in rows).encode()),
+        ("recon.runs", "\n".join(row[0] for row in runs).encode()),
+    ]
+    leaks += scan(secrets, tables)[1]
+    inbox = Path(os.environ.get("RECON_INBOX") or state / "inbox")
+    leaks += (
+        scan(secrets, [(str(p), p.read_bytes()) for p in files_under(inbox)])[1]
+        if inbox.is_dir()
+        else []
+    )
+
+    docs = [(str(p), p.read_bytes()) for p in files_under(state / "gx")]
+    assert any(p.endswith(".html") for p, _ in docs), "no Data Docs page to search"
+    leaks += scan(secrets, docs)[1]
+
+    auth = {"Authorization": f"Bearer {r.airflow.token}"}
+    pages = []
+    with httpx.Client(base_url=airflow_url, headers=auth, timeout=30) as ui:
+        for route in ("/recon/", f"/recon/?pipeline={r.pipeline}", "/recon/api/pipelines",
+                      f"/recon/api/runs?pipeline={r.pipeline}",
+                      f"/recon/api/discrepancies?pipeline={r.pipeline}",
+                      f"/recon/?pipeline={alerted}"):  # fmt: skip
+            got = ui.get(route)
+            assert got.status_code == 200, f"{route}: {got.status_code} {got.text[:200]}"
+            pages.append((route, got.content))
+    assert r.pipeline.encode() in pages[1][1]
+    leaks += scan(secrets, pages)[1]
+
+    assert n > 0
+    assert leaks == [], "secrets leaked:\n" + "\n".join(sorted(set(leaks)))

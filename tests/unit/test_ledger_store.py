@@ -103,10 +103,18 @@ def _run_chain(spark: SparkSession, root: Path) -> tuple[list[str], dict[str, Da
     return manifests, results
 
 
+@pytest.fixture(scope="module")
+def chain(
+    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[list[str], dict[str, DataFrame]]:
+    """The three runs, once for the tests that only read what they left."""
+    return _run_chain(spark, tmp_path_factory.mktemp("ledger"))
+
+
 def test_the_delta_chain_judges_as_the_whole_ledger_did(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, chain: tuple[list[str], dict[str, DataFrame]]
 ) -> None:
-    manifests, results = _run_chain(spark, tmp_path)
+    manifests, results = chain
     run3 = {r["message_id"]: (r["verdict"], r["sink_count"]) for r in results["run-3"].collect()}
     assert run3 == RUN3_VERDICTS
 
@@ -122,9 +130,9 @@ def test_the_delta_chain_judges_as_the_whole_ledger_did(
 
 
 def test_a_run_reads_and_writes_only_its_own_messages_entries(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, chain: tuple[list[str], dict[str, DataFrame]]
 ) -> None:
-    manifests, _ = _run_chain(spark, tmp_path)
+    manifests, _ = chain
     entries = _read_manifest(spark, manifests[-1])
     assert [Path(e).name for e in entries] == ["run-1", "run-2", "run-3"]
     written = {r["message_id"] for r in spark.read.parquet(entries[-1]).collect()}
