@@ -26,16 +26,7 @@ def airflow_raw_connection(conn_id: str) -> Any:
         conn = BaseHook.get_connection(conn_id)
     except AirflowNotFoundException:
         raise ConnectionNotFound(f"connection '{conn_id}' is not defined in Airflow") from None
-    return RawConnection(
-        conn_id=conn_id,
-        conn_type=conn.conn_type or "",
-        host=conn.host,
-        port=conn.port,
-        login=conn.login,
-        password=conn.password,
-        schema=conn.schema,
-        extra=dict(conn.extra_dejson),
-    )
+    return RawConnection.from_airflow(conn_id, conn)
 
 
 def use_airflow_connections() -> None:

@@ -121,12 +121,7 @@ def connect_kwargs() -> dict[str, Any]:
                 f"connection '{conn_id}' is neither in the environment nor in Airflow "
                 f"({type(exc).__name__}); connection variables here: {seen}"
             ) from None
-        raw = RawConnection(
-            conn_id=conn_id, conn_type=conn.conn_type or "", host=conn.host, port=conn.port,
-            login=conn.login, password=conn.password, schema=conn.schema,
-            extra=dict(conn.extra_dejson),
-        )  # fmt: skip
-        return postgres_from_raw(raw).psycopg2_kwargs()
+        return postgres_from_raw(RawConnection.from_airflow(conn_id, conn)).psycopg2_kwargs()
 
 
 @contextmanager

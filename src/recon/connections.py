@@ -31,6 +31,20 @@ class RawConnection:
     schema: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def from_airflow(cls, conn_id: str, conn: Any) -> RawConnection:
+        """The parts of an Airflow ``Connection`` (the task SDK's or the models' one: both have
+        these attributes), without importing Airflow.
+
+        :param conn_id: the connection's id.
+        :param conn: the Airflow connection object.
+        """
+        return cls(
+            conn_id=conn_id, conn_type=conn.conn_type or "", host=conn.host, port=conn.port,
+            login=conn.login, password=conn.password, schema=conn.schema,
+            extra=dict(conn.extra_dejson),
+        )  # fmt: skip
+
 
 #: libpq's TLS settings, read from a PostgreSQL connection's extras (as Airflow's Postgres
 #: provider passes them on). The JDBC driver knows the same names, except ``sslcrl``.

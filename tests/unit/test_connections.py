@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
 from recon.connections import (
+    RawConnection,
     java_client_config,
     kafka_connection,
     postgres_connection,
+    postgres_from_raw,
     raw_connection,
 )
 from recon.errors import ConnectionNotFound
@@ -148,3 +151,20 @@ def test_pem_ca_file_becomes_a_pem_truststore() -> None:
     assert java["ssl.truststore.location"] == "/etc/ca.pem"
     assert java["ssl.endpoint.identification.algorithm"] == ""
     assert "ssl.ca.location" not in java
+
+
+def test_an_airflow_connection_object_becomes_a_raw_connection() -> None:
+    """What the task SDK's and the models' ``Connection`` objects share is all that is read."""
+    conn = SimpleNamespace(
+        conn_type=None, host="db.internal", port=5433, login="u", password="p w",
+        schema="sink", extra_dejson={"sslmode": "require"},
+    )  # fmt: skip
+    raw = RawConnection.from_airflow("pg_x", conn)
+    assert raw == RawConnection(
+        conn_id="pg_x", conn_type="", host="db.internal", port=5433, login="u", password="p w",
+        schema="sink", extra={"sslmode": "require"},
+    )  # fmt: skip
+    assert "p w" not in repr(raw)
+    kwargs = postgres_from_raw(raw).psycopg2_kwargs()
+    assert (kwargs["host"], kwargs["dbname"]) == ("db.internal", "sink")
+    assert kwargs["sslmode"] == "require"
