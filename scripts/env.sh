@@ -25,6 +25,9 @@ export RECON_PG_SINK_DB="${RECON_PG_SINK_DB:-recon_sink}"
 export RECON_PG_AIRFLOW_DB="${RECON_PG_AIRFLOW_DB:-airflow}"
 export RECON_PG_RESULTS_DB="${RECON_PG_RESULTS_DB:-recon}"
 export RECON_PG_OS_USER="${RECON_PG_OS_USER:-recon-pg}"
+# The service user's own folder (0700): the clusters live there, one per checkout
+# (scripts/postgres.sh), never inside the checkout, which that user may not be able to reach.
+export RECON_PG_HOME="${RECON_PG_HOME:-/var/lib/recon-pg}"
 export RECON_AIRFLOW_PORT="${RECON_AIRFLOW_PORT:-23080}"
 export RECON_SMTP_PORT="${RECON_SMTP_PORT:-23025}"
 export RECON_WEBHOOK_PORT="${RECON_WEBHOOK_PORT:-23090}"

@@ -1,28 +1,51 @@
 #!/usr/bin/env bash
-# The project's PostgreSQL: a cluster in .state/pg owned by a non-root OS user, TCP on loopback
-# only, password authentication; databases for the sink, the product's results and Airflow.
-# usage: postgres.sh start|stop|status
+# The project's PostgreSQL: a cluster owned by a non-root OS user, TCP on loopback only, password
+# authentication; databases for the sink, the product's results and Airflow.
+# usage: postgres.sh init|start|stop|restart|status|psql
+#
+# The cluster lives in the service user's own folder ($RECON_PG_HOME, 0700), one per checkout;
+# $RECON_STATE/pg is a link to it. The checkout may sit under a private directory (/root, a 0700
+# temporary folder): the service user never needs to reach into it, so no directory above the
+# checkout has its permissions widened.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
 bindir=$(dirname "$(ls -d /usr/lib/postgresql/*/bin/initdb | sort -V | tail -1)")
-pgdir="$RECON_STATE/pg"
-data="$pgdir/data"
-log="$pgdir/postgres.log"
+link="$RECON_STATE/pg"
+# The cluster's own path, not through the link: its owner may not be able to reach the checkout.
+locate() {
+  pgdir="$link"
+  [ -L "$link" ] && pgdir=$(readlink -f "$link")
+  data="$pgdir/data"
+  log="$pgdir/postgres.log"
+}
+locate
 
 as_owner() { runuser -u "$RECON_PG_OS_USER" -- "$@"; }
 running() { [ -f "$data/postmaster.pid" ] && as_owner "$bindir/pg_ctl" -D "$data" status >/dev/null 2>&1; }
 
-# The cluster's owner must be able to walk down to .state/pg: a checkout under a private temporary
-# directory is not, so grant search (not read) permission on the ancestors that lack it.
-ensure_reachable() {
-  local d="$pgdir"
-  while [ "$d" != "/" ]; do
-    if ! runuser -u "$RECON_PG_OS_USER" -- test -x "$d" 2>/dev/null && [ -d "$d" ]; then
-      chmod o+x "$d"
-    fi
-    d=$(dirname "$d")
-  done
+# $RECON_STATE/pg -> a folder of this checkout's cluster in $RECON_PG_HOME. A cluster made by an
+# older version inside .state/pg itself moves there once, while it is stopped.
+ensure_cluster_dir() {
+  install -d -o "$RECON_PG_OS_USER" -m 700 "$RECON_PG_HOME"
+  if [ -L "$link" ]; then
+    [ -d "$link/" ] || die "$link points to $(readlink "$link"), which is gone: remove the link to start a new cluster"
+    return
+  fi
+  local home
+  if [ -d "$link" ]; then
+    if running; then return; fi  # moved on its next stop and start
+    home="$RECON_PG_HOME/cluster-$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')"
+    say "moving the PostgreSQL cluster from $link to $home (once)"
+    mv "$link" "$home"  # a rename on one file system; a copy, then a delete, across two
+    chown "$RECON_PG_OS_USER" "$home"
+    chmod 700 "$home"
+  else
+    home=$(runuser -u "$RECON_PG_OS_USER" -- mktemp -d "$RECON_PG_HOME/cluster-XXXXXX")
+  fi
+  mkdir -p "$RECON_STATE"
+  ln -s "$home" "$link"
+  locate
 }
 
 psql_admin() {
@@ -32,14 +55,12 @@ psql_admin() {
 
 init() {
   [ -n "${RECON_PG_PASSWORD:-}" ] || die "no database password: run 'make setup' first"
-  mkdir -p "$pgdir"
-  chown "$RECON_PG_OS_USER" "$pgdir"
-  ensure_reachable
+  ensure_cluster_dir
   if [ ! -f "$data/PG_VERSION" ]; then
     say "creating the PostgreSQL cluster in $data"
-    pwfile=$(mktemp)
+    # In the cluster's folder: only its owner (and root) can read it, and it is gone in a moment.
+    pwfile=$(runuser -u "$RECON_PG_OS_USER" -- mktemp "$pgdir/pw-XXXXXX")
     printf '%s\n' "$RECON_PG_PASSWORD" > "$pwfile"
-    chown "$RECON_PG_OS_USER" "$pwfile"
     as_owner "$bindir/initdb" -D "$data" -U "$RECON_PG_USER" --pwfile="$pwfile" \
       --auth-host=scram-sha-256 --auth-local=reject -E UTF8 --locale=C.UTF-8 >"$pgdir/initdb.log" 2>&1 \
       || { rm -f "$pwfile"; die "initdb failed: see $pgdir/initdb.log"; }
@@ -89,10 +110,11 @@ restart() {
 }
 
 case "${1:-}" in
+  init) init ;;
   start) start ;;
   stop) stop ;;
   restart) restart "${2:-fast}" ;;
   status) if running; then echo "PostgreSQL running on $RECON_PG_HOST:$RECON_PG_PORT"; else echo "PostgreSQL stopped"; exit 3; fi ;;
   psql) shift; psql_admin "$@" ;;
-  *) die "usage: $0 start|stop|restart [fast|immediate]|status|psql [args]" ;;
+  *) die "usage: $0 init|start|stop|restart [fast|immediate]|status|psql [args]" ;;
 esac

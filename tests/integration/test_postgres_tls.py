@@ -53,8 +53,9 @@ def tls_postgres() -> Iterator[Path]:
     holding ``ca.pem`` (its CA) and ``other-ca.pem`` (a CA it does not use)."""
     owner = os.environ.get("RECON_PG_OS_USER", "recon-pg")
     bindir = os.path.dirname(sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))[-1])
-    # Under the project's state directory: the cluster's OS user can reach it (scripts/postgres.sh).
-    root = Path(os.environ["RECON_STATE"]) / "pg-tls-test"
+    # In the service user's own folder, beside the stack's cluster (scripts/postgres.sh): it can
+    # reach nothing under a private checkout.
+    root = Path(os.environ["RECON_PG_HOME"]) / "tls-test"
     shutil.rmtree(root, ignore_errors=True)
     certs, data = root / "certs", root / "data"
     certs.mkdir(parents=True)
