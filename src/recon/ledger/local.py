@@ -15,6 +15,7 @@ import json
 import os
 from typing import Any
 
+from recon.engines.duckdb import DuckDBRules
 from recon.ledger.versions import entries_from_rows, is_manifest, local_path, manifest_rows
 from recon.ledger.versions import parse_entry as _parse
 from recon.rules import INPUT_COLUMNS, LEDGER_READ_STEPS
@@ -25,10 +26,10 @@ _LEDGER_COLUMNS = [c for c, _ in INPUT_COLUMNS["ledger"]]
 
 
 def _con(rules: RuleEngine) -> Any:
-    con = getattr(rules, "con", None)
-    if con is None:
+    """The DuckDB connection under ``rules``: COPY ... TO is DuckDB's, not a rule statement."""
+    if not isinstance(rules, DuckDBRules):
         raise TypeError(f"the local ledger store runs on DuckDB's rules, not {type(rules)}")
-    return con
+    return rules.con
 
 
 def _files(directory: str) -> list[str]:
