@@ -48,7 +48,7 @@ def airflow_log() -> Path:
     return Path(os.environ.get("AIRFLOW_HOME", root / ".state" / "airflow")) / "airflow.log"
 
 
-def _log_tail(component: str = "dag-processor", lines: int = 25) -> str:
+def log_tail(component: str = "dag-processor", lines: int = 25) -> str:
     try:
         text = airflow_log().read_text(errors="replace").splitlines()
     except OSError as exc:
@@ -76,11 +76,16 @@ class Airflow:
         return r.json() if r.content else None
 
     def wait_for_dag(self, dag_id: str, timeout: float = 180) -> None:
-        """Until the dag-processor has parsed the DAG (it re-reads its files every 30 s)."""
+        """Until the dag-processor has parsed the DAG (it re-reads its files every 30 s). A paused
+        DAG fails here: the scheduler would leave its runs' tasks unscheduled, with no error."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             r = self.http.get(f"/api/v2/dags/{dag_id}")
             if r.status_code == 200:
+                assert not r.json()["is_paused"], (
+                    f"DAG {dag_id} was created paused: some process parsed its file with "
+                    "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION=True before the dag-processor did"
+                )
                 return
             time.sleep(2)
         health = self.http.get("/api/v2/monitor/health").text[:400]
@@ -88,7 +93,7 @@ class Airflow:
         raise AssertionError(
             f"Airflow did not show DAG {dag_id} within {timeout:.0f} s (RECON_PIPELINES_DIR="
             f"{os.environ.get('RECON_PIPELINES_DIR')}). Health: {health}. Import errors: {errors}. "
-            f"The dag-processor's last lines in $AIRFLOW_HOME/airflow.log:\n{_log_tail()}"
+            f"The dag-processor's last lines in $AIRFLOW_HOME/airflow.log:\n{log_tail()}"
         )
 
     def trigger(self, dag_id: str, run_id: str) -> None:

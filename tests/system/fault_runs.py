@@ -116,7 +116,22 @@ def _db_now() -> datetime:
     return kit.query("SELECT now()")[0][0]  # type: ignore[no-any-return]
 
 
-def kill_when_judging(pipeline: str, run_id: str, timeout: float = 420) -> list[int]:
+def _why_not_judging(airflow: kit.Airflow, dag_id: str, run_id: str) -> str:
+    """What a timed-out wait saw: each task's state, the run's row, the scheduler's last lines."""
+    try:
+        states = {t: ti["state"] for t, ti in airflow.task_instances(dag_id, run_id).items()}
+    except Exception as exc:  # the report must not hide the timeout itself
+        states = {"(task instances unreadable)": repr(exc)}
+    row = kit.query("SELECT status, started_at FROM recon.runs WHERE run_id = %s", run_id)
+    return (
+        f"tasks: {states}; recon.runs: {row}; logs: {kit.task_log_dir(dag_id, run_id)}\n"
+        f"scheduler:\n{kit.log_tail('scheduler')}\ndag-processor:\n{kit.log_tail()}"
+    )
+
+
+def kill_when_judging(
+    airflow: kit.Airflow, pipeline: str, run_id: str, timeout: float = 420
+) -> list[int]:
     """SIGKILL the reconcile step once it has started judging (it marks the run `running` again
     when it starts, and its results commit is several seconds of Spark work later)."""
     deadline = time.monotonic() + timeout
@@ -142,7 +157,8 @@ def kill_when_judging(pipeline: str, run_id: str, timeout: float = 420) -> list[
         time.sleep(0.2)
     raise AssertionError(
         f"the {KILLED_TASK} step of {pipeline}/{run_id} never started judging within "
-        f"{timeout:.0f} s: see {kit.task_log_dir('recon_' + pipeline, run_id)}"
+        f"{timeout:.0f} s (its JVM seen: {seen_at is not None}); "
+        + _why_not_judging(airflow, f"recon_{pipeline}", run_id)
     )
 
 
@@ -178,7 +194,7 @@ def retried_run(airflow_url: str) -> Iterator[RetriedRun]:
             airflow.wait_for_dag(dag_id)
             with ListenerWatch() as watch:
                 airflow.trigger(dag_id, run_id)
-                killed = kill_when_judging(pipeline, run_id)
+                killed = kill_when_judging(airflow, pipeline, run_id)
                 run = RetriedRun(pipeline, dag_id, run_id, truth, airflow, killed)
                 # Between the kill and the retry (30 s later): what a reader of recon.* would see.
                 run.after_kill = {

@@ -43,9 +43,15 @@ def _declared(tmp_path: Path, name: str, truth: ScenarioResult, engine: str) -> 
     # `dags test` writes the DAG to the metadata database the running stack shares. Paused, and
     # without a schedule, the stack's scheduler neither starts runs of it nor queues this run's
     # tasks: its workers would fail them, not knowing the pipeline (the CI failure of stop 14).
+    # It writes every DAG of the bundle it parses, so the pipelines directory it sees is empty:
+    # else a pipeline another test just declared there is created paused, and that test's DAG
+    # run never starts (the CI failure of stop 27).
+    no_dir_pipelines = tmp_path / "pipelines.d"
+    no_dir_pipelines.mkdir()
     return {
         **os.environ,
         "RECON_PIPELINES": str(pipelines),
+        "RECON_PIPELINES_DIR": str(no_dir_pipelines),
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
     }
 
