@@ -14,6 +14,9 @@ class Verdict(StrEnum):
     """One verdict per message (or per invalid record / sink row); the value is what is stored."""
 
     DELIVERED = "delivered"
+    #: Delivered once, but later than the pipeline's ``latency.max_seconds`` (sink row time minus
+    #: the record's Kafka timestamp); only when the pipeline declares both.
+    LATE = "late"
     LOST = "lost"
     DUPLICATED = "duplicated"
     TOPIC_DUPLICATE = "topic_duplicate"
@@ -29,6 +32,7 @@ ALL_VERDICTS: tuple[str, ...] = tuple(v.value for v in Verdict)
 # The sink-side judgement of a committed message; ratios in the contract are relative to these.
 JUDGED: tuple[str, ...] = (
     Verdict.DELIVERED.value,
+    Verdict.LATE.value,
     Verdict.LOST.value,
     Verdict.DUPLICATED.value,
 )

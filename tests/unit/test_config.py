@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+from fixtures.declarations import BASE, DELETE, doc, errors_of
 
 from recon.config import (
     MAX_REPORTED_ERRORS,
@@ -28,47 +29,6 @@ from recon.errors import ConfigError, ReconError
 pytestmark = pytest.mark.unit
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-BASE: dict[str, Any] = {
-    "semantics": "exactly_once",
-    "schedule": "*/15 * * * *",
-    "settle_seconds": 120,
-    "kafka": {
-        "connection": "kafka_default",
-        "topic": "payments",
-        "consumer_group": "payments-sink",
-        "message_id": {"header": "message_id"},
-    },
-    "sink": {
-        "connection": "postgres_sink",
-        "table": "public.payments",
-        "message_id_column": "message_id",
-    },
-}
-
-
-def doc(**changes: Any) -> str:
-    """YAML for one pipeline 'payments': BASE with dotted-path changes (None value = delete)."""
-    body = copy.deepcopy(BASE)
-    for dotted, value in changes.items():
-        *parents, leaf = dotted.split("__")
-        target = body
-        for key in parents:
-            target = target[key]
-        if value is _DELETE:
-            del target[leaf]
-        else:
-            target[leaf] = value
-    return yaml.safe_dump({"pipelines": {"payments": body}}, sort_keys=False)
-
-
-_DELETE = object()
-
-
-def errors_of(text: str) -> list[str]:
-    with pytest.raises(ConfigError) as info:
-        parse_pipelines(text, source="pipelines.yaml")
-    return info.value.errors
 
 
 def only_error(text: str) -> str:
@@ -113,7 +73,8 @@ def test_the_example_file_loads() -> None:
 
 def test_defaults() -> None:
     config = parse_pipelines(doc())["payments"]
-    assert config.tolerances == Tolerances(0.0, 0.0, 0, 0)
+    assert config.tolerances == Tolerances(0.0, 0.0, 0, 0, 0.0)
+    assert (config.latency, config.sink.time_column) == (None, None)
     assert (config.idempotent_producer, config.catchup, config.retries, config.tags) == (
         False,
         False,
@@ -251,10 +212,10 @@ def test_bad_message_id(spec: Any, needle: str) -> None:
     [
         ({"retry": 3}, "pipeline 'payments': retry: unknown key"),
         ({"kafka__group": "x"}, "pipeline 'payments': kafka.group: unknown key"),
-        ({"semantics": _DELETE}, "pipeline 'payments': semantics: missing required key"),
-        ({"schedule": _DELETE}, "schedule: missing required key"),
-        ({"kafka__topic": _DELETE}, "kafka.topic: missing required key"),
-        ({"sink__message_id_column": _DELETE}, "sink.message_id_column: missing required key"),
+        ({"semantics": DELETE}, "pipeline 'payments': semantics: missing required key"),
+        ({"schedule": DELETE}, "schedule: missing required key"),
+        ({"kafka__topic": DELETE}, "kafka.topic: missing required key"),
+        ({"sink__message_id_column": DELETE}, "sink.message_id_column: missing required key"),
         ({"semantics": "exactly-once"}, "semantics: expected one of at_most_once, at_least_once"),
         ({"settle_seconds": "120"}, "settle_seconds: expected a whole number, got a string"),
         ({"settle_seconds": True}, "settle_seconds: expected a whole number, got a boolean"),
@@ -544,9 +505,10 @@ def test_public_names_stay_importable_from_the_package() -> None:
 def test_the_schema_declares_exactly_the_fields_of_the_values() -> None:
     from dataclasses import fields
 
-    from recon.config.model import MESSAGE_ID_KINDS
+    from recon.config.model import MESSAGE_ID_KINDS, LatencySpec
     from recon.config.schema import (
         KafkaDecl,
+        LatencyDecl,
         MessageIdDecl,
         PipelineDecl,
         SinkDecl,
@@ -560,14 +522,15 @@ def test_the_schema_declares_exactly_the_fields_of_the_values() -> None:
     assert set(KafkaDecl.model_fields) == names(KafkaSource)
     assert set(SinkDecl.model_fields) == names(SinkSpec)
     assert set(TolerancesDecl.model_fields) == names(Tolerances)
+    assert set(LatencyDecl.model_fields) == names(LatencySpec)
     assert tuple(MessageIdDecl.model_fields) == MESSAGE_ID_KINDS
 
 
 def test_an_unknown_key_lists_the_keys_in_declaration_order() -> None:
     assert only_error(doc(retry=3)) == (
         "pipelines.yaml: pipeline 'payments': retry: unknown key (expected one of engine, "
-        "semantics, schedule, settle_seconds, kafka, sink, tolerances, idempotent_producer, "
-        "catchup, retries, tags)"
+        "semantics, schedule, settle_seconds, kafka, sink, tolerances, latency, "
+        "idempotent_producer, catchup, retries, tags)"
     )
 
 
@@ -625,6 +588,8 @@ def test_the_schedule_is_kept_as_declared() -> None:
         {"kafka": {"topic": 5, "message_id": {"key": 1}, "start_offsets": []}},
         {"sink": {"table": None, "ingest_seq_column": [], "x": 1}, "tolerances": {"a": 1}},
         {"engine": {}, "semantics": 3, "schedule": 4, "idempotent_producer": [], "kafka": "k"},
+        {"latency": {"max_seconds": "1", "x": 2}, "sink__time_column": 4},
+        {"latency": 7, "tolerances": {"max_late_ratio": []}},
     ],
 )
 def test_no_message_is_in_pydantics_words(changes: dict[str, Any]) -> None:

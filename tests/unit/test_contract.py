@@ -91,10 +91,16 @@ def test_pending_never_fails() -> None:
 
 
 def test_every_violation_is_listed() -> None:
-    counts = {"delivered": 1, "lost": 1, "duplicated": 1, "phantom": 1, "invalid": 1}
+    counts = {"delivered": 1, "lost": 1, "duplicated": 1, "late": 1, "phantom": 1, "invalid": 1}
     result = evaluate_contract("exactly_once", counts)
     assert not result.passed
-    assert [v.verdict for v in result.violations] == ["lost", "duplicated", "phantom", "invalid"]
+    assert [v.verdict for v in result.violations] == [
+        "lost",
+        "duplicated",
+        "late",
+        "phantom",
+        "invalid",
+    ]
     assert all(v.reason for v in result.violations)
 
 
@@ -109,3 +115,52 @@ def test_every_violation_is_listed() -> None:
 def test_bad_input(semantics: str, counts: dict[str, int], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         evaluate_contract(semantics, counts)
+
+
+# --- late: a delivered message slower than latency.max_seconds --------------------------------
+
+
+@pytest.mark.parametrize("semantics", SEMANTICS)
+def test_late_is_forbidden_until_the_pipeline_sets_a_ratio(semantics: str) -> None:
+    result = evaluate_contract(semantics, {"delivered": 99, "late": 1})
+    assert result.violations == [
+        Violation("late", 1, 0.0, "1 of 100 judged messages late (1.00%), allowed up to 0.00%")
+    ]
+
+
+@pytest.mark.parametrize("semantics", SEMANTICS)
+def test_late_is_allowed_up_to_max_late_ratio_under_every_semantic(semantics: str) -> None:
+    # Latency is no part of the delivery semantic: exactly_once tolerates it like the others.
+    allow = Tolerances(max_late_ratio=0.02)
+    assert evaluate_contract(semantics, {"delivered": 98, "late": 2}, allow).passed
+    over = evaluate_contract(semantics, {"delivered": 97, "late": 3}, allow)
+    assert over.violations == [
+        Violation("late", 3, 0.02, "3 of 100 judged messages late (3.00%), allowed up to 2.00%")
+    ]
+
+
+def test_late_ratio_compares_the_decimal_as_written() -> None:
+    counts = {"delivered": 71, "late": 29}
+    assert evaluate_contract("exactly_once", counts, Tolerances(max_late_ratio=0.29)).passed
+
+
+def test_late_messages_are_judged_messages() -> None:
+    # 1 lost of 100 judged (99 delivered or late) is 1 %; were late left out, 1 of 50 is 2 %.
+    counts = {"delivered": 50, "late": 49, "lost": 1}
+    allow = Tolerances(max_loss_ratio=0.01, max_late_ratio=0.49)
+    result = evaluate_contract("at_most_once", counts, allow)
+    assert result == ContractResult(passed=True, judged=100, violations=[])
+
+
+def test_a_run_without_late_counts_passes_a_zero_late_ratio() -> None:
+    # A pipeline that declares no latency has no 'late' count at all: absent counts 0.
+    for semantics in SEMANTICS:
+        assert evaluate_contract(semantics, {"delivered": 3}, Tolerances()).passed
+        assert evaluate_contract(semantics, {"delivered": 3, "late": 0}, Tolerances()).passed
+
+
+def test_late_does_not_borrow_another_ratio() -> None:
+    # Generous loss and duplicate ratios say nothing of late messages.
+    generous = Tolerances(max_loss_ratio=1, max_duplicate_ratio=1, max_unverifiable=9)
+    result = evaluate_contract("at_least_once", {"delivered": 9, "late": 1}, generous)
+    assert failing(result) == {"late"}

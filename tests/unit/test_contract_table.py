@@ -38,6 +38,14 @@ def test_pending_and_delivered_are_never_judged() -> None:
         assert Verdict.PENDING not in rules and Verdict.DELIVERED not in rules
 
 
+@pytest.mark.parametrize("semantics", SEMANTICS)
+def test_late_is_a_ratio_of_judged_messages_under_every_semantic(semantics: str) -> None:
+    rule = CONTRACT[semantics][Verdict.LATE]
+    assert (rule.allowance, rule.tolerance) == (Allowance.RATIO, "max_late_ratio")
+    # right after the other judged verdicts: the order of violations and of suite expectations
+    assert list(CONTRACT[semantics])[:3] == [Verdict.LOST, Verdict.DUPLICATED, Verdict.LATE]
+
+
 def test_today_s_table_is_accepted_as_is() -> None:
     assert _checked(_copy()) == CONTRACT
 
@@ -70,7 +78,7 @@ def test_a_table_that_cannot_hold_is_refused(
 
 
 @pytest.mark.parametrize("semantics", SEMANTICS)
-@pytest.mark.parametrize("tolerance", ["max_loss_ratio", "max_duplicate_ratio"])
+@pytest.mark.parametrize("tolerance", ["max_loss_ratio", "max_duplicate_ratio", "max_late_ratio"])
 def test_the_configuration_accepts_a_ratio_where_the_table_tolerates_it(
     semantics: str, tolerance: str
 ) -> None:

@@ -71,11 +71,13 @@ def _rows(counts: dict[str, int], topic_duplicates: int = 0) -> list[tuple[Any, 
             elif verdict == Verdict.INVALID:
                 message_id, keys, sink_count = None, [], 0
             positions = [(TOPIC, i % 2, o) for o in offsets] if position else []
+            # a delivered message's latency is within any bound, a late one's past it
+            latency_ms = {Verdict.DELIVERED: 1_000, Verdict.LATE: 90_000}.get(verdict)
             rows.append(
                 (
                     verdict, message_id, TOPIC if position else None,
                     i % 2 if position else None, offsets, offsets[0] if offsets else None,
-                    sink_count, keys, dup, None, positions,
+                    sink_count, keys, dup, None, positions, latency_ms,
                 )
             )  # fmt: skip
     assert flagged == topic_duplicates, "topic duplicates need as many delivered rows"
@@ -101,37 +103,42 @@ class Case:
 CASES = [
     Case(
         "at_most_once",
-        Tolerances(max_loss_ratio=0.29, max_unverifiable=1, max_invalid=2),
-        # 29 lost of 100 judged: exactly max_loss_ratio (0.29 * 100 is 28.999... in floats)
-        {"delivered": 71, "lost": 29, "pending": 4, "unverifiable": 1, "invalid": 2},
+        Tolerances(max_loss_ratio=0.29, max_unverifiable=1, max_invalid=2, max_late_ratio=0.1),
+        # 29 lost and 10 late of 100 judged: exactly max_loss_ratio (0.29 * 100 is 28.999... in
+        # floats) and max_late_ratio
+        {"delivered": 61, "late": 10, "lost": 29, "pending": 4, "unverifiable": 1, "invalid": 2},
         3,
-        {"delivered": 68, "lost": 30, "duplicated": 2, "phantom": 1, "aborted_read": 3,
-         "unverifiable": 2, "invalid": 3, "pending": 1},
+        {"delivered": 57, "late": 11, "lost": 30, "duplicated": 2, "phantom": 1,
+         "aborted_read": 3, "unverifiable": 2, "invalid": 3, "pending": 1},
         4,
-        [("lost", 30, 0.29), ("duplicated", 2, 0), ("phantom", 1, 0), ("aborted_read", 3, 0),
-         ("topic_duplicate", 4, 0), ("unverifiable", 2, 1), ("invalid", 3, 2)],
+        [("lost", 30, 0.29), ("duplicated", 2, 0), ("late", 11, 0.1), ("phantom", 1, 0),
+         ("aborted_read", 3, 0), ("topic_duplicate", 4, 0), ("unverifiable", 2, 1),
+         ("invalid", 3, 2)],
     ),
     Case(
         "at_least_once",
-        Tolerances(max_duplicate_ratio=0.07),
-        {"delivered": 93, "duplicated": 7, "pending": 3},
+        Tolerances(max_duplicate_ratio=0.07, max_late_ratio=0.05),
+        {"delivered": 88, "late": 5, "duplicated": 7, "pending": 3},
         2,
-        {"delivered": 91, "duplicated": 8, "lost": 1, "phantom": 2, "aborted_read": 3,
+        {"delivered": 85, "late": 6, "duplicated": 8, "lost": 1, "phantom": 2, "aborted_read": 3,
          "unverifiable": 1, "invalid": 4},
         5,
-        [("lost", 1, 0), ("duplicated", 8, 0.07), ("phantom", 2, 0), ("aborted_read", 3, 0),
-         ("topic_duplicate", 5, 0), ("unverifiable", 1, 0), ("invalid", 4, 0)],
+        [("lost", 1, 0), ("duplicated", 8, 0.07), ("late", 6, 0.05), ("phantom", 2, 0),
+         ("aborted_read", 3, 0), ("topic_duplicate", 5, 0), ("unverifiable", 1, 0),
+         ("invalid", 4, 0)],
     ),
     Case(
         "exactly_once",
-        Tolerances(max_unverifiable=2, max_invalid=1),
-        {"delivered": 20, "pending": 2, "unverifiable": 2, "invalid": 1},
+        # latency is no part of the semantic: exactly_once tolerates late up to its ratio too
+        Tolerances(max_unverifiable=2, max_invalid=1, max_late_ratio=0.25),
+        {"delivered": 15, "late": 5, "pending": 2, "unverifiable": 2, "invalid": 1},
         2,
-        {"delivered": 10, "lost": 1, "duplicated": 2, "phantom": 3, "aborted_read": 4,
+        {"delivered": 10, "late": 6, "lost": 1, "duplicated": 2, "phantom": 3, "aborted_read": 4,
          "unverifiable": 3, "invalid": 2},
         5,
-        [("lost", 1, 0), ("duplicated", 2, 0), ("phantom", 3, 0), ("aborted_read", 4, 0),
-         ("topic_duplicate", 5, 0), ("unverifiable", 3, 2), ("invalid", 2, 1)],
+        [("lost", 1, 0), ("duplicated", 2, 0), ("late", 6, 0.25), ("phantom", 3, 0),
+         ("aborted_read", 4, 0), ("topic_duplicate", 5, 0), ("unverifiable", 3, 2),
+         ("invalid", 2, 1)],
     ),
 ]  # fmt: skip
 
@@ -148,8 +155,16 @@ RESULT_COLUMNS = (
     ("verdict", "string"), ("message_id", "string"), ("topic", "string"),
     ("partition", "int32"), ("offsets", "list<int64>"), ("first_offset", "int64"),
     ("sink_count", "int64"), ("sink_keys", "list<string>"), ("topic_duplicate", "bool"),
-    ("detail", "string"), ("positions", "positions"),
+    ("detail", "string"), ("positions", "positions"), ("latency_ms", "int64"),
 )  # fmt: skip
+
+
+def test_the_fixture_rows_have_the_results_layout() -> None:
+    """The rows here are ``schemas.RESULT`` tuples: a column added there must be added here."""
+    from recon import schemas
+
+    assert [name for name, _ in RESULT_COLUMNS] == schemas.RESULT.fieldNames()
+    assert {len(row) for row in _rows({v: 1 for v in ROW_VERDICTS})} == {len(RESULT_COLUMNS)}
 
 
 def _write_results(rows: list[tuple[Any, ...]], path: Path) -> str:
@@ -166,12 +181,10 @@ def _write_results(rows: list[tuple[Any, ...]], path: Path) -> str:
     path.mkdir(parents=True)
     half = len(rows) // 2
     for part, chunk in enumerate((rows[:half], rows[half:])):
-        records = [
-            {**dict(zip([n for n, _ in RESULT_COLUMNS], row, strict=True)),
-             "positions": [dict(zip(("topic", "partition", "offset"), p, strict=True))
-                           for p in row[-1]]}
-            for row in chunk
-        ]  # fmt: skip
+        records = [dict(zip([n for n, _ in RESULT_COLUMNS], row, strict=True)) for row in chunk]
+        for record in records:
+            record["positions"] = [dict(zip(("topic", "partition", "offset"), p, strict=True))
+                                   for p in record["positions"]]  # fmt: skip
         pq.write_table(pa.Table.from_pylist(records, schema), path / f"part-{part:05d}.parquet")
     return str(path)
 
@@ -363,7 +376,17 @@ def test_suite_files_express_the_contract_table(semantics: str) -> None:
             assert kwargs["row_condition"]["parameter"] == list(JUDGED)
         else:
             assert "mostly" not in kwargs, f"{semantics} must forbid {verdict}"
-    assert len(suite["expectations"]) <= 9  # each costs a Spark aggregate
+    # late: a share of the judged messages under every semantic (latency is no delivery claim)
+    late = rules[Verdict.LATE]
+    assert late["kwargs"]["value_set"] == [Verdict.LATE]
+    assert late["kwargs"]["mostly"] == {"$PARAMETER": "late_mostly"}
+    assert late["kwargs"]["row_condition"]["parameter"] == list(JUDGED)
+    assert late["meta"] == {
+        "recon_rule": "late_ratio",
+        "verdict": "late",
+        "tolerance": "max_late_ratio",
+    }
+    assert len(suite["expectations"]) <= 10  # each costs a Spark aggregate
     cfg = _cfg(semantics, Tolerances(), idempotent=True)
     used = _placeholders(suite["expectations"])
     assert used == set(suite_parameters(cfg))
@@ -373,10 +396,13 @@ def test_suite_files_express_the_contract_table(semantics: str) -> None:
 def test_suite_parameters_follow_the_pipeline() -> None:
     from recon.validation import suite_parameters
 
-    tolerances = Tolerances(max_loss_ratio=0.1, max_unverifiable=3, max_invalid=4)
+    tolerances = Tolerances(
+        max_loss_ratio=0.1, max_unverifiable=3, max_invalid=4, max_late_ratio=0.2
+    )
     # only the placeholders of the pipeline's own suite: at_most_once tolerates no duplicates
     assert suite_parameters(_cfg("at_most_once", tolerances, idempotent=False)) == {
         "lost_mostly": 0.9,
+        "late_mostly": 0.8,
         "topic_duplicate_allowed": [False, True],
         "max_unverifiable": 3,
         "max_invalid": 4,
@@ -384,12 +410,14 @@ def test_suite_parameters_follow_the_pipeline() -> None:
     at_least = Tolerances(max_duplicate_ratio=0.07)
     assert suite_parameters(_cfg("at_least_once", at_least, idempotent=False)) == {
         "duplicated_mostly": 0.93,
+        "late_mostly": 1.0,
         "topic_duplicate_allowed": [False, True],
         "max_unverifiable": 0,
         "max_invalid": 0,
     }
     idempotent = suite_parameters(_cfg("exactly_once", Tolerances(), idempotent=True))
     assert idempotent == {
+        "late_mostly": 1.0,
         "topic_duplicate_allowed": [False],
         "max_unverifiable": 0,
         "max_invalid": 0,
@@ -474,8 +502,11 @@ def test_committed_suite_is_the_generated_one(semantics: str) -> None:
         # invalid rows allowed up to max_unverifiable instead of max_invalid
         ("at_most_once", "invalid", "count", {"delivered": 3, "invalid": 2},
          Tolerances(max_unverifiable=2)),
+        # exactly_once refusing late messages, even within max_late_ratio
+        ("exactly_once", "late", "forbidden", {"delivered": 9, "late": 1},
+         Tolerances(max_late_ratio=0.5)),
     ],
-    ids=["loss-within", "loss-over", "no-duplicates", "invalid-by-another-count"],
+    ids=["loss-within", "loss-over", "no-duplicates", "invalid-by-another-count", "no-late"],
 )  # fmt: skip
 def test_one_cell_of_the_table_drives_both_the_contract_and_the_suite(
     request: pytest.FixtureRequest,

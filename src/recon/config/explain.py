@@ -5,11 +5,16 @@ into ``key.path`` and a message in the words the rest of the product uses (``exp
 number, got a string``). An unknown key that looks like a credential (``password``,
 ``bootstrap.servers``, ``sasl.*`` ...) gets a pointer to the Airflow connection instead: the file
 names connections, never credentials or connection settings.
+
+The checks of one key that depend on another (a ratio the claimed semantic forbids, ``latency``
+without ``sink.time_column``, ``tolerances.max_late_ratio`` without ``latency``) get those keys
+from :func:`validation_context`, read from the raw declaration, so they run beside other mistakes.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
@@ -67,12 +72,33 @@ def check_pipeline(name: str, raw: Any) -> tuple[PipelineConfig | None, list[tup
     :param raw: what the YAML holds under its name.
     :returns: the pipeline, or ``None`` and every problem as ``(key path, message)``.
     """
-    semantics = raw.get("semantics") if isinstance(raw, dict) else None
     try:
-        decl = PipelineDecl.model_validate(raw, context={"semantics": semantics})
+        decl = PipelineDecl.model_validate(raw, context=validation_context(raw))
     except ValidationError as exc:
         return None, [explain(error) for error in exc.errors(include_url=False)]
     return decl.config(name), []
+
+
+def validation_context(raw: Any) -> dict[str, Any]:
+    """What the schema's checks that read another key of the pipeline need: ``semantics`` as
+    written, whether ``latency`` is declared, whether ``sink.time_column`` holds a value.
+
+    A flag is ``None`` when the mapping holding it is not one: that is reported at its own key,
+    and the checks reading the flag say nothing rather than add a second, misleading problem.
+
+    :param raw: what the YAML holds under the pipeline's name.
+    """
+    if not isinstance(raw, dict):
+        return {"semantics": None, "latency": None, "time_column": None}
+    sink = raw.get("sink")
+    # A time column with a wrong value is reported at sink.time_column; only absence (or null,
+    # the same as absence) leaves latency nothing to measure.
+    time_column = sink.get("time_column") is not None if isinstance(sink, dict) else None
+    return {
+        "semantics": raw.get("semantics"),
+        "latency": "latency" in raw,
+        "time_column": time_column,
+    }
 
 
 def is_credential(key: Any) -> bool:
@@ -123,11 +149,21 @@ def _model_at(loc: list[Any]) -> type[BaseModel] | None:
     model: type[BaseModel] = PipelineDecl
     for part in loc:
         field = model.model_fields.get(part) if isinstance(part, str) else None
-        annotation = field.annotation if field is not None else None
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+        found = _declared_model(field.annotation if field is not None else None)
+        if found is None:
             return None
-        model = annotation
+        model = found
     return model
+
+
+def _declared_model(annotation: Any) -> type[BaseModel] | None:
+    """The mapping model a field holds: itself, or the one of an optional mapping such as
+    ``latency`` (``LatencyDecl | None``), so that its unknown keys list the allowed ones too."""
+    candidates = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else ()
+    for candidate in (annotation, *candidates):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
 
 
 def _description_of(loc: list[Any]) -> str | None:

@@ -51,6 +51,9 @@ class SinkSpec:
     table: str
     message_id_column: str
     ingest_seq_column: str | None = None
+    #: When the consumer wrote the row (``timestamp``/``timestamptz``): with ``latency`` declared,
+    #: each delivered message's latency is this minus the record's Kafka timestamp.
+    time_column: str | None = None
 
     @property
     def table_parts(self) -> tuple[str, ...]:
@@ -66,6 +69,20 @@ class Tolerances:
     max_duplicate_ratio: float = 0.0
     max_unverifiable: int = 0
     max_invalid: int = 0
+    max_late_ratio: float = 0.0
+
+
+@dataclass(frozen=True)
+class LatencySpec:
+    """The delivery-latency bound: a delivered message whose sink row came later than
+    ``max_seconds`` after its record's Kafka timestamp is ``late``. Needs ``sink.time_column``."""
+
+    max_seconds: float
+
+    @property
+    def max_ms(self) -> int:
+        """The bound in whole milliseconds, as the rules compare it."""
+        return round(self.max_seconds * 1000)
 
 
 @dataclass(frozen=True)
@@ -79,6 +96,7 @@ class PipelineConfig:
     kafka: KafkaSource
     sink: SinkSpec
     tolerances: Tolerances = field(default_factory=Tolerances)
+    latency: LatencySpec | None = None
     idempotent_producer: bool = False
     catchup: bool = False
     retries: int = 2

@@ -7,11 +7,17 @@ small validators on reusable types (``Text``, ``ConnectionId``, ``Ratio`` ...); 
 :func:`~recon.config.problems.invalid` with the message the user reads. Every error pydantic
 reports keeps the key path it happened at; :mod:`recon.config.explain` words them.
 
+A few checks read another key of the pipeline (a tolerance the claimed semantic forbids,
+``latency`` without ``sink.time_column``, ``tolerances.max_late_ratio`` without ``latency``):
+:func:`recon.config.explain.validation_context` reads those keys from the raw declaration and
+pydantic hands them to the validators, so each check runs even when other keys are wrong.
+
 A valid declaration becomes the plain values of :mod:`recon.config.model`.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from types import MappingProxyType
 from typing import Annotated, Any
@@ -33,6 +39,7 @@ from recon.config.model import (
     ENGINES,
     MESSAGE_ID_KINDS,
     KafkaSource,
+    LatencySpec,
     MessageIdSpec,
     PipelineConfig,
     SinkSpec,
@@ -97,6 +104,26 @@ def _ratio(value: Any) -> float:
     return float(value)
 
 
+def _seconds(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise invalid(f"expected a positive number of seconds, got {kind_of(value)}")
+    try:
+        seconds = float(value)
+    except OverflowError:  # an integer beyond any float
+        seconds = math.inf
+    if not 0 < seconds < math.inf:  # NaN and infinity too: no clock ever breaks such a bound
+        raise invalid(f"must be a positive, finite number of seconds, got {value}")
+    return seconds
+
+
+def _mapping_not_null(value: Any) -> Any:
+    # Applied before the nullable type: an explicit null is refused as for ``tolerances``,
+    # absence is not.
+    if value is None:
+        raise invalid("expected a mapping, got null")
+    return value
+
+
 def _tags(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(t, str) and t.strip() for t in value):
         raise invalid("expected a list of non-empty strings")
@@ -151,6 +178,8 @@ Table = Annotated[Text, AfterValidator(_table)]
 #: A whole number, 0 or more (a boolean or ``3.0`` is not one).
 Count = Annotated[int, Field(ge=0)]
 Ratio = Annotated[float, BeforeValidator(_ratio)]
+#: A number of seconds, more than 0 and finite (a boolean or a string is not one).
+Seconds = Annotated[float, BeforeValidator(_seconds)]
 Semantics = Annotated[str, _one_of(SEMANTICS)]
 Engine = Annotated[str, _one_of(ENGINES)]
 Tags = Annotated[tuple[str, ...], BeforeValidator(_tags)]
@@ -225,21 +254,55 @@ class KafkaDecl(_Declaration):
         )
 
 
+def _context(info: ValidationInfo) -> dict[str, Any]:
+    return info.context if isinstance(info.context, dict) else {}
+
+
 class SinkDecl(_Declaration):
-    """The ``sink:`` mapping. A null ``ingest_seq_column`` is the same as leaving it out."""
+    """The ``sink:`` mapping. A null ``ingest_seq_column`` or ``time_column`` is the same as
+    leaving it out."""
 
     connection: ConnectionId
     table: Table
     message_id_column: Text
     ingest_seq_column: Text | None = None
+    time_column: Text | None = None
 
     def spec(self) -> SinkSpec:
         """The validated value."""
-        return SinkSpec(self.connection, self.table, self.message_id_column, self.ingest_seq_column)
+        return SinkSpec(**self.model_dump())
+
+
+class LatencyDecl(_Declaration):
+    """The ``latency:`` mapping: the bound past which a delivered message is ``late``. It is
+    measured from ``sink.time_column``, so it is refused without one (it would judge nothing)."""
+
+    max_seconds: Seconds = Field(
+        description="the bound in seconds: a message delivered later than this is late"
+    )
+
+    @model_validator(mode="after")
+    def _needs_time_column(self, info: ValidationInfo) -> LatencyDecl:
+        # Only a time column known to be absent is refused: None means the sink mapping itself
+        # is wrong, and that is reported at 'sink'.
+        if _context(info).get("time_column") is False:
+            raise invalid(
+                "needs sink.time_column (the sink column that holds when the consumer wrote "
+                "each row): without it there is no latency to bound"
+            )
+        return self
+
+    def spec(self) -> LatencySpec:
+        """The validated value."""
+        return LatencySpec(self.max_seconds)
 
 
 #: How an error names what a ratio tolerates.
-_RATIO_NOUNS = {"max_loss_ratio": "loss", "max_duplicate_ratio": "duplicates"}
+_RATIO_NOUNS = {
+    "max_loss_ratio": "loss",
+    "max_duplicate_ratio": "duplicates",
+    "max_late_ratio": "late deliveries",
+}
 
 
 class TolerancesDecl(_Declaration):
@@ -252,14 +315,15 @@ class TolerancesDecl(_Declaration):
     max_duplicate_ratio: Ratio = 0.0
     max_unverifiable: Count = 0
     max_invalid: Count = 0
+    max_late_ratio: Ratio = 0.0
 
-    @field_validator("max_loss_ratio", "max_duplicate_ratio")
+    @field_validator("max_loss_ratio", "max_duplicate_ratio", "max_late_ratio")
     @classmethod
     def _ratio_allowed(cls, value: float, info: ValidationInfo) -> float:
         # Which semantic may tolerate which ratio is the contract's to say (recon.contract.table).
         from recon.contract.table import CONTRACT, Allowance
 
-        semantics = (info.context or {}).get("semantics")
+        semantics = _context(info).get("semantics")
         if value <= 0 or semantics not in CONTRACT:
             return value
         field = info.field_name
@@ -269,14 +333,26 @@ class TolerancesDecl(_Declaration):
         ]  # fmt: skip
         if semantics not in may:
             what = _RATIO_NOUNS.get(str(field), str(field))
-            raise invalid(f"{semantics} forbids {what}: only {' or '.join(may)} may")
+            # A tolerance no semantic has a ratio for must still say so, not "only  may".
+            others = f"only {' or '.join(may)} may" if may else "no semantic tolerates it"
+            raise invalid(f"{semantics} forbids {what}: {others}")
+        return value
+
+    @field_validator("max_late_ratio")
+    @classmethod
+    def _late_needs_latency(cls, value: float, info: ValidationInfo) -> float:
+        # Without a bound no message is ever late: the ratio would silently allow nothing. 0 is
+        # what leaving it out means, so it is not refused (a shared YAML anchor may carry it).
+        if value > 0 and _context(info).get("latency") is False:
+            raise invalid(
+                "has no effect without latency: declare latency.max_seconds (with "
+                "sink.time_column), or remove it"
+            )
         return value
 
     def values(self) -> Tolerances:
         """The validated value."""
-        return Tolerances(
-            self.max_loss_ratio, self.max_duplicate_ratio, self.max_unverifiable, self.max_invalid
-        )
+        return Tolerances(**self.model_dump())
 
 
 class PipelineDecl(_Declaration):
@@ -289,6 +365,7 @@ class PipelineDecl(_Declaration):
     kafka: KafkaDecl
     sink: SinkDecl
     tolerances: TolerancesDecl = Field(default_factory=TolerancesDecl)
+    latency: Annotated[LatencyDecl | None, BeforeValidator(_mapping_not_null)] = None
     idempotent_producer: bool = False
     catchup: bool = False
     retries: Count = 2
@@ -307,6 +384,7 @@ class PipelineDecl(_Declaration):
             kafka=self.kafka.source(),
             sink=self.sink.spec(),
             tolerances=self.tolerances.values(),
+            latency=self.latency.spec() if self.latency is not None else None,
             idempotent_producer=self.idempotent_producer,
             catchup=self.catchup,
             retries=self.retries,

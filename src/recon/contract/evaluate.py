@@ -5,10 +5,12 @@ forbidden, allowed up to a ratio or a count tolerance, or forbidden for an idemp
 only); this module judges a run's counts by it. The Great Expectations suites of
 ``expectations/`` are generated from the same table, so both decide alike.
 
-Ratios are relative to the messages judged in the run (delivered + lost + duplicated).
+Ratios are relative to the messages judged in the run (delivered + late + lost + duplicated);
+``late`` is allowed up to ``tolerances.max_late_ratio`` under every semantic (0 unless set).
 ``topic_duplicate`` fails only a pipeline that declares ``idempotent_producer: true``.
 ``unverifiable`` and ``invalid`` fail unless ``max_unverifiable`` / ``max_invalid`` (absolute
-counts) allow them. ``pending`` never fails: it is judged in a later run.
+counts) allow them. ``pending`` never fails: it is judged in a later run. A verdict missing from
+a run's counts counts 0 (a pipeline without ``latency`` has no ``late`` message).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from recon.verdicts import ALL_VERDICTS, JUDGED, SEMANTICS
 
 
 class Violation(NamedTuple):
-    """One verdict over its allowance: ``allowed`` is a ratio for lost/duplicated, else a count."""
+    """One verdict over its allowance: ``allowed`` is a ratio for a judged verdict (lost,
+    duplicated, late), else a count."""
 
     verdict: str
     # Shadows tuple.count on purpose: the field is the name callers expect.
@@ -61,7 +64,7 @@ def _over(rule: Rule, count: int, judged: int, allowed: float, idempotent_produc
 
     :param rule: the verdict's cell of the contract table.
     :param count: the run's rows of the verdict.
-    :param judged: the run's judged messages (delivered + lost + duplicated).
+    :param judged: the run's judged messages (delivered + late + lost + duplicated).
     :param allowed: what the rule lets pass (:func:`_allowed`).
     :param idempotent_producer: whether the pipeline declares an idempotent producer.
     """

@@ -10,8 +10,14 @@ contract reads it:
   a committed file differs from the generated one), and
   :func:`recon.validation.suites.suite_parameters` fills their placeholders by it.
 
-Ratios are relative to the messages judged in the run (delivered + lost + duplicated). Verdicts
-absent from the table never fail a run: ``delivered``, and ``pending`` (judged in a later run).
+Ratios are relative to the messages judged in the run (delivered + late + lost + duplicated).
+Verdicts absent from the table never fail a run: ``delivered``, and ``pending`` (judged in a later
+run). A verdict absent from a run's counts counts 0.
+
+``late`` (a delivered message slower than the pipeline's ``latency.max_seconds``) is allowed up to
+``tolerances.max_late_ratio`` under every semantic: latency is no part of a delivery semantic, so
+each claim tolerates it alike, and the default 0 forbids it until the pipeline sets a ratio. A
+pipeline that declares no ``latency`` never has a ``late`` message.
 
 This module imports nothing of ``recon`` but the verdict vocabulary, so that any module (the
 configuration's validation too) may read the table without an import circle.
@@ -132,6 +138,7 @@ CONTRACT: Final[Mapping[str, Mapping[str, Rule]]] = _checked(
         "at_most_once": {
             Verdict.LOST: up_to_ratio("max_loss_ratio"),
             Verdict.DUPLICATED: forbidden(_FORBIDS),
+            Verdict.LATE: up_to_ratio("max_late_ratio"),
             Verdict.PHANTOM: forbidden(_NO_RECORD),
             Verdict.ABORTED_READ: forbidden(_NO_RECORD),
             Verdict.TOPIC_DUPLICATE: unless_idempotent(_RETRY),
@@ -141,6 +148,7 @@ CONTRACT: Final[Mapping[str, Mapping[str, Rule]]] = _checked(
         "at_least_once": {
             Verdict.LOST: forbidden(_FORBIDS),
             Verdict.DUPLICATED: up_to_ratio("max_duplicate_ratio"),
+            Verdict.LATE: up_to_ratio("max_late_ratio"),
             Verdict.PHANTOM: forbidden(_NO_RECORD),
             Verdict.ABORTED_READ: forbidden(_NO_RECORD),
             Verdict.TOPIC_DUPLICATE: unless_idempotent(_RETRY),
@@ -150,6 +158,7 @@ CONTRACT: Final[Mapping[str, Mapping[str, Rule]]] = _checked(
         "exactly_once": {
             Verdict.LOST: forbidden(_FORBIDS),
             Verdict.DUPLICATED: forbidden(_FORBIDS),
+            Verdict.LATE: up_to_ratio("max_late_ratio"),
             Verdict.PHANTOM: forbidden(_NO_RECORD),
             Verdict.ABORTED_READ: forbidden(_NO_RECORD),
             Verdict.TOPIC_DUPLICATE: unless_idempotent(_RETRY),

@@ -136,6 +136,8 @@ def suite_parameters(cfg: PipelineConfig) -> dict[str, Any]:
 _NOTE_LEAD: dict[str, str] = {
     Verdict.LOST: "Every committed message below the committed offset has a sink row",
     Verdict.DUPLICATED: "At most one sink row per messageId",
+    Verdict.LATE: "A delivered message whose sink row time is more than latency.max_seconds after "
+    "its record's Kafka timestamp",
     Verdict.PHANTOM: "A sink row whose messageId is in no committed record of the topic",
     Verdict.ABORTED_READ: "A sink row written from a record of an aborted transaction "
     "(the consumer read read_uncommitted)",
@@ -151,7 +153,11 @@ _SINK_ROWS = {
     (True, False): "every committed message has a sink row",
     (False, True): "no committed message has more than one sink row",
 }
-_TOLERATED = {Verdict.LOST: "be lost", Verdict.DUPLICATED: "have more than one"}
+_TOLERATED = {
+    Verdict.LOST: "be lost",
+    Verdict.DUPLICATED: "have more than one",
+    Verdict.LATE: "arrive later than latency.max_seconds",
+}
 _UNMATCHED = {Verdict.PHANTOM: "phantom", Verdict.ABORTED_READ: "aborted"}
 
 
