@@ -77,6 +77,14 @@ def _format_summary(summary: Any) -> str:
         )
     if summary.validation_url:
         lines.append(f"  Data Docs: {summary.validation_url}")
+    if summary.latency and summary.latency["overall"]:
+        o, bound = summary.latency["overall"], summary.latency["bound_ms"]
+        lines.append(
+            f"  latency (ms) over {o['messages']} messages: p50 {o['p50_ms']}, p95 {o['p95_ms']}, "
+            f"p99 {o['p99_ms']}, max {o['max_ms']}"
+            + (f"; bound {bound}" if bound is not None else "")
+            + (f"; {o['negative']} negative (sink clock behind Kafka)" if o["negative"] else "")
+        )
     for verdict, sample in summary.samples.items():
         for s in sample[:5]:
             where = f"{s['topic']}[{s['partition']}]@{','.join(map(str, s['offsets']))}"

@@ -23,3 +23,5 @@ PENDING_NEVER_COMMITTED = (
 )
 NOT_FOUND_REMOVED = "no committed record found, and records below the log-start offset are gone"
 PHANTOM = "no committed record in the window, the pending records or the ledger"
+#: A ``late`` delivery: its latency and the pipeline's bound, both in milliseconds (``printf``).
+LATE = "delivered %d ms after its record's Kafka timestamp; the bound is %d ms"

@@ -4,7 +4,7 @@ counts judged by the claimed contract), the summary it returns, and the failure 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +51,27 @@ class RunSummary:
     ledger_path: str
     samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     validation_url: str | None = None
+    #: delivery latency in ms (:func:`latency_figures`); None unless the pipeline measures it.
+    latency: dict[str, Any] | None = None
+
+
+#: The figures of one ``recon.rules.run.latency_stats`` row, after its partition.
+LATENCY_FIGURES = ("messages", "negative", "min_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms")
+
+
+def latency_figures(
+    rows: Sequence[Sequence[int | None]], bound_ms: int | None
+) -> dict[str, Any] | None:
+    """A run's latency rows as ``{"bound_ms", "overall": {...}, "partitions": {p: {...}}}``;
+    None when the run measured none."""
+    if not rows:
+        return None
+    named = {row[0]: dict(zip(LATENCY_FIGURES, row[1:], strict=True)) for row in rows}
+    return {
+        "bound_ms": bound_ms,
+        "overall": named.pop(None, None),
+        "partitions": {str(p): figures for p, figures in sorted(named.items())},
+    }
 
 
 def judged_outcome(
@@ -60,6 +81,7 @@ def judged_outcome(
     ledger_path: str,
     sink_rows_scanned: int,
     duration_seconds: float,
+    latency: Sequence[Sequence[int | None]] = (),
 ) -> store.RunOutcome:
     """What a run commits besides its discrepancy rows: its counts judged by the claimed contract.
 
@@ -81,6 +103,8 @@ def judged_outcome(
         sink_rows_scanned=sink_rows_scanned,
         duration_seconds=duration_seconds,
         topic_duplicates=counts.get(Verdict.TOPIC_DUPLICATE, 0),
+        latency=latency,
+        late_after_ms=cfg.latency.max_ms if cfg.latency else None,
     )
 
 
@@ -107,6 +131,7 @@ def run_summary(
         duration_seconds=round(outcome.duration_seconds, 3),
         ledger_path=outcome.ledger_path,
         samples=samples,
+        latency=latency_figures(outcome.latency, outcome.late_after_ms),
     )
 
 

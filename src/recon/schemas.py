@@ -46,12 +46,14 @@ WINDOW = StructType(
 )
 PENDING = WINDOW
 
-# Sink rows added since the previous run; sink_key is the row's primary key rendered as text.
+# Sink rows added since the previous run; sink_key is the row's primary key rendered as text;
+# sink_time is sink.time_column (null when the pipeline declares none).
 SINK_ROWS = StructType(
     [
         StructField("sink_key", StringType(), False),
         StructField("message_id", StringType(), True),
         StructField("ingest_seq", LongType(), True),
+        StructField("sink_time", TimestampType(), True),
     ]
 )
 
@@ -106,6 +108,8 @@ RESULT = StructType(
         StructField("topic_duplicate", BooleanType(), False),
         StructField("detail", StringType(), True),
         StructField("positions", POSITIONS, False),
+        # sink row time minus record timestamp, when the run knows both (sink.time_column)
+        StructField("latency_ms", LongType(), True),
     ]
 )
 

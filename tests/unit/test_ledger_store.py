@@ -53,7 +53,7 @@ def _inputs(
     spark: SparkSession, records: list[tuple[int, str]], sinks: list[tuple[str, str]]
 ) -> tuple[DataFrame, DataFrame]:
     window = spark.createDataFrame([(T, 0, o, m, None, TS) for o, m in records], schemas.WINDOW)
-    sink_rows = spark.createDataFrame([(k, m, None) for k, m in sinks], schemas.SINK_ROWS)
+    sink_rows = spark.createDataFrame([(k, m, None, None) for k, m in sinks], schemas.SINK_ROWS)
     return window, sink_rows
 
 

@@ -69,9 +69,10 @@ def _received(listener: socket.socket, n: int) -> list[str]:
 def test_a_runs_counts_lag_and_duration_reach_statsd(listener: socket.socket) -> None:
     counts = {"delivered": 990, "lost": 3, "duplicated": 2, "pending": 17, "topic_duplicate": 1}
     _emit(listener, "orders_eo", counts, 12.5)
-    # One counter per verdict (zeros too), the lag gauge, the duration timer: 9 + 1 + 1 lines.
-    assert _received(listener, 11) == [
+    # One counter per verdict (zeros too), the lag gauge, the duration timer: 10 + 1 + 1 lines.
+    assert _received(listener, 12) == [
         "airflow.recon.orders_eo.verdict.delivered:990|c",
+        "airflow.recon.orders_eo.verdict.late:0|c",
         "airflow.recon.orders_eo.verdict.lost:3|c",
         "airflow.recon.orders_eo.verdict.duplicated:2|c",
         "airflow.recon.orders_eo.verdict.topic_duplicate:1|c",
@@ -87,15 +88,16 @@ def test_a_runs_counts_lag_and_duration_reach_statsd(listener: socket.socket) ->
 
 def test_a_dotted_pipeline_name_keeps_the_names_hierarchy(listener: socket.socket) -> None:
     _emit(listener, "team.orders", {"lost": 1}, 1.0)
-    assert _received(listener, 2)[:2] == [
+    assert _received(listener, 3)[:3] == [
         "airflow.recon.team__orders.verdict.delivered:0|c",
+        "airflow.recon.team__orders.verdict.late:0|c",
         "airflow.recon.team__orders.verdict.lost:1|c",
     ]
 
 
 def test_no_latency_is_sent_while_runs_do_not_measure_it(listener: socket.socket) -> None:
     _emit(listener, "orders_eo", {}, 1.0)
-    lines = _received(listener, 11)
+    lines = _received(listener, 12)
     assert not [line for line in lines if ".latency:" in line]
     # Nothing more follows: the subprocess has ended, every datagram it sent has arrived.
     listener.settimeout(0.5)

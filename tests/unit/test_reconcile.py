@@ -65,7 +65,7 @@ def namespaced(name: str, s: Scenario) -> Scenario:
     return replace(
         s,
         window=[record(r) for r in s.window],
-        sinks=[(f"{name}:{k}", _ns(name, m), q) for k, m, q in s.sinks],
+        sinks=[(f"{name}:{k}", _ns(name, m), q, t) for k, m, q, t in s.sinks],
         pending=maybe(s.pending, record),
         ledger=maybe(s.ledger, lambda r: (_ns(name, r[0]), name, *r[2:])),
         uncommitted=maybe(s.uncommitted, lambda r: (_ns(name, r[0]), name, *r[2:])),
@@ -97,7 +97,7 @@ def batch(spark: SparkSession) -> dict[str, list[Any]]:
     shared = {
         name: namespaced(name, make())
         for name, make in SCENARIOS.items()
-        if not make().unverifiable and not make().ends
+        if not make().unverifiable and not make().ends and make().late_after_ms is None
     }
     everything = Scenario(
         window=[r for s in shared.values() for r in s.window],

@@ -123,7 +123,11 @@ def run(engine: str, spark: Any, inputs: Inputs) -> tuple[JudgedRun, FakeIO, set
     sink_count, topic_duplicate)``."""
     io = FakeIO(engine, spark, inputs)
     cfg = SimpleNamespace(
-        name="p", sink=SimpleNamespace(ingest_seq_column="seq" if inputs.ingest_seq else None)
+        name="p",
+        sink=SimpleNamespace(
+            ingest_seq_column="seq" if inputs.ingest_seq else None, time_column=None
+        ),
+        latency=None,
     )
     record = SimpleNamespace(
         run_id="r1", windows=inputs.windows, base_run_id=None,

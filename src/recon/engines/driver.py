@@ -43,7 +43,15 @@ from recon.rules import (
     PENDING_STEPS,
     SCAN_STEPS,
 )
-from recon.rules.run import RuleEngine, judge, next_ledger, register_parameters, run_steps
+from recon.rules.run import (
+    LatencyRow,
+    RuleEngine,
+    judge,
+    latency_stats,
+    next_ledger,
+    register_parameters,
+    run_steps,
+)
 from recon.services import Progress, default_data_dir, noop, results_db
 from recon.snapshot.window import PartitionWindow
 from recon.verdicts import Verdict
@@ -121,7 +129,7 @@ def reconcile_run(
             outcome = judged_outcome(
                 cfg, judged.counts, ledger_path=judged.ledger_path,
                 sink_rows_scanned=judged.sink_rows_scanned,
-                duration_seconds=time.monotonic() - started,
+                duration_seconds=time.monotonic() - started, latency=judged.latency,
             )  # fmt: skip
             with results_db() as pg:
                 written = store.commit_run(
@@ -148,6 +156,8 @@ class JudgedRun(NamedTuple):
     sink_rows_scanned: int
     #: the first rows per verdict the run has (``11_samples``).
     samples: dict[str, list[dict[str, Any]]]
+    #: delivery latencies, the whole run first (``07_latency_stats``); empty unless measured.
+    latency: Sequence[LatencyRow] = ()
 
 
 def judge_run(
@@ -187,7 +197,8 @@ def judge_run(
     rules.use("ledger", ledger)
     rules.use("uncommitted", None)
     register_parameters(rules, removed_ranges(record.windows), partition_ends(record.windows))
-    counts = judge(rules)
+    late_after_ms = cfg.latency.max_ms if cfg.latency else None
+    counts = judge(rules, late_after_ms)
     progress(f"run {run_id}: verdicts counted at {time.monotonic() - started:.1f} s")
     gapped = _gapped(rules, record.windows) if counts.get(Verdict.PHANTOM, 0) > 0 else []
     if gapped:
@@ -198,8 +209,9 @@ def judge_run(
         rules.use("every", io.read_every(gapped))
         run_steps(rules, ABORTED_STEPS)
         rules.use("uncommitted", rules.relation("aborted"))
-        counts = judge(rules)
+        counts = judge(rules, late_after_ms)
 
+    latency = latency_stats(rules) if cfg.sink.time_column else []
     next_ledger(rules, run_id)
     ledger_path = io.write_version(base_entries, ledger is not None)
     progress(f"run {run_id}: ledger and results written at {time.monotonic() - started:.1f} s")
@@ -208,7 +220,7 @@ def judge_run(
     ((sink_scanned,),) = rules.rows("sink_scanned")
     wanted = [v for v, n in counts.items() if n and v != Verdict.DELIVERED]
     return JudgedRun(
-        counts, ledger_path, int(sink_scanned), _samples(rules.rows("samples"), wanted)
+        counts, ledger_path, int(sink_scanned), _samples(rules.rows("samples"), wanted), latency
     )
 
 

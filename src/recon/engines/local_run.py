@@ -133,6 +133,7 @@ def snapshot_topic(
             readers[part] = read_ranges(
                 dict(kafka.config), ranges, cfg.kafka.message_id, f"{staging}/{part}",
                 isolation_level=isolation, workers=workers,
+                with_time=cfg.sink.time_column is not None,
             )  # fmt: skip
         try:
             copier.start()

@@ -84,6 +84,7 @@ def reconcile(
     uncommitted: Any | None = None,
     unverifiable: UnverifiableRows | None = None,
     partition_ends: PartitionEnds | None = None,
+    late_after_ms: int | None = None,
 ) -> tuple[SparkRules, dict[str, int]]:
     """Judge a run with the rules: the view ``results`` (``schemas.RESULT``) and the counts.
 
@@ -91,10 +92,11 @@ def reconcile(
         ``pending``, ``uncommitted``: the other inputs (``recon.rules``), None when absent.
     :param unverifiable: ``(topic, partition, from_offset, log_start_offset)`` per partition.
     :param partition_ends: ``(partition, window_to, log_start_offset)`` per partition.
+    :param late_after_ms: the latency bound (``recon.rules.run.judge``).
     """
     rules = SparkRules(spark)
     inputs = {
         "records": window, "sink_rows": sink_rows, "ledger": ledger, "pending": pending,
         "uncommitted": uncommitted,
     }  # fmt: skip
-    return rules, judge_inputs(rules, inputs, unverifiable, partition_ends)
+    return rules, judge_inputs(rules, inputs, unverifiable, partition_ends, late_after_ms)

@@ -34,6 +34,9 @@ class SinkTable:
     schema: str
     table: str
     key_columns: tuple[str, ...]  # the primary key; empty: none (ctid stands in)
+    #: ``sink.time_column``'s type: ``timestamp with time zone`` or ``timestamp without time
+    #: zone`` (read as UTC); None when the pipeline declares none.
+    time_type: str | None = None
 
     def identifier(self) -> Any:
         from psycopg2 import sql
@@ -60,17 +63,18 @@ def inspect_sink(pg: Any, spec: SinkSpec, pipeline: str) -> SinkTable:
     schema, name = _split_table(spec.table)
     with pg.cursor() as cur:
         cur.execute(
-            "SELECT a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+            "JOIN pg_class c ON c.oid = a.attrelid "
             "JOIN pg_namespace n ON n.oid = c.relnamespace "
             "WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped",
             (schema, name),
         )
-        columns = {row[0] for row in cur.fetchall()}
+        columns = dict(cur.fetchall())
         if not columns:
             raise SinkTableError(
                 f"pipeline '{pipeline}': sink.table: table {schema}.{name} does not exist"
             )
-        for key in ("message_id_column", "ingest_seq_column"):
+        for key in ("message_id_column", "ingest_seq_column", "time_column"):
             column = getattr(spec, key)
             if column is not None and column not in columns:
                 raise SinkTableError(
@@ -85,11 +89,39 @@ def inspect_sink(pg: Any, spec: SinkSpec, pipeline: str) -> SinkTable:
         )
         keys = tuple(row[0] for row in cur.fetchall())
     pg.rollback()
-    return SinkTable(schema=schema, table=name, key_columns=keys)
+    time_type = _time_type(columns, spec, f"{schema}.{name}", pipeline)
+    return SinkTable(schema=schema, table=name, key_columns=keys, time_type=time_type)
+
+
+def _time_type(columns: dict[str, str], spec: SinkSpec, table: str, pipeline: str) -> str | None:
+    """The declared time column's type, refused unless it is a timestamp: a latency measured
+    against a date or a text column would be wrong without saying so."""
+    if spec.time_column is None:
+        return None
+    if not columns[spec.time_column].startswith("timestamp"):
+        raise SinkTableError(
+            f"pipeline '{pipeline}': sink.time_column: column '{spec.time_column}' of table "
+            f"{table} is {columns[spec.time_column]}, expected timestamp with time zone "
+            "(or timestamp without time zone, read as UTC)"
+        )
+    return columns[spec.time_column]
+
+
+def _time_expression(spec: SinkSpec, table: SinkTable) -> Any:
+    """``sink.time_column`` as ``timestamptz`` (a zoneless timestamp read as UTC), or NULL."""
+    from psycopg2 import sql
+
+    if spec.time_column is None:
+        return sql.SQL("NULL::timestamptz")
+    column = sql.Identifier(spec.time_column)
+    if table.time_type is not None and "without time zone" in table.time_type:
+        return sql.SQL("({} AT TIME ZONE 'UTC')").format(column)
+    return sql.SQL("{}::timestamptz").format(column)
 
 
 def sink_query(pg: Any, spec: SinkSpec, table: SinkTable, rows: SinkRange | None) -> str:
-    """The subquery Spark reads: ``sink_key, message_id, ingest_seq`` for the run's rows.
+    """The subquery Spark reads: ``sink_key, message_id, ingest_seq, sink_time`` for the run's
+    rows (``sink_time`` is null unless the pipeline declares ``sink.time_column``).
 
     :param pg: a psycopg2 connection (only used to quote identifiers).
     :param spec: the sink declaration.
@@ -109,9 +141,11 @@ def sink_query(pg: Any, spec: SinkSpec, table: SinkTable, rows: SinkRange | None
     if seq is not None and rows is not None:
         where.append(rows.where(seq))
     query = sql.SQL(
-        "SELECT {key} AS sink_key, {mid}::text AS message_id, {seq} AS ingest_seq FROM {t}"
+        "SELECT {key} AS sink_key, {mid}::text AS message_id, {seq} AS ingest_seq, "
+        "{time} AS sink_time FROM {t}"
     ).format(
         key=key,
+        time=_time_expression(spec, table),
         mid=sql.Identifier(spec.message_id_column),
         seq=sql.SQL("{}::bigint").format(seq) if seq is not None else sql.SQL("NULL::bigint"),
         t=sql.Identifier(table.schema, table.table),

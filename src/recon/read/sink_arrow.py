@@ -22,7 +22,23 @@ def sink_schema() -> Any:
     """``recon.schemas.SINK_ROWS`` as Arrow, without ``ingest_seq`` (no verdict reads it)."""
     import pyarrow as pa
 
-    return pa.schema([("sink_key", pa.string()), ("message_id", pa.string())])
+    return pa.schema(
+        [
+            ("sink_key", pa.string()),
+            ("message_id", pa.string()),
+            ("sink_time", pa.timestamp("us", tz="UTC")),
+        ]
+    )
+
+
+def _csv_schema() -> Any:
+    """The CSV's columns: the time travels as microseconds since the epoch, an integer no
+    session's DateStyle or TimeZone can change."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [("sink_key", pa.string()), ("message_id", pa.string()), ("sink_time", pa.int64())]
+    )
 
 
 def copy_sink_rows(
@@ -45,7 +61,10 @@ def copy_sink_rows(
     import pyarrow.parquet as pq
     from pyarrow import csv
 
-    query = f"SELECT sink_key, message_id FROM ({sink_query(pg, spec, table, rows)}) q"
+    query = (
+        "SELECT sink_key, message_id, (extract(epoch FROM sink_time) * 1000000)::bigint "
+        f"FROM ({sink_query(pg, spec, table, rows)}) q"
+    )
     read_end, write_end = os.pipe()
     failure: list[BaseException] = []
 
@@ -71,17 +90,17 @@ def copy_sink_rows(
                 else csv.open_csv(
                     source,
                     read_options=csv.ReadOptions(
-                        column_names=["sink_key", "message_id"], block_size=8 << 20
+                        column_names=_csv_schema().names, block_size=8 << 20
                     ),
                     convert_options=csv.ConvertOptions(
-                        column_types=sink_schema(),
+                        column_types=_csv_schema(),
                         strings_can_be_null=True,
                         quoted_strings_can_be_null=False,
                     ),
                 )
             )
             for batch in reader:
-                writer.write_batch(batch)
+                writer.write_batch(_timed(batch))
                 written += batch.num_rows
     except Exception:
         if not failure:
@@ -93,3 +112,11 @@ def copy_sink_rows(
     if failure:
         raise failure[0]
     return written
+
+
+def _timed(batch: Any) -> Any:
+    """A CSV batch in :func:`sink_schema`: the epoch microseconds as a UTC timestamp."""
+    import pyarrow as pa
+
+    stamps = batch.column(2).cast(pa.timestamp("us", tz="UTC"))
+    return pa.record_batch([batch.column(0), batch.column(1), stamps], schema=sink_schema())

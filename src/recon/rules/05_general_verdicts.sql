@@ -5,6 +5,9 @@
 -- total = the ledger's sink count + this run's new sink rows.
 --   judged (a record in the window, or judged before and new sink rows): lost (total 0),
 --     delivered (1) or duplicated (>1); topic_duplicate when it sits at more than one position.
+--     A delivery with a record in the window and its sink row new in this run has a latency
+--     (its first sink row's time minus its first record's timestamp, when both are known):
+--     over the pipeline's bound, it is late rather than delivered.
 --   pending (a pending record, or pending in the ledger and not expired): pending.
 --   expired (pending in the ledger, no record now, every position it was seen at behind the
 --     window's end or the log-start offset): aborted_read if the uncommitted pass found it,
@@ -14,24 +17,27 @@
 --   judged before and nothing new: no row.
 WITH facts AS (
     SELECT DISTINCT message_id, 'w' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
-           ${NO_LEDGER}
+           record_time AS at_time, ${NO_LEDGER}
     FROM general_joined WHERE "offset" IS NOT NULL
     UNION ALL
-    SELECT DISTINCT message_id, 's' AS src, ${NULL_POS} AS pos, sink_key, ${NO_LEDGER}
+    SELECT DISTINCT message_id, 's' AS src, ${NULL_POS} AS pos, sink_key, sink_time AS at_time,
+           ${NO_LEDGER}
     FROM general_joined WHERE sink_key IS NOT NULL
     UNION ALL
-    SELECT message_id, 'p' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key, ${NO_LEDGER}
+    SELECT message_id, 'p' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
+           ${NO_TIME}, ${NO_LEDGER}
     FROM pending
     WHERE invalid_reason IS NULL AND message_id IS NOT NULL AND trim(message_id) <> ''
       AND message_id IN (SELECT message_id FROM general_ids)
     UNION ALL
-    SELECT message_id, 'u' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key, ${NO_LEDGER}
+    SELECT message_id, 'u' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
+           ${NO_TIME}, ${NO_LEDGER}
     FROM uncommitted
     WHERE message_id IS NOT NULL AND trim(message_id) <> ''
       AND message_id IN (SELECT message_id FROM general_ids)
     UNION ALL
     SELECT message_id, 'l' AS src, ${NULL_POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
-           CAST(sink_count AS BIGINT) AS l_sink_count, verdict AS l_verdict,
+           ${NO_TIME}, CAST(sink_count AS BIGINT) AS l_sink_count, verdict AS l_verdict,
            first_run_id AS l_first_run_id, positions AS l_positions
     FROM ledger WHERE message_id IN (SELECT message_id FROM general_ids)
 ),
@@ -46,6 +52,8 @@ grouped AS (
            count(*) FILTER (WHERE src = 's') AS n_new,
            coalesce(list_sort(list(sink_key) FILTER (WHERE src = 's' AND sink_key IS NOT NULL)),
                     CAST([] AS VARCHAR[])) AS new_keys,
+           epoch_ms(min(at_time) FILTER (WHERE src = 's'))
+               - epoch_ms(min(at_time) FILTER (WHERE src = 'w')) AS span_ms,
            max(l_sink_count) AS l_sink_count, max(l_verdict) AS l_verdict_raw,
            max(l_first_run_id) AS l_first_run_id,
            first(l_positions) FILTER (WHERE l_positions IS NOT NULL) AS l_pos_raw
@@ -72,7 +80,9 @@ flags AS (
     FROM grouped g LEFT JOIN expiry x ON g.message_id = x.message_id
 ),
 states AS (
-    SELECT *, has_w OR (l_verdict IN ${JUDGED} AND n_new > 0) AS judged FROM flags
+    SELECT *, has_w OR (l_verdict IN ${JUDGED} AND n_new > 0) AS judged,
+           CASE WHEN has_w AND n_new > 0 THEN span_ms END AS latency_ms
+    FROM flags
 ),
 states1 AS (
     SELECT *, NOT judged AND NOT has_p AND l_verdict = 'pending' AND behind AS expired
@@ -85,6 +95,8 @@ states2 AS (
 classified AS (
     SELECT *,
         CASE WHEN judged AND total = 0 THEN 'lost'
+             WHEN judged AND total = 1 AND coalesce(latency_ms > ${LATE_AFTER_MS}, false)
+                 THEN 'late'
              WHEN judged AND total = 1 THEN 'delivered'
              WHEN judged THEN 'duplicated'
              WHEN pending_now THEN 'pending'
@@ -120,8 +132,10 @@ SELECT verdict, message_id, positions[1].topic AS topic,
                printf('%d sink rows, %d new in this run', total, n_new) END,
            CASE WHEN verdict = 'duplicated' AND l_verdict = 'lost' THEN
                ${LATE_DELIVERY} || first_run || ')' END,
-           CASE WHEN verdict = 'delivered' AND l_verdict = 'lost' THEN
+           CASE WHEN verdict IN ('delivered', 'late') AND l_verdict = 'lost' THEN
                ${LATE_DELIVERY} || first_run || ')' END,
+           CASE WHEN verdict = 'late' THEN
+               printf(${LATE_DETAIL}, latency_ms, ${LATE_AFTER_MS}) END,
            CASE WHEN l_verdict IN ${JUDGED} AND has_w THEN
                'read again (group reset or replay), first seen in run ' || first_run END,
            CASE WHEN l_verdict IN ${JUDGED} AND NOT has_w AND verdict IN ${JUDGED} THEN
@@ -140,5 +154,5 @@ SELECT verdict, message_id, positions[1].topic AS topic,
            CASE WHEN verdict = 'phantom' AND expired THEN ${PENDING_NEVER_COMMITTED} || listed END,
            CASE WHEN verdict = 'phantom' AND NOT expired THEN ${PHANTOM} END
        ), '') AS detail,
-       positions
+       positions, latency_ms
 FROM flagged

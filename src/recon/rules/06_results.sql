@@ -2,6 +2,7 @@
 -- (their lists built here, as they are read), the general path's, one `invalid` row per record
 -- or sink row without a usable messageId, and one `unverifiable` row per partition whose window
 -- starts below its log-start offset (the removed range: records that cannot be judged).
+-- latency_ms: a judged message's delivery latency, when the run knows both times.
 SELECT verdict, message_id, topic, "partition",
        CASE WHEN "offset" IS NOT NULL THEN ["offset"] ELSE CAST([] AS BIGINT[]) END AS offsets,
        "offset" AS first_offset,
@@ -9,27 +10,31 @@ SELECT verdict, message_id, topic, "partition",
        CASE WHEN sink_key IS NOT NULL THEN [sink_key] ELSE CAST([] AS VARCHAR[]) END AS sink_keys,
        false AS topic_duplicate,
        CASE verdict WHEN 'delivered' THEN NULL
+            WHEN 'late' THEN printf(${LATE_DETAIL}, latency_ms, ${LATE_AFTER_MS})
             WHEN 'lost' THEN 'no sink row for a committed record'
             WHEN 'unverifiable' THEN ${NOT_FOUND_REMOVED}
             ELSE ${PHANTOM} END AS detail,
-       CASE WHEN "offset" IS NOT NULL THEN [${POS}] ELSE ${EMPTY_POSITIONS} END AS positions
+       CASE WHEN "offset" IS NOT NULL THEN [${POS}] ELSE ${EMPTY_POSITIONS} END AS positions,
+       latency_ms
 FROM fast_verdicts
 UNION ALL
 SELECT verdict, message_id, topic, "partition", offsets, first_offset, sink_count, sink_keys,
-       topic_duplicate, detail, positions
+       topic_duplicate, detail, positions, latency_ms
 FROM general_verdicts
 UNION ALL
 SELECT 'invalid' AS verdict, message_id, topic, "partition", ["offset"] AS offsets,
        "offset" AS first_offset, CAST(0 AS BIGINT) AS sink_count,
        CAST([] AS VARCHAR[]) AS sink_keys, false AS topic_duplicate,
-       coalesce(invalid_reason, 'missing message id') AS detail, [${POS}] AS positions
+       coalesce(invalid_reason, 'missing message id') AS detail, [${POS}] AS positions,
+       ${NO_LATENCY}
 FROM checked_records WHERE NOT ok
 UNION ALL
 SELECT 'invalid' AS verdict, message_id, CAST(NULL AS VARCHAR) AS topic,
        CAST(NULL AS INTEGER) AS "partition", CAST([] AS BIGINT[]) AS offsets,
        CAST(NULL AS BIGINT) AS first_offset, CAST(1 AS BIGINT) AS sink_count,
        [sink_key] AS sink_keys, false AS topic_duplicate,
-       'sink row without a message id' AS detail, ${EMPTY_POSITIONS} AS positions
+       'sink row without a message id' AS detail, ${EMPTY_POSITIONS} AS positions,
+       ${NO_LATENCY}
 FROM checked_sink_rows WHERE NOT ok
 UNION ALL
 SELECT 'unverifiable' AS verdict, CAST(NULL AS VARCHAR) AS message_id, topic,
@@ -38,5 +43,5 @@ SELECT 'unverifiable' AS verdict, CAST(NULL AS VARCHAR) AS message_id, topic,
        CAST([] AS VARCHAR[]) AS sink_keys, false AS topic_duplicate,
        printf('offsets %d to %d were removed (retention or compaction) before they were read',
               from_offset, log_start_offset - 1) AS detail,
-       ${EMPTY_POSITIONS} AS positions
+       ${EMPTY_POSITIONS} AS positions, ${NO_LATENCY}
 FROM removed_ranges

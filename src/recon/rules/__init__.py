@@ -16,7 +16,13 @@ first step (empty, with their columns, when the run has none):
                     ledger entry's records stop being pending)
 ==================  ===================================================================
 
-Outputs: ``results`` (``schemas.RESULT``), ``verdict_counts`` and ``ledger_next``
+Two inputs may carry a time (null when the source has none): ``records.timestamp`` (the
+record's Kafka timestamp) and ``sink_rows.sink_time`` (``sink.time_column``); with both, a judged
+message has a delivery latency, and ``${LATE_AFTER_MS}`` (the pipeline's bound, null when it
+declares none) turns the slow deliveries into ``late``.
+
+Outputs: ``results`` (``schemas.RESULT``), ``verdict_counts``, ``latency_stats`` and
+``ledger_next``
 (``schemas.LEDGER``; ``ledger_known`` and ``ledger_new`` are its two parts). ``docs/algorithm.md``
 explains the algorithm; each file says what it decides.
 
@@ -64,6 +70,10 @@ VERDICT_STEPS: tuple[Step, ...] = (
     Step("06_results"),
     Step("07_verdict_counts", keep=True),
 )
+
+#: A judged run's delivery latencies, per partition and overall (``latency_stats``): run when
+#: the pipeline declares ``sink.time_column``.
+LATENCY_STEPS: tuple[Step, ...] = (Step("07_latency_stats", keep=True),)
 
 #: The steps that make the next ledger from a judged run.
 LEDGER_STEPS: tuple[Step, ...] = (
@@ -140,6 +150,15 @@ _LEDGER = (
 #: were kept), and an entry of a message at one position may store no lists
 #: (``recon.rules.run.conform_sql`` derives them).
 LEDGER_INPUTS = ("ledger", "ledger_all", "ledger_stored")
+
+#: The columns an input may have: a source without one reads it as null.
+OPTIONAL_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
+    "records": (("timestamp", "TIMESTAMPTZ"),),
+    "sink_rows": (("sink_time", "TIMESTAMPTZ"),),
+}
+OPTIONAL_COLUMNS["pending"] = OPTIONAL_COLUMNS["readable"] = OPTIONAL_COLUMNS["records"]
+OPTIONAL_COLUMNS["inflight"] = OPTIONAL_COLUMNS["every"] = OPTIONAL_COLUMNS["records"]
+OPTIONAL_COLUMNS["sink_all"] = OPTIONAL_COLUMNS["sink_rows"]
 
 #: The columns each input must have, in DuckDB's types (the Spark engine renders them).
 INPUT_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {

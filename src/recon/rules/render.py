@@ -1,14 +1,18 @@
 """The rule files, read once and rendered for the engine that runs them.
 
-The rules are written in DuckDB's dialect. For Spark they are transpiled with sqlglot, and four
-constructs that sqlglot renders faithfully but Spark evaluates differently are rewritten:
+The rules are written in DuckDB's dialect. For Spark they are transpiled with sqlglot, and five
+constructs that sqlglot renders faithfully but Spark evaluates differently (or not faithfully)
+are rewritten:
 
 * ``list[i]`` becomes ``try_element_at(list, i)``: Spark's ``list[i - 1]`` fails on a short list
   in ANSI mode, where DuckDB gives NULL;
 * ``list_slice(list, a, b)`` becomes ``slice(list, a, b - a + 1)``;
 * ``hash(x)`` becomes ``xxhash64(x)``: Spark's ``hash`` has 32 bits, too few for a window of
   millions of ids (more collisions send more messages the general way);
-* ``array_length(list)`` stays ``size(list)``, as sqlglot renders it.
+* ``array_length(list)`` stays ``size(list)``, as sqlglot renders it;
+* ``epoch_ms(timestamp)`` becomes ``unix_millis(timestamp)``: sqlglot reads DuckDB's
+  ``epoch_ms`` as its other overload (milliseconds to a timestamp). The rules apply it to
+  timestamps only.
 
 ``${NAME}`` placeholders are the run's parameters and the shared vocabulary (verdict groups,
 detail words), substituted as SQL literals before parsing, so no constant is written twice.
@@ -52,6 +56,9 @@ def _vocabulary() -> dict[str, str]:
             f"CAST(NULL AS VARCHAR) AS l_first_run_id, CAST(NULL AS {POSITION_TYPE}[]) "
             "AS l_positions"
         ),
+        "NO_TIME": "CAST(NULL AS TIMESTAMPTZ) AS at_time",
+        "NO_LATENCY": "CAST(NULL AS BIGINT) AS latency_ms",
+        "LATE_DETAIL": literal(details.LATE),
         "MAX_POSITIONS_IN_DETAIL": str(MAX_POSITIONS_IN_DETAIL),
         "JUDGED": in_list(JUDGED),
         "UNMATCHED": in_list(UNMATCHED),
@@ -108,6 +115,8 @@ def _for_spark(text: str) -> str:
                 this=exp.Sub(this=end, expression=start), expression=exp.Literal.number(1)
             )
             return exp.Anonymous(this="slice", expressions=[array, start, length])
+        if isinstance(node, exp.UnixToTime) and str(node.args.get("scale")) == "3":
+            return exp.Anonymous(this="unix_millis", expressions=[node.this])
         if isinstance(node, exp.Anonymous) and node.name.lower() == "hash":
             return exp.Anonymous(this="xxhash64", expressions=node.expressions)
         return node

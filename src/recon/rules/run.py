@@ -8,9 +8,17 @@ driver needs (the verdict counts). Nothing here knows which engine it drives.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-from recon.rules import INPUT_COLUMNS, LEDGER_INPUTS, LEDGER_STEPS, VERDICT_STEPS, Step
+from recon.rules import (
+    INPUT_COLUMNS,
+    LATENCY_STEPS,
+    LEDGER_INPUTS,
+    LEDGER_STEPS,
+    OPTIONAL_COLUMNS,
+    VERDICT_STEPS,
+    Step,
+)
 from recon.rules.render import for_dialect, literal, render
 from recon.verdicts import ALL_VERDICTS, Verdict
 
@@ -44,9 +52,13 @@ class RuleEngine(Protocol):
         one's (e.g. a ledger version compacted while a run's relations are in use)."""
 
 
+def _columns(name: str) -> tuple[tuple[str, str], ...]:
+    return INPUT_COLUMNS[name] + OPTIONAL_COLUMNS.get(name, ())
+
+
 def empty_sql(name: str) -> str:
     """A statement (DuckDB dialect) for input ``name`` with no rows, its columns typed."""
-    columns = ", ".join(f'CAST(NULL AS {t}) AS "{c}"' for c, t in INPUT_COLUMNS[name])
+    columns = ", ".join(f'CAST(NULL AS {t}) AS "{c}"' for c, t in _columns(name))
     return f"SELECT {columns} WHERE false"
 
 
@@ -71,8 +83,7 @@ def conform_sql(name: str, source: str, present: Iterable[str]) -> str:
             f"{name}: missing column(s) {', '.join(missing)} (expected {expected})"
         )
     typed = {
-        c: (f'CAST("{c}" AS {t})' if c in have else f"CAST(NULL AS {t})")
-        for c, t in INPUT_COLUMNS[name]
+        c: (f'CAST("{c}" AS {t})' if c in have else f"CAST(NULL AS {t})") for c, t in _columns(name)
     }
     if is_ledger:
         offsets = (
@@ -132,25 +143,30 @@ def judge_inputs(
     inputs: Mapping[str, Any | None],
     unverifiable: UnverifiableRows | None,
     partition_ends: PartitionEnds | None,
+    late_after_ms: int | None = None,
 ) -> dict[str, int]:
     """Register a run's inputs and judge it (:func:`judge`).
 
     :param inputs: the engine's relations by input name (``records``, ``sink_rows``, ``ledger``,
         ``pending``, ``uncommitted``); a name absent or None is an empty input.
+    :param late_after_ms: the latency bound (:func:`judge`).
     """
     for name in ("records", "sink_rows", "ledger", "pending", "uncommitted"):
         engine.use(name, inputs.get(name))
     register_parameters(engine, unverifiable, partition_ends)
-    return judge(engine)
+    return judge(engine, late_after_ms)
 
 
-def judge(engine: RuleEngine) -> dict[str, int]:
+def judge(engine: RuleEngine, late_after_ms: int | None = None) -> dict[str, int]:
     """Run the verdict steps over the registered inputs; the counts per verdict.
 
+    :param late_after_ms: a delivery slower than this many milliseconds is ``late`` (None:
+        the pipeline declares no bound; latencies are still measured when both times are known).
     :returns: rows per verdict (every verdict present, 0 when absent) and the number of rows
         flagged ``topic_duplicate``.
     """
-    run_steps(engine, VERDICT_STEPS)
+    bound = "CAST(NULL AS BIGINT)" if late_after_ms is None else str(int(late_after_ms))
+    run_steps(engine, VERDICT_STEPS, {"LATE_AFTER_MS": bound})
     counts = dict.fromkeys(ALL_VERDICTS, 0)
     flagged = 0
     for verdict, n, duplicates in engine.rows("verdict_counts"):
@@ -158,6 +174,22 @@ def judge(engine: RuleEngine) -> dict[str, int]:
         flagged += int(duplicates)
     counts[Verdict.TOPIC_DUPLICATE.value] = flagged
     return counts
+
+
+#: One row of ``latency_stats``: partition (None for the whole run), messages, negative, min,
+#: p50, p95, p99, max (milliseconds).
+LatencyRow = tuple[int | None, int, int, int, int, int, int, int]
+
+
+def latency_stats(engine: RuleEngine) -> list[LatencyRow]:
+    """The judged run's delivery latencies (``07_latency_stats``), the whole run first, then by
+    partition; empty when no message has one."""
+    run_steps(engine, LATENCY_STEPS)
+    rows = [
+        cast(LatencyRow, tuple(None if v is None else int(v) for v in row))
+        for row in engine.rows("latency_stats")
+    ]
+    return sorted(rows, key=lambda r: (r[0] is not None, r[0] or 0))
 
 
 def next_ledger(engine: RuleEngine, run_id: str) -> None:

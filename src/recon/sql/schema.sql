@@ -115,6 +115,24 @@ ALTER TABLE recon.pipeline_state ADD COLUMN IF NOT EXISTS sink_floor bigint;
 ALTER TABLE recon.discrepancies ADD COLUMN IF NOT EXISTS corrected_by_run text;
 ALTER TABLE recon.runs ADD COLUMN IF NOT EXISTS corrections jsonb NOT NULL DEFAULT '{}'::jsonb;
 
+-- Delivery latency per run (sink.time_column minus the record's Kafka timestamp), per partition
+-- and over the whole run (partition -1), in milliseconds; exact nearest-rank percentiles.
+-- bound_ms is the pipeline's latency.max_seconds when it declares one.
+CREATE TABLE IF NOT EXISTS recon.latency (
+    pipeline    text    NOT NULL,
+    run_id      text    NOT NULL,
+    partition   integer NOT NULL,              -- -1: the whole run
+    messages    bigint  NOT NULL,              -- judged messages with a latency
+    negative    bigint  NOT NULL,              -- of those, below zero (clock skew)
+    min_ms      bigint  NOT NULL,
+    p50_ms      bigint  NOT NULL,
+    p95_ms      bigint  NOT NULL,
+    p99_ms      bigint  NOT NULL,
+    max_ms      bigint  NOT NULL,
+    bound_ms    bigint,
+    PRIMARY KEY (pipeline, run_id, partition)
+);
+
 -- The version of this file last applied (its SHA-256), so that a run skips the DDL above, and
 -- its table locks, when nothing changed.
 CREATE TABLE IF NOT EXISTS recon.schema_version (version text NOT NULL);

@@ -105,6 +105,22 @@ class RunOutcome:
     sink_rows_scanned: int
     duration_seconds: float
     topic_duplicates: int
+    #: ``recon.rules.run.latency_stats`` rows (empty: the pipeline measures no latency).
+    latency: Sequence[Sequence[int | None]] = ()
+    #: the pipeline's latency bound in milliseconds, stored beside the percentiles.
+    late_after_ms: int | None = None
+
+
+def _replace_latency(cur: Any, pipeline: str, run_id: str, outcome: RunOutcome) -> None:
+    """The run's latency rows, replaced (a re-run of the run rewrites them)."""
+    cur.execute("DELETE FROM recon.latency WHERE pipeline = %s AND run_id = %s", (pipeline, run_id))
+    for partition, *figures in outcome.latency:
+        cur.execute(
+            "INSERT INTO recon.latency (pipeline, run_id, partition, messages, negative, min_ms, "
+            "p50_ms, p95_ms, p99_ms, max_ms, bound_ms) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+            (pipeline, run_id, -1 if partition is None else partition, *figures,
+             outcome.late_after_ms),
+        )  # fmt: skip
 
 
 def commit_run(
@@ -147,6 +163,7 @@ def commit_run(
                 "DELETE FROM recon.discrepancies WHERE pipeline = %s AND run_id = %s",
                 (pipeline, run_id),
             )
+            _replace_latency(cur, pipeline, run_id, outcome)
             if isinstance(discrepancies, DiscrepancyFile):
                 written = _copy_file(cur, discrepancies)
             else:

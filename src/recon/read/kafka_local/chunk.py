@@ -55,6 +55,12 @@ class Chunk:
             "offset": pa.array(offsets),
             "value": pa.array([m.value() for m in batch], pa.binary()),
         }
+        if self.task.with_time:
+            # (type, ms); type 0 is TIMESTAMP_NOT_AVAILABLE (a pre-0.10 record): no time, null.
+            stamps = [m.timestamp() for m in batch]
+            columns["timestamp"] = pa.array(
+                [ms if kind else None for kind, ms in stamps], pa.timestamp("ms", tz="UTC")
+            )
         if self.with_key:
             columns["key"] = pa.array([m.key() for m in batch], pa.binary())
         if header is not None:
@@ -88,9 +94,12 @@ class Chunk:
                 return nulls
             return pa.chunked_array([c[name] for c in self.columns])
 
-        # The record time is not read: no verdict depends on it (the settle time is applied to
-        # the window's offsets at snapshot time), and it costs a tuple per record.
-        stamps = pa.nulls(self.size, pa.timestamp("ms", tz="UTC"))
+        # The record time is read only for a pipeline that measures latency: it costs a tuple
+        # per record.
+        if "timestamp" in self.columns[0]:
+            stamps = pa.chunked_array([c["timestamp"] for c in self.columns])
+        else:
+            stamps = pa.nulls(self.size, pa.timestamp("ms", tz="UTC"))
         raw = pa.table(
             [column("topic"), column("partition"), column("offset"), stamps, column("key"),
              column("value"), column("id_header")],

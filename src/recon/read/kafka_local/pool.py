@@ -109,6 +109,7 @@ def read_ranges(
     *,
     isolation_level: str = "read_committed",
     workers: int | None = None,
+    with_time: bool = False,
 ) -> Readers:
     """Start reading ``ranges`` into ``directory`` (one Parquet file per reader process).
 
@@ -123,6 +124,7 @@ def read_ranges(
     :param directory: created if missing; holds ``part-<n>.parquet``.
     :param isolation_level: ``read_committed``, or ``read_uncommitted`` to find aborted records.
     :param workers: processes to use (default :func:`default_workers`).
+    :param with_time: read each record's Kafka timestamp too (else it is left null).
     """
     os.makedirs(directory, exist_ok=True)
     groups = spread(ranges, workers or default_workers()) or [[]]
@@ -134,6 +136,7 @@ def read_ranges(
             "isolation_level": isolation_level,
             "spec": [spec.kind, spec.name],
             "path": f"{directory}/part-{i}.parquet",
+            "with_time": with_time,
         }
         proc = subprocess.Popen(
             [sys.executable, "-m", READER_MODULE],

@@ -159,6 +159,7 @@ def main() -> int:
         isolation_level=task["isolation_level"],
         spec=MessageIdSpec(task["spec"][0], task["spec"][1]),
         path=task["path"],
+        with_time=bool(task.get("with_time", False)),
     )
     try:
         records = read_task(read)

@@ -18,3 +18,6 @@ class ReadTask:
     isolation_level: str
     spec: MessageIdSpec
     path: str
+    #: read each record's Kafka timestamp (a pipeline that declares ``sink.time_column``);
+    #: otherwise the column stays null, saving a tuple per record.
+    with_time: bool = False

@@ -1,0 +1,93 @@
+"""Delivery latency and ``late`` (issue 19) on tiny relations, on both engines: each message's
+latency, the ``late`` row's words, and the percentiles of ``07_latency_stats`` against values
+computed by hand (nearest rank)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fixtures.engines import spark_reconcile
+from fixtures.latency_scenarios import LATENCIES
+from fixtures.relations import judge, rows
+from fixtures.scenarios import SCENARIOS, Scenario, frames, rec, sink
+
+from recon.engines.duckdb import DuckDBRules
+from recon.engines.spark import SparkRules
+from recon.rules.run import latency_stats
+
+pytestmark = pytest.mark.unit
+
+
+def _duckdb(s: Scenario) -> tuple[list[dict[str, Any]], Any]:
+    con, results = judge(s)
+    return rows(con, results), DuckDBRules(con)
+
+
+def _spark(spark: Any, s: Scenario) -> tuple[list[dict[str, Any]], Any]:
+    found = [r.asDict() for r in spark_reconcile(**frames(spark, s)).collect()]
+    return found, SparkRules(spark)
+
+
+ENGINES = ("duckdb", "spark")
+
+
+def _judged(engine: str, spark: Any, s: Scenario) -> tuple[list[dict[str, Any]], Any]:
+    return _duckdb(s) if engine == "duckdb" else _spark(spark, s)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("name", list(LATENCIES))
+def test_each_message_gets_its_latency(spark: Any, engine: str, name: str) -> None:
+    found, _ = _judged(engine, spark, SCENARIOS[name]())
+    latencies = {r["message_id"]: r["latency_ms"] for r in found if r["latency_ms"] is not None}
+    assert latencies == LATENCIES[name]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_late_row_says_by_how_much(spark: Any, engine: str) -> None:
+    found, _ = _judged(engine, spark, SCENARIOS["late_and_on_time"]())
+    late = [r for r in found if r["verdict"] == "late"]
+    assert [r["detail"] for r in late] == [
+        "delivered 2500 ms after its record's Kafka timestamp; the bound is 2000 ms"
+    ]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_no_time_column_no_latency(spark: Any, engine: str) -> None:
+    found, _ = _judged(engine, spark, SCENARIOS["all_delivered"]())
+    assert {r["verdict"] for r in found} == {"delivered"}
+    assert all(r["latency_ms"] is None for r in found)
+
+
+def percentiles_scenario() -> Scenario:
+    """Partition 0: latencies 100, 200, ... 1000 ms; partition 1: -50 and 300 ms."""
+    window = [rec(i, f"a{i}") for i in range(10)] + [rec(0, "b0", 1), rec(1, "b1", 1)]
+    sinks = [sink(f"k{i}", f"a{i}", after_ms=100 * (i + 1)) for i in range(10)]
+    sinks += [sink("kb0", "b0", after_ms=-50), sink("kb1", "b1", after_ms=300)]
+    return Scenario(window=window, sinks=sinks, late_after_ms=900)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_percentiles_per_partition_and_overall(spark: Any, engine: str) -> None:
+    _, rules = _judged(engine, spark, percentiles_scenario())
+    # (partition, messages, negative, min, p50, p95, p99, max); nearest rank: pN is the value
+    # at rank ceil(N% of n). Overall, sorted: -50 100 200 300 300 400 500 ... 1000 (n = 12):
+    # p50 = 6th = 400, p95 = 12th (11.4 up) = 1000.
+    assert latency_stats(rules) == [
+        (None, 12, 1, -50, 400, 1000, 1000, 1000),
+        (0, 10, 0, 100, 500, 1000, 1000, 1000),
+        (1, 2, 1, -50, -50, 300, 300, 300),
+    ]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_late_counts_only_over_the_bound(spark: Any, engine: str) -> None:
+    found, _ = _judged(engine, spark, percentiles_scenario())
+    assert sorted(r["message_id"] for r in found if r["verdict"] == "late") == ["a9"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_no_latency_no_stats(spark: Any, engine: str) -> None:
+    _, rules = _judged(engine, spark, SCENARIOS["one_lost"]())
+    assert latency_stats(rules) == []
