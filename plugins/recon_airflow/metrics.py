@@ -13,8 +13,9 @@ OpenTelemetry). Under ``statsd_prefix`` (default ``airflow``):
   as offsets (transaction markers and aborted records occupy offsets too);
 - ``recon.<pipeline>.run_duration``: timer, the reconcile's duration
   (``recon.runs.duration_seconds``);
-- ``recon.<pipeline>.latency``: timer, end-to-end latency, once runs measure it (they do not yet:
-  :func:`emit_run_metrics` takes it and sends nothing while it is ``None``).
+- ``recon.<pipeline>.latency_<figure>_ms``: gauges, the run's delivery latency over all its
+  messages (``p50``, ``p95``, ``p99``, ``max``; ``recon.latency``), sent only by runs of a
+  pipeline that declares ``sink.time_column``.
 
 A pipeline name may hold dots, StatsD's separator: they become ``__``, as Airflow's legacy names
 write a task id inside a task group.
@@ -27,6 +28,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from recon.verdicts import ALL_VERDICTS, Verdict
+
+#: The latency figures sent as gauges, in this order.
+LATENCY_GAUGES = ("p50_ms", "p95_ms", "p99_ms", "max_ms")
 
 
 def stat_prefix(pipeline: str) -> str:
@@ -42,7 +46,7 @@ def emit_run_metrics(
     counts: Mapping[str, int],
     duration_seconds: float | None,
     *,
-    latency_seconds: float | None = None,
+    latency: Mapping[str, Any] | None = None,
 ) -> None:
     """Send one committed run's counters, gauge and timers through Airflow's ``Stats``.
 
@@ -52,7 +56,8 @@ def emit_run_metrics(
     :param pipeline: the pipeline's name.
     :param counts: messages per verdict, as the run committed them (``recon.runs.counts``).
     :param duration_seconds: the run's duration; ``None`` sends no duration.
-    :param latency_seconds: end-to-end latency; ``None`` (every run today) sends none.
+    :param latency: the run's overall latency figures (``p50_ms``, ``p95_ms``, ``p99_ms``,
+        ``max_ms``, as ``recon.outcome.latency_figures`` names them); ``None`` sends none.
     """
     from airflow.sdk.observability.stats import Stats
 
@@ -64,8 +69,8 @@ def emit_run_metrics(
     Stats.gauge(f"{prefix}.lag_messages", int(counts.get(Verdict.PENDING, 0)), tags=tags)
     if duration_seconds is not None:
         Stats.timing(f"{prefix}.run_duration", dt.timedelta(seconds=duration_seconds), tags=tags)
-    if latency_seconds is not None:
-        Stats.timing(f"{prefix}.latency", dt.timedelta(seconds=latency_seconds), tags=tags)
+    for figure in LATENCY_GAUGES if latency else ():
+        Stats.gauge(f"{prefix}.latency_{figure}", int(latency[figure]), tags=tags)  # type: ignore[index]
 
 
 def emit_stored_run_metrics(cfg: Any, run_id: str, log: Any) -> None:
@@ -85,6 +90,7 @@ def emit_stored_run_metrics(cfg: Any, run_id: str, log: Any) -> None:
     try:
         with results_db() as pg:
             committed = store.committed_counts(pg, cfg.name, run_id)
+            latency = store.committed_latency(pg, cfg.name, run_id)
     except (psycopg2.Error, ReconError) as exc:
         log.warning("run %s: no metrics sent: the results database did not answer: %s",
                     run_id, type(exc).__name__)  # fmt: skip
@@ -92,4 +98,4 @@ def emit_stored_run_metrics(cfg: Any, run_id: str, log: Any) -> None:
     if committed is None:
         log.warning("run %s: no metrics sent: the run has committed no results", run_id)
         return
-    emit_run_metrics(cfg.name, *committed)
+    emit_run_metrics(cfg.name, *committed, latency=latency)

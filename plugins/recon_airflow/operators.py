@@ -153,7 +153,8 @@ class LocalStepOperator(_StepLineage, BaseOperator):
                     + ", ".join(f"{f['rule']} observed {f['observed']}" for f in outcome.failures)
                 )
             return {"passed": outcome.passed, "failures": outcome.failures}
-        emit_run_metrics(cfg.name, summary.counts, summary.duration_seconds)
+        overall = summary.latency["overall"] if summary.latency else None
+        emit_run_metrics(cfg.name, summary.counts, summary.duration_seconds, latency=overall)
         return {"status": summary.status, "counts": summary.counts,
                 "discrepancies": summary.discrepancies}  # fmt: skip
 

@@ -55,10 +55,6 @@ class RunSummary:
     latency: dict[str, Any] | None = None
 
 
-#: The figures of one ``recon.rules.run.latency_stats`` row, after its partition.
-LATENCY_FIGURES = ("messages", "negative", "min_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms")
-
-
 def latency_figures(
     rows: Sequence[Sequence[int | None]], bound_ms: int | None
 ) -> dict[str, Any] | None:
@@ -66,7 +62,7 @@ def latency_figures(
     None when the run measured none."""
     if not rows:
         return None
-    named = {row[0]: dict(zip(LATENCY_FIGURES, row[1:], strict=True)) for row in rows}
+    named = {row[0]: dict(zip(store.LATENCY_FIGURES, row[1:], strict=True)) for row in rows}
     return {
         "bound_ms": bound_ms,
         "overall": named.pop(None, None),

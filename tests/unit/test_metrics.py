@@ -26,8 +26,8 @@ from recon_airflow.metrics import emit_run_metrics
 
 stats.initialize(factory=stats_utils.get_stats_factory(),
                  export_legacy_names=conf.getboolean("metrics", "legacy_names_on"))
-pipeline, counts, duration = json.loads(sys.argv[1])
-emit_run_metrics(pipeline, counts, duration)
+pipeline, counts, duration, latency = json.loads(sys.argv[1])
+emit_run_metrics(pipeline, counts, duration, latency=latency)
 """
 
 
@@ -40,7 +40,13 @@ def listener() -> Iterator[socket.socket]:
     sock.close()
 
 
-def _emit(listener: socket.socket, pipeline: str, counts: dict[str, int], duration: float) -> None:
+def _emit(
+    listener: socket.socket,
+    pipeline: str,
+    counts: dict[str, int],
+    duration: float,
+    latency: dict[str, int] | None = None,
+) -> None:
     import json
 
     env = {
@@ -51,7 +57,7 @@ def _emit(listener: socket.socket, pipeline: str, counts: dict[str, int], durati
         "AIRFLOW__METRICS__STATSD_PREFIX": "airflow",
     }
     done = subprocess.run(
-        [sys.executable, "-c", EMIT, json.dumps([pipeline, counts, duration])],
+        [sys.executable, "-c", EMIT, json.dumps([pipeline, counts, duration, latency])],
         env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -98,9 +104,21 @@ def test_a_dotted_pipeline_name_keeps_the_names_hierarchy(listener: socket.socke
 def test_no_latency_is_sent_while_runs_do_not_measure_it(listener: socket.socket) -> None:
     _emit(listener, "orders_eo", {}, 1.0)
     lines = _received(listener, 12)
-    assert not [line for line in lines if ".latency:" in line]
+    assert not [line for line in lines if ".latency" in line]
     # Nothing more follows: the subprocess has ended, every datagram it sent has arrived.
     listener.settimeout(0.5)
     with pytest.raises(TimeoutError):
         while True:
             assert b"airflow.recon." not in listener.recvfrom(65535)[0]
+
+
+def test_a_run_that_measures_latency_sends_its_percentiles(listener: socket.socket) -> None:
+    figures = {"messages": 120, "negative": 0, "min_ms": 3, "p50_ms": 12, "p95_ms": 4510,
+               "p99_ms": 4530, "max_ms": 4533}  # fmt: skip
+    _emit(listener, "orders_eo", {"late": 14, "delivered": 106}, 2.0, figures)
+    assert _received(listener, 16)[-4:] == [
+        "airflow.recon.orders_eo.latency_p50_ms:12|g",
+        "airflow.recon.orders_eo.latency_p95_ms:4510|g",
+        "airflow.recon.orders_eo.latency_p99_ms:4530|g",
+        "airflow.recon.orders_eo.latency_max_ms:4533|g",
+    ]

@@ -26,10 +26,12 @@ from recon.store.commit import (
 )
 from recon.store.pipelines import forget_pipeline, reset_pipeline
 from recon.store.runs import (
+    LATENCY_FIGURES,
     PipelineState,
     RunNotFound,
     RunRecord,
     committed_counts,
+    committed_latency,
     find_run,
     list_runs,
     load_state,
@@ -49,7 +51,9 @@ __all__ = [
     "RunOutcome",
     "RunRecord",
     "commit_run",
+    "LATENCY_FIGURES",
     "committed_counts",
+    "committed_latency",
     "ensure_schema",
     "find_run",
     "forget_pipeline",

@@ -241,3 +241,24 @@ def committed_counts(
         return None
     counts = {str(k): int(v) for k, v in (row[0] or {}).items()}
     return counts, None if row[1] is None else float(row[1])
+
+
+#: The figures of a ``recon.latency`` row after its partition (``recon.rules.run.LatencyRow``).
+LATENCY_FIGURES = ("messages", "negative", "min_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms")
+
+
+def committed_latency(pg: Any, pipeline: str, run_id: str) -> dict[str, int] | None:
+    """A committed run's delivery latency over all its messages (``recon.latency``'s whole-run
+    row) by :data:`LATENCY_FIGURES`; ``None`` when it measured none.
+    """
+    with pg.cursor() as cur:
+        cur.execute(
+            f"SELECT {', '.join(LATENCY_FIGURES)} FROM recon.latency "
+            "WHERE pipeline = %s AND run_id = %s AND partition = -1",
+            (pipeline, run_id),
+        )
+        row = cur.fetchone()
+    pg.commit()
+    if row is None:
+        return None
+    return dict(zip(LATENCY_FIGURES, (int(v) for v in row), strict=True))
