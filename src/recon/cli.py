@@ -80,7 +80,8 @@ def _format_summary(summary: Any) -> str:
     if summary.latency and summary.latency["overall"]:
         o, bound = summary.latency["overall"], summary.latency["bound_ms"]
         lines.append(
-            f"  latency (ms) over {o['messages']} messages: p50 {o['p50_ms']}, p95 {o['p95_ms']}, "
+            f"  latency (ms, sink time minus {summary.latency['timestamp_type'] or 'Kafka time'}) "
+            f"over {o['messages']} messages: p50 {o['p50_ms']}, p95 {o['p95_ms']}, "
             f"p99 {o['p99_ms']}, max {o['max_ms']}"
             + (f"; bound {bound}" if bound is not None else "")
             + (f"; {o['negative']} negative (sink clock behind Kafka)" if o["negative"] else "")

@@ -56,15 +56,16 @@ class RunSummary:
 
 
 def latency_figures(
-    rows: Sequence[Sequence[int | None]], bound_ms: int | None
+    rows: Sequence[Sequence[Any]], bound_ms: int | None, timestamp_type: str | None = None
 ) -> dict[str, Any] | None:
-    """A run's latency rows as ``{"bound_ms", "overall": {...}, "partitions": {p: {...}}}``;
-    None when the run measured none."""
+    """A run's latency rows (partition first, None for the whole run) as ``{"bound_ms",
+    "timestamp_type", "overall": {...}, "partitions": {p: {...}}}``; None when there are none."""
     if not rows:
         return None
     named = {row[0]: dict(zip(store.LATENCY_FIGURES, row[1:], strict=True)) for row in rows}
     return {
         "bound_ms": bound_ms,
+        "timestamp_type": timestamp_type,
         "overall": named.pop(None, None),
         "partitions": {str(p): figures for p, figures in sorted(named.items())},
     }
@@ -78,6 +79,7 @@ def judged_outcome(
     sink_rows_scanned: int,
     duration_seconds: float,
     latency: Sequence[Sequence[int | None]] = (),
+    timestamp_type: str | None = None,
 ) -> store.RunOutcome:
     """What a run commits besides its discrepancy rows: its counts judged by the claimed contract.
 
@@ -101,6 +103,7 @@ def judged_outcome(
         topic_duplicates=counts.get(Verdict.TOPIC_DUPLICATE, 0),
         latency=latency,
         late_after_ms=cfg.latency.max_ms if cfg.latency else None,
+        timestamp_type=timestamp_type,
     )
 
 
@@ -127,7 +130,7 @@ def run_summary(
         duration_seconds=round(outcome.duration_seconds, 3),
         ledger_path=outcome.ledger_path,
         samples=samples,
-        latency=latency_figures(outcome.latency, outcome.late_after_ms),
+        latency=latency_figures(outcome.latency, outcome.late_after_ms, outcome.timestamp_type),
     )
 
 

@@ -130,6 +130,7 @@ def reconcile_run(
                 cfg, judged.counts, ledger_path=judged.ledger_path,
                 sink_rows_scanned=judged.sink_rows_scanned,
                 duration_seconds=time.monotonic() - started, latency=judged.latency,
+                timestamp_type=_timestamp_type(cfg) if judged.latency else None,
             )  # fmt: skip
             with results_db() as pg:
                 written = store.commit_run(
@@ -144,6 +145,14 @@ def reconcile_run(
         f"run {run_id}: committed {written} discrepancy rows in {outcome.duration_seconds:.1f} s"
     )
     return run_summary(cfg, record, outcome, written, judged.samples)
+
+
+def _timestamp_type(cfg: PipelineConfig) -> str | None:
+    """Which Kafka timestamp the run's latencies count from (the topic's setting)."""
+    from recon.connections import kafka_connection
+    from recon.snapshot.offsets import topic_timestamp_type
+
+    return topic_timestamp_type(kafka_connection(cfg.kafka.connection).config, cfg.kafka.topic)
 
 
 class JudgedRun(NamedTuple):

@@ -280,3 +280,28 @@ def take_offsets(
         )
         for p in partitions
     ]
+
+
+def topic_timestamp_type(
+    config: Mapping[str, Any], topic: str, timeout: float = 15.0
+) -> str | None:
+    """What the topic's records' timestamps are: ``CreateTime`` (set by the producer) or
+    ``LogAppendTime`` (set by the broker), from the topic's ``message.timestamp.type``; None
+    when the configuration cannot be read (it only labels the latency, never judges it).
+
+    :param config: the connection's librdkafka settings.
+    """
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        ConfigResource,
+        ResourceType,
+    )
+
+    admin = admin_client(config)
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    try:
+        future = admin.describe_configs([resource], request_timeout=timeout)[resource]
+        entry = future.result(timeout=timeout).get("message.timestamp.type")
+    except (KafkaException, TimeoutError):
+        return None
+    return None if entry is None else str(entry.value)

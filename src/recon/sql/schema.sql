@@ -117,7 +117,8 @@ ALTER TABLE recon.runs ADD COLUMN IF NOT EXISTS corrections jsonb NOT NULL DEFAU
 
 -- Delivery latency per run (sink.time_column minus the record's Kafka timestamp), per partition
 -- and over the whole run (partition -1), in milliseconds; exact nearest-rank percentiles.
--- bound_ms is the pipeline's latency.max_seconds when it declares one.
+-- bound_ms is the pipeline's latency.max_seconds when it declares one; timestamp_type says which
+-- Kafka timestamp the latency is counted from (null: the topic's configuration was unreadable).
 CREATE TABLE IF NOT EXISTS recon.latency (
     pipeline    text    NOT NULL,
     run_id      text    NOT NULL,
@@ -130,6 +131,7 @@ CREATE TABLE IF NOT EXISTS recon.latency (
     p99_ms      bigint  NOT NULL,
     max_ms      bigint  NOT NULL,
     bound_ms    bigint,
+    timestamp_type text,                       -- CreateTime | LogAppendTime (the topic's)
     PRIMARY KEY (pipeline, run_id, partition)
 );
 

@@ -109,6 +109,8 @@ class RunOutcome:
     latency: Sequence[Sequence[int | None]] = ()
     #: the pipeline's latency bound in milliseconds, stored beside the percentiles.
     late_after_ms: int | None = None
+    #: the topic's ``message.timestamp.type``, stored beside the percentiles.
+    timestamp_type: str | None = None
 
 
 def _replace_latency(cur: Any, pipeline: str, run_id: str, outcome: RunOutcome) -> None:
@@ -117,9 +119,10 @@ def _replace_latency(cur: Any, pipeline: str, run_id: str, outcome: RunOutcome) 
     for partition, *figures in outcome.latency:
         cur.execute(
             "INSERT INTO recon.latency (pipeline, run_id, partition, messages, negative, min_ms, "
-            "p50_ms, p95_ms, p99_ms, max_ms, bound_ms) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+            "p50_ms, p95_ms, p99_ms, max_ms, bound_ms, timestamp_type) "
+            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
             (pipeline, run_id, -1 if partition is None else partition, *figures,
-             outcome.late_after_ms),
+             outcome.late_after_ms, outcome.timestamp_type),
         )  # fmt: skip
 
 
