@@ -6,6 +6,7 @@ Routes (each one checks the Airflow token itself, see :mod:`recon_page.auth`):
 ``/recon/api/pipelines``              every pipeline's latest run, JSON
 ``/recon/api/runs?pipeline=P``        the pipeline's latest runs (at most 50), JSON
 ``/recon/api/discrepancies?pipeline=P``  its latest discrepancy rows (at most 100), JSON
+``/recon/api/latency?pipeline=P``     delivery latency of its latest runs (whole run), JSON
 ``/recon/docs/<path>``                the Great Expectations Data Docs site
 
 Without a valid token the JSON routes answer 401; the HTML routes send a browser without a token
@@ -135,6 +136,20 @@ def _run_json(run: data.Run, links: render.Links) -> dict[str, Any]:
     return jsonable_encoder(out)
 
 
+def _view(conn: Any, latest: data.Run) -> render.PipelineView:
+    latency = data.latency(conn, latest.pipeline)
+    return render.PipelineView(
+        latest=latest,
+        runs=data.runs(conn, latest.pipeline),
+        discrepancies=data.discrepancies(conn, latest.pipeline),
+        latency=latency,
+        # one run's partitions only (the newest measured): the chart needs the whole-run rows
+        latency_partitions=(
+            data.latency_partitions(conn, latest.pipeline, latency[0].run_id) if latency else []
+        ),
+    )
+
+
 @app.get("/", response_class=HTMLResponse)
 def page(request: Request, user: BrowserUser, pipeline: str | None = None) -> HTMLResponse:
     links = _links(request)
@@ -147,14 +162,7 @@ def page(request: Request, user: BrowserUser, pipeline: str | None = None) -> HT
                     raise HTTPException(status_code=404, detail="no such pipeline")
             else:
                 shown = latest[:MAX_SECTIONS]
-            views = [
-                render.PipelineView(
-                    latest=r,
-                    runs=data.runs(conn, r.pipeline),
-                    discrepancies=data.discrepancies(conn, r.pipeline),
-                )
-                for r in shown
-            ]
+            views = [_view(conn, r) for r in shown]
     except DB_ERRORS as exc:
         raise _unavailable(exc) from None
     html = render.page(latest, views, links, selected=pipeline, omitted=len(latest) - len(views))
@@ -211,19 +219,36 @@ def api_runs(
     return {"pipeline": pipeline, "runs": [_run_json(r, links) for r in runs]}
 
 
+def _rows_of(user: Any, pipeline: str, read: Any, limit: int) -> list[Any]:
+    """``read(conn, pipeline, limit)`` for a user allowed to read the pipeline; a database that
+    does not answer is a 503."""
+    _readable(user, pipeline)
+    try:
+        with data.results_db() as conn:
+            return list(read(conn, pipeline, limit))
+    except DB_ERRORS as exc:
+        raise _unavailable(exc) from None
+
+
 @app.get("/api/discrepancies")
 def api_discrepancies(
     user: ApiUser,
     pipeline: str,
     limit: Annotated[int, Query(ge=1, le=data.MAX_DISCREPANCIES)] = data.MAX_DISCREPANCIES,
 ) -> dict[str, Any]:
-    _readable(user, pipeline)
-    try:
-        with data.results_db() as conn:
-            rows = data.discrepancies(conn, pipeline, limit)
-    except DB_ERRORS as exc:
-        raise _unavailable(exc) from None
+    rows = _rows_of(user, pipeline, data.discrepancies, limit)
     return {"pipeline": pipeline, "discrepancies": jsonable_encoder([asdict(d) for d in rows])}
+
+
+@app.get("/api/latency")
+def api_latency(
+    user: ApiUser,
+    pipeline: str,
+    limit: Annotated[int, Query(ge=1, le=data.MAX_RUNS)] = data.MAX_RUNS,
+) -> dict[str, Any]:
+    """The whole-run latency row (ms) of each of the pipeline's latest runs that measured one."""
+    rows = _rows_of(user, pipeline, data.latency, limit)
+    return {"pipeline": pipeline, "latency": jsonable_encoder([asdict(r) for r in rows])}
 
 
 @app.get("/docs")

@@ -25,6 +25,8 @@ VERDICT_ORDER = (
     "aborted_read",
     "phantom",
     "invalid",
+    # delivered, only slower than the pipeline's bound: after what is missing or wrong
+    "late",
     "unverifiable",
     "pending",
     "delivered",
@@ -70,6 +72,32 @@ class Discrepancy:
     detail: str | None = None
     detected_at: datetime | None = None
 
+
+@dataclass(frozen=True)
+class Latency:
+    """One ``recon.latency`` row: a run's delivery latencies (sink row time minus the record's
+    Kafka timestamp) in milliseconds, over one partition or the whole run (``partition`` -1)."""
+
+    pipeline: str
+    run_id: str
+    partition: int
+    messages: int
+    #: latencies below zero: the sink's clock behind Kafka's (reported, never clipped)
+    negative: int
+    min_ms: int
+    p50_ms: int
+    p95_ms: int
+    p99_ms: int
+    max_ms: int
+    #: the pipeline's ``latency.max_seconds`` in ms when the run had one
+    bound_ms: int | None = None
+    started_at: datetime | None = None
+
+
+#: The whole run's row in ``recon.latency``.
+WHOLE_RUN = -1
+#: At most this many per-partition rows of one run (a topic may have hundreds of partitions).
+MAX_LATENCY_PARTITIONS = 100
 
 _RUN_COLUMNS = (
     "pipeline, run_id, semantics, status, started_at, finished_at, counts, contract_passed, "
@@ -251,3 +279,48 @@ def discrepancies(conn: Any, pipeline: str, limit: int = MAX_DISCREPANCIES) -> l
         )
         for r in rows
     ]
+
+
+_LATENCY_COLUMNS = (
+    "x.pipeline, x.run_id, x.partition, x.messages, x.negative, x.min_ms, x.p50_ms, x.p95_ms, "
+    "x.p99_ms, x.max_ms, x.bound_ms"
+)
+
+
+def _latency(row: tuple[Any, ...]) -> Latency:
+    pipeline, run_id, partition, *figures, bound, started = row
+    return Latency(
+        pipeline,
+        run_id,
+        int(partition),
+        *(int(f) for f in figures),
+        bound_ms=None if bound is None else int(bound),
+        started_at=started,
+    )
+
+
+def latency(conn: Any, pipeline: str, limit: int = MAX_RUNS) -> list[Latency]:
+    """The whole-run latency row of each of the pipeline's latest runs that has one, newest
+    first (the same runs :func:`runs` reads). None before the table exists (older schema)."""
+    sql = f"""
+        WITH latest AS (
+            SELECT run_id, started_at FROM recon.runs WHERE pipeline = %(p)s
+            ORDER BY started_at DESC, run_id DESC LIMIT %(limit)s
+        )
+        SELECT {_LATENCY_COLUMNS}, l.started_at
+        FROM latest l JOIN recon.latency x
+             ON x.pipeline = %(p)s AND x.run_id = l.run_id AND x.partition = {WHOLE_RUN}
+        ORDER BY l.started_at DESC, l.run_id DESC
+    """
+    return [_latency(r) for r in _fetch(conn, sql, {"p": pipeline, "limit": min(limit, MAX_RUNS)})]
+
+
+def latency_partitions(conn: Any, pipeline: str, run_id: str) -> list[Latency]:
+    """One run's per-partition latency rows, by partition (at most
+    :data:`MAX_LATENCY_PARTITIONS`; the whole-run row is not among them)."""
+    sql = f"""
+        SELECT {_LATENCY_COLUMNS}, NULL FROM recon.latency x
+        WHERE x.pipeline = %s AND x.run_id = %s AND x.partition <> {WHOLE_RUN}
+        ORDER BY x.partition LIMIT %s
+    """
+    return [_latency(r) for r in _fetch(conn, sql, (pipeline, run_id, MAX_LATENCY_PARTITIONS))]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from recon.details import late_figures
 from recon_page.data import Discrepancy
 
 #: The general advice, shown once per verdict above the table.
@@ -15,6 +16,12 @@ VERDICT_HINTS: dict[str, str] = {
         "isolation.level=read_committed."
     ),
     "phantom": "Investigate these sink keys: no committed record in the topic carries their id.",
+    "late": (
+        "Delivered, but later than the bound (latency.max_seconds) after the record's Kafka "
+        "timestamp: the consumer is the slow step, reading late (check the consumer group's "
+        "lag on these partitions) or writing late (its batch, transaction and sink write time). "
+        "If neither is behind, check the bound itself. The rows are there: nothing to repair."
+    ),
     "invalid": "The messageId is missing or unparseable at this position: fix the record or row.",
     "unverifiable": (
         "Retention or compaction removed these records before they were read: check upstream."
@@ -42,6 +49,20 @@ def position(d: Discrepancy) -> str:
     return where
 
 
+def _late_hint(d: Discrepancy, offsets: str) -> str:
+    # The latency is only in the row's detail (recon.details.LATE); the table shows no detail.
+    where = f"{d.topic or '?'}[{'?' if d.partition is None else d.partition}]"
+    lag = f"check the consumer lag of {where} around offset {offsets}, or the bound"
+    figures = late_figures(d.detail)
+    if figures is None:
+        return f"delivered late: {lag}"
+    latency, bound = figures
+    return (
+        f"delivered {latency:,} ms after its Kafka timestamp, {latency - bound:,} ms over the "
+        f"{bound:,} ms bound: {lag}"
+    )
+
+
 def row_hint(d: Discrepancy) -> str:
     """A short, concrete instruction for one row (its topic and partition are in the row)."""
     keys, offsets = d.sink_keys, _list(d.offsets) or "?"
@@ -63,6 +84,8 @@ def row_hint(d: Discrepancy) -> str:
     elif d.verdict == "invalid":
         where = f"offset{plural} {offsets}" if d.offsets else f"sink key {_list(keys) or '?'}"
         hint = f"fix the messageId at {where}"
+    elif d.verdict == "late":
+        hint = _late_hint(d, offsets)
     elif d.verdict == "unverifiable":
         hint = "removed by retention or compaction: check upstream"
     elif d.verdict == "pending":

@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 from html import escape
 from urllib.parse import quote
 
-from recon_page import chart, hints
+from recon_page import chart, hints, latency
 from recon_page.auth import dag_id
-from recon_page.data import MAX_DISCREPANCIES, MAX_RUNS, Discrepancy, Run
+from recon_page.data import MAX_DISCREPANCIES, MAX_RUNS, Discrepancy, Latency, Run
 from recon_page.docs import docs_href
 
 TITLE = "Delivery reconciliation"
@@ -47,6 +47,10 @@ class PipelineView:
     latest: Run
     runs: Sequence[Run]
     discrepancies: Sequence[Discrepancy]
+    #: whole-run latency rows of ``runs`` (``data.latency``); empty: no run measured latency
+    latency: Sequence[Latency] = ()
+    #: per-partition rows of the newest of them (``data.latency_partitions``)
+    latency_partitions: Sequence[Latency] = ()
 
 
 def _e(value: object) -> str:
@@ -101,6 +105,7 @@ def overview(latest: Sequence[Run], links: Links) -> str:
             f'<td class="num">{run.counts.get("delivered", 0):,}</td>'
             + _num(_counts(run, ("lost",)))
             + _num(_counts(run, ("duplicated",)))
+            + _num(_counts(run, ("late",)))
             + _num(_counts(run, ("phantom", "aborted_read")))
             + _num(_counts(run, ("unverifiable", "invalid")))
             + f'<td class="num">{run.counts.get("pending", 0):,}</td>'
@@ -109,8 +114,8 @@ def overview(latest: Sequence[Run], links: Links) -> str:
     head = (
         "<tr><th>Pipeline</th><th>Claimed semantic</th><th>Latest run</th><th>Started (UTC)</th>"
         '<th class="num">Delivered</th><th class="num">Lost</th><th class="num">Duplicated</th>'
-        '<th class="num">Phantom / aborted</th><th class="num">Unverifiable / invalid</th>'
-        '<th class="num">Pending</th><th></th></tr>'
+        '<th class="num">Late</th><th class="num">Phantom / aborted</th>'
+        '<th class="num">Unverifiable / invalid</th><th class="num">Pending</th><th></th></tr>'
     )
     table = f'<table class="overview"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
     return f'<div class="scroll">{table}</div>'
@@ -154,7 +159,8 @@ def _facts(view: PipelineView, links: Links) -> str:
     return "".join(out)
 
 
-def _charts(runs: Sequence[Run]) -> str:
+def _charts(view: PipelineView) -> str:
+    runs = view.runs
     bars = [
         chart.Bar(
             label=_time(r.started_at, "%m-%d %H:%M"),
@@ -173,7 +179,10 @@ def _charts(runs: Sequence[Run]) -> str:
         figures.append(
             f"<figure><figcaption>{caption}</figcaption>{svg}{chart.legend(series)}</figure>"
         )
-    return f'<div class="charts">{"".join(figures)}</div>'
+    figures.append(latency.figure(runs, view.latency))
+    return f'<div class="charts">{"".join(figures)}</div>' + latency.partitions_table(
+        view.latency[0] if view.latency else None, view.latency_partitions
+    )
 
 
 def _todo(view: PipelineView) -> str:
@@ -186,7 +195,7 @@ def _todo(view: PipelineView) -> str:
         return ""
     items = []
     for verdict, rows in by_verdict.items():
-        if verdict in ("lost", "aborted_read", "unverifiable", "topic_duplicate"):
+        if verdict in ("lost", "late", "aborted_read", "unverifiable", "topic_duplicate"):
             parts: dict[str, list[int]] = {}
             for d in rows:
                 key = f"{d.topic or '?'}[{'?' if d.partition is None else d.partition}]"
@@ -270,7 +279,7 @@ def pipeline_section(view: PipelineView, links: Links) -> str:
         f'<section class="pipeline" id="{_e(_anchor(name))}">'
         f"<h2>{_e(name)} {_status(view.latest)}</h2>"
         + _facts(view, links)
-        + _charts(view.runs)
+        + _charts(view)
         + _todo(view)
         + _discrepancy_table(view)
         + _runs_table(view, links)
@@ -304,7 +313,7 @@ def page(
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{TITLE}</title><style>{CSS}</style></head><body>"
+        f"<title>{TITLE}</title><style>{CSS}{latency.CSS}</style></head><body>"
         f"<header><h1>{TITLE}</h1><p>Kafka → consumer → PostgreSQL: does each pipeline keep the "
         f"delivery semantic it claims? Generated {generated} UTC.</p></header>"
         f"<main>{body}</main></body></html>"

@@ -6,6 +6,8 @@ results store (a correction of an earlier ``lost``), both engines and the store 
 
 from __future__ import annotations
 
+import re
+
 #: A first sink row for a message an earlier run judged ``lost``: the earlier verdict was wrong
 #: (a late-committing sink transaction); followed by the run id and ")".
 LATE_DELIVERY = "sink row arrived after the message was judged lost (first seen in run "
@@ -25,3 +27,13 @@ NOT_FOUND_REMOVED = "no committed record found, and records below the log-start 
 PHANTOM = "no committed record in the window, the pending records or the ledger"
 #: A ``late`` delivery: its latency and the pipeline's bound, both in milliseconds (``printf``).
 LATE = "delivered %d ms after its record's Kafka timestamp; the bound is %d ms"
+
+# LATE read back by the format that wrote it, so that a change of the wording fails the tests
+# instead of silently dropping the figures.
+_LATE_READ = re.compile(re.escape(LATE).replace("%d", r"(-?\d+)"))
+
+
+def late_figures(detail: object) -> tuple[int, int] | None:
+    """``(latency_ms, bound_ms)`` of a ``late`` row's detail; ``None`` for any other text."""
+    found = _LATE_READ.match(detail) if isinstance(detail, str) else None
+    return (int(found[1]), int(found[2])) if found else None

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from recon.store import forget_pipeline
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -127,13 +129,6 @@ def seed_runs(pg: Any, pipeline: str, *, runs: int, discrepancies: int) -> list[
     return run_ids
 
 
-def delete_pipeline(pg: Any, pipeline: str) -> None:
-    with pg.cursor() as cur:
-        cur.execute("DELETE FROM recon.discrepancies WHERE pipeline = %s", (pipeline,))
-        cur.execute("DELETE FROM recon.runs WHERE pipeline = %s", (pipeline,))
-    pg.commit()
-
-
 @pytest.fixture
 def seeded_pipeline() -> Iterator[tuple[str, list[str]]]:
     """A uniquely named pipeline with 8 runs and 12 discrepancies, deleted afterwards."""
@@ -150,7 +145,7 @@ def seeded_pipeline() -> Iterator[tuple[str, list[str]]]:
         yield pipeline, seed_runs(pg, pipeline, runs=8, discrepancies=12)
     finally:
         pg.rollback()
-        delete_pipeline(pg, pipeline)
+        forget_pipeline(pg, pipeline)  # its runs, discrepancies, latencies, alerts
         pg.close()
 
 

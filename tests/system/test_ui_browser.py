@@ -2,6 +2,9 @@
 
 Headless Chromium (Debian's package) driven by Node's playwright-core (``ui_check.mjs``); the
 screenshots land in ``test-artifacts/`` at the repository root.
+
+The seeded pipeline's runs also get delivery-latency rows (``recon.latency``, issue 19) and one
+``late`` discrepancy, inserted here: the page must draw the latency chart and show the verdict.
 """
 
 from __future__ import annotations
@@ -10,7 +13,9 @@ import json
 import os
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,9 +26,71 @@ ARTIFACTS = ROOT / "test-artifacts"
 SCREENSHOT = ARTIFACTS / "recon-page.png"
 SCREENSHOT_FULL = ARTIFACTS / "recon-page-full.png"
 
+#: The seeded run without latency figures (the second oldest): a gap in the chart's lines.
+UNMEASURED = 1
+BOUND_MS = 2000
+PARTITIONS = 3
+
+
+def _latency_row(pipeline: str, run_id: str, partition: int, i: int) -> tuple[Any, ...]:
+    # messages, negative, min, p50, p95, p99, max, bound (ms): the newest run breaks the bound
+    p50 = 300 + 20 * i
+    return (pipeline, run_id, partition, 1000, 0, 5, p50, 3 * p50, 4 * p50, 5 * p50, BOUND_MS)
+
+
+@pytest.fixture
+def latency_rows(seeded_pipeline: tuple[str, list[str]]) -> Iterator[int]:
+    """Latency rows for the seeded runs (whole run; the newest also per partition) and one
+    ``late`` discrepancy in the newest run; yields how many runs got figures. The seeding
+    fixture deletes the runs and discrepancies, this one its latency rows."""
+    import psycopg2
+
+    from recon import details
+    from recon.connections import postgres_connection
+
+    pipeline, run_ids = seeded_pipeline
+    pg = psycopg2.connect(**postgres_connection("postgres_recon").psycopg2_kwargs())
+    try:
+        with pg.cursor() as cur:
+            measured = [r for i, r in enumerate(run_ids) if i != UNMEASURED]
+            for i, run_id in enumerate(run_ids):
+                if i == UNMEASURED:
+                    continue
+                parts = [-1, *range(PARTITIONS)] if run_id == run_ids[-1] else [-1]
+                for partition in parts:
+                    cur.execute(
+                        "INSERT INTO recon.latency (pipeline, run_id, partition, messages, "
+                        "negative, min_ms, p50_ms, p95_ms, p99_ms, max_ms, bound_ms) "
+                        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                        _latency_row(pipeline, run_id, partition, i),
+                    )
+            cur.execute(
+                "UPDATE recon.runs SET counts = counts || '{\"late\": 1}'::jsonb "
+                "WHERE pipeline = %s AND run_id = %s",
+                (pipeline, run_ids[-1]),
+            )
+            cur.execute(
+                "INSERT INTO recon.discrepancies (pipeline, run_id, verdict, message_id, topic, "
+                "partition, offsets, first_offset, sink_keys, sink_count, detail) "
+                "VALUES (%s, %s, 'late', 'slow-00001', %s, 0, %s, 500, %s, 1, %s)",
+                (pipeline, run_ids[-1], f"{pipeline}-topic", [500], ["500"],
+                 details.LATE % (2500, BOUND_MS)),
+            )  # fmt: skip
+        pg.commit()
+        yield len(measured)
+    finally:
+        pg.rollback()
+        with pg.cursor() as cur:
+            cur.execute("DELETE FROM recon.latency WHERE pipeline = %s", (pipeline,))
+        pg.commit()
+        pg.close()
+
 
 def test_reconciliation_page_in_the_airflow_ui(
-    airflow_url: str, browser_deps: dict[str, str], seeded_pipeline: tuple[str, list[str]]
+    airflow_url: str,
+    browser_deps: dict[str, str],
+    seeded_pipeline: tuple[str, list[str]],
+    latency_rows: int,
 ) -> None:
     pipeline, _ = seeded_pipeline
     ARTIFACTS.mkdir(exist_ok=True)
@@ -61,7 +128,16 @@ def test_reconciliation_page_in_the_airflow_ui(
     assert result["bars"] >= 8 * 2, result
     assert {"delivered", "lost", "duplicated", "pending"} <= set(result["verdicts"]), result
     assert result["legend_items"] >= 8, result
-    assert result["discrepancy_rows"] == 12, result
+    # the seeded 12 and the late one
+    assert result["discrepancy_rows"] == 13, result
+    assert result["late_rows"] == 1 and "late" in result["verdicts"], result
     assert result["direct_bars"] == result["bars"], result
+    # the latency chart: a point per measured run and percentile, the bound drawn
+    assert result["latency_charts"] == 1, result
+    assert result["latency_series"] == ["p50", "p95", "p99", "max"], result
+    assert result["latency_points"] == latency_rows * 4, result
+    assert result["latency_bound_ms"] == str(BOUND_MS), result
+    assert result["latency_partition_rows"] == 1 + PARTITIONS, result
+    assert result["latency_chart_height"] > 100, result  # rendered, not collapsed
     assert SCREENSHOT.stat().st_size > 10_000
     assert SCREENSHOT_FULL.stat().st_size > 10_000

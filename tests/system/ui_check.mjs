@@ -1,6 +1,7 @@
 // Drives headless Chromium (Debian's package) with playwright-core: logs into the Airflow UI with
-// its login form, opens "Delivery reconciliation" from the navigation, checks the chart and the
-// discrepancies of one pipeline inside the page's frame, and saves screenshots.
+// its login form, opens "Delivery reconciliation" from the navigation, checks the charts (the
+// verdicts per run and the delivery latency) and the discrepancies of one pipeline inside the
+// page's frame, and saves screenshots.
 //
 // Input (environment): RECON_UI_BASE_URL, RECON_UI_USER, RECON_UI_PASSWORD, RECON_UI_PIPELINE,
 // RECON_UI_SCREENSHOT (the UI view), RECON_UI_SCREENSHOT_FULL (the page alone, full length),
@@ -66,6 +67,23 @@ try {
       (rects) => rects.map((r) => r.getAttribute('data-verdict')),
     )),
   ].sort();
+  // The delivery-latency chart (issue 19): drawn when the pipeline's runs have recon.latency rows.
+  const latency = section.locator('svg.chart[data-chart="latency"]');
+  result.latency_charts = await latency.count();
+  result.latency_points = await latency.locator('circle.point').count();
+  result.latency_series = await latency.locator('path.series').evaluateAll(
+    (paths) => paths.map((p) => p.getAttribute('data-series')),
+  );
+  result.latency_bound_ms = result.latency_charts
+    ? await latency.locator('path.bound').first().getAttribute('data-bound-ms')
+    : null;
+  result.latency_partition_rows = await section.locator('table.latency tbody tr').count();
+  if (result.latency_charts) {
+    const box = await latency.first().boundingBox();
+    result.latency_chart_height = box ? Math.round(box.height) : 0;
+  }
+  result.late_rows = await section.locator('table.discrepancies tbody tr td:nth-child(2)')
+    .evaluateAll((cells) => cells.filter((c) => c.innerText.trim().startsWith('late')).length);
   await page.screenshot({ path: env('RECON_UI_SCREENSHOT') });
 
   result.step = 'direct';

@@ -100,6 +100,8 @@ SAMPLE = {
     "kafka_conn": "kafka_default",
     "tolerances": "{max_duplicate_ratio: 1.0}",
     "retries": "1",
+    "time_column": "written_at",
+    "max_seconds": "2.0",
 }
 
 

@@ -1,5 +1,6 @@
 """What an alert says, independent of the channel: the violated rules, sample messages with their
-positions, a repair hint per verdict and the links to the run and its Data Docs."""
+positions, a repair hint per verdict, the run's delivery latency when it measured one, and the
+links to the run and its Data Docs."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from recon import settings
 from recon.alert.hints import full_list_sql, repair_hint, sample_keys
 from recon.alert.text import shown, value
+from recon.details import late_figures
 from recon.validation import ValidationOutcome, data_docs_url
 from recon.verdicts import JUDGED, Verdict
 
@@ -42,10 +44,14 @@ class Alert:
     run_url: str | None
     validation_id: str
     sample_ids: dict[str, list[str]] = field(default_factory=dict)
+    #: one line of the run's latency percentiles (:func:`latency_line`), when it measured any
+    latency: str | None = None
 
     def text(self) -> str:
         """The alert as plain text (the email body, the webhook's fallback ``text``)."""
         lines = [self.title, ""]
+        if self.latency:
+            lines.extend([self.latency, ""])
         for report in self.reports:
             lines.append(report_heading(report))
             lines.extend(f"  - {s}" for s in report.samples)
@@ -95,13 +101,39 @@ def _sample_line(verdict: str, sample: Mapping[str, Any]) -> str:
         parts.append("sink keys " + ", ".join(keys))
     if verdict == Verdict.DUPLICATED and sample.get("sink_count") is not None:
         parts.append(f"{int(sample['sink_count'])} sink rows")
+    # Numbers only, read back from the reconciler's own wording: the detail itself is not shown.
+    figures = late_figures(sample.get("detail")) if verdict == Verdict.LATE else None
+    if figures is not None:
+        parts.append(f"latency {figures[0]} ms (bound {figures[1]} ms)")
     return "  ".join(parts)
+
+
+def latency_line(latency: Mapping[str, Any] | None) -> str | None:
+    """``latency p50/p95/p99/max: 120/800/1900/2500 ms (bound 2000 ms)`` from a summary's
+    ``latency`` (``recon.outcome.latency_figures``: ``bound_ms`` and the whole run's
+    ``overall``); with the count of negative latencies (clock skew) when there are any."""
+    overall = (latency or {}).get("overall")
+    if not overall:
+        return None
+    try:
+        figures = "/".join(str(int(overall[k])) for k in ("p50_ms", "p95_ms", "p99_ms", "max_ms"))
+        bound = (latency or {}).get("bound_ms")
+        limit = "no bound" if bound is None else f"bound {int(bound)} ms"
+        line = f"latency p50/p95/p99/max: {figures} ms ({limit})"
+        negative = int(overall.get("negative") or 0)
+    except (KeyError, TypeError, ValueError):
+        return None  # a summary of another shape: the alert goes out without the line
+    if negative:
+        line += f"; {negative} of {int(overall.get('messages') or 0)} negative (clock skew)"
+    return line
 
 
 def _allowed_text(failure: Mapping[str, Any], semantics: str, judged: int) -> str:
     rule = str(failure.get("rule") or "")
     allowed = failure.get("allowed") or 0
-    if rule.endswith("_ratio"):
+    # late is a ratio under every semantic (tolerances.max_late_ratio, 0 unless set), whichever
+    # rule name the failure carries (the checkpoint's late_ratio, or the contract's verdict)
+    if rule.endswith("_ratio") or failure.get("verdict") == Verdict.LATE:
         return f"allowed up to {float(allowed):.2%} of {judged} judged messages"
     if rule.endswith("_count"):
         return f"allowed {int(allowed)}"
@@ -133,8 +165,9 @@ def build_alert(
 ) -> Alert:
     """Compose the alert for a failed validation.
 
-    :param summary: the run's summary (``dataclasses.asdict(RunSummary)``): ``counts`` and
-        ``samples`` (per verdict: message_id, topic, partition, offsets, sink_keys, sink_count).
+    :param summary: the run's summary (``dataclasses.asdict(RunSummary)``): ``counts``,
+        ``samples`` (per verdict: message_id, topic, partition, offsets, sink_keys, sink_count;
+        a ``late`` one also its ``detail``) and optionally ``latency`` (:func:`latency_line`).
     :param outcome: the checkpoint's decision; its failures name the violated rules.
     :param sample_size: at most this many sample messages per verdict.
     :param dag_id: the pipeline's DAG id for the run link (default: the pipeline name).
@@ -182,4 +215,5 @@ def build_alert(
         run_url=airflow_run_url(dag_id or pipeline, run_id),
         validation_id=outcome.validation_id,
         sample_ids=sample_ids,
+        latency=latency_line(summary.get("latency")),
     )

@@ -26,26 +26,49 @@ def _samples(cur: Any, pipeline: str, run_id: str, verdicts: list[str]) -> dict[
     for verdict in verdicts:
         if verdict == "topic_duplicate":
             cur.execute(
-                "SELECT message_id, topic, partition, offsets, sink_keys, sink_count "
+                "SELECT message_id, topic, partition, offsets, sink_keys, sink_count, detail "
                 "FROM recon.discrepancies WHERE pipeline = %s AND run_id = %s "
                 "AND topic_duplicate ORDER BY partition, first_offset LIMIT %s",
                 (pipeline, run_id, SAMPLE_SIZE),
             )
         else:
             cur.execute(
-                "SELECT message_id, topic, partition, offsets, sink_keys, sink_count "
+                "SELECT message_id, topic, partition, offsets, sink_keys, sink_count, detail "
                 "FROM recon.discrepancies WHERE pipeline = %s AND run_id = %s AND verdict = %s "
                 "ORDER BY partition, first_offset, message_id LIMIT %s",
                 (pipeline, run_id, verdict, SAMPLE_SIZE),
             )
+        # detail: a late row's latency and bound (the alert shows only those numbers of it)
         samples[verdict] = [
             {
                 "message_id": m, "topic": t, "partition": p, "offsets": list(o or []),
-                "sink_keys": list(k or []), "sink_count": n,
+                "sink_keys": list(k or []), "sink_count": n, "detail": d,
             }
-            for m, t, p, o, k, n in cur.fetchall()
+            for m, t, p, o, k, n, d in cur.fetchall()
         ]  # fmt: skip
     return samples
+
+
+def _latency(cur: Any, pipeline: str, run_id: str) -> dict[str, Any] | None:
+    """The run's whole-run latency row in the summary's shape (``recon.outcome.latency_figures``:
+    ``bound_ms`` and ``overall``), or None: no latency measured, or a schema before the table."""
+    cur.execute("SELECT to_regclass('recon.latency') IS NOT NULL")
+    (exists,) = cur.fetchone()
+    if not exists:
+        return None
+    cur.execute(
+        "SELECT messages, negative, min_ms, p50_ms, p95_ms, p99_ms, max_ms, bound_ms "
+        "FROM recon.latency WHERE pipeline = %s AND run_id = %s AND partition = -1",
+        (pipeline, run_id),
+    )
+    row = cur.fetchone()
+    if row is None:
+        return None
+    from recon.outcome import latency_figures
+
+    # The same shape as the run's own summary, built by the same function (partition None: all).
+    *figures, bound = row
+    return latency_figures([(None, *figures)], bound)
 
 
 def alert_for_run(cfg: PipelineConfig, run_id: str, dag_id: str | None = None) -> dict[str, Any]:
@@ -78,6 +101,7 @@ def alert_for_run(cfg: PipelineConfig, run_id: str, dag_id: str | None = None) -
                         "contract_passed": False, "violations": {}, "channels": {}}  # fmt: skip
             violating = sorted({f["verdict"] for f in failures or [] if f.get("verdict")})
             samples = _samples(cur, cfg.name, run_id, violating)
+            latency = _latency(cur, cfg.name, run_id)
         pg.commit()
         outcome = ValidationOutcome(
             passed=bool(passed),
@@ -88,7 +112,7 @@ def alert_for_run(cfg: PipelineConfig, run_id: str, dag_id: str | None = None) -
         summary = {
             "pipeline": cfg.name, "run_id": run_id, "semantics": cfg.semantics,
             "counts": counts or {}, "samples": samples, "windows": windows or [],
-            "duration_seconds": duration,
+            "duration_seconds": duration, "latency": latency,
         }  # fmt: skip
         channels = send_alerts(
             pg, pipeline=cfg.name, semantics=cfg.semantics, run_id=run_id,

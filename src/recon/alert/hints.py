@@ -103,6 +103,14 @@ def repair_hint(verdict: str | None, samples: Sequence[Mapping[str, Any]]) -> st
             f"{', '.join(keys) or '(see the full list)'}: written by something other than the "
             "consumer, or read from records outside the reconciled topic."
         )
+    if verdict == Verdict.LATE:
+        return (
+            "delivered, but later than the bound (latency.max_seconds) after the record's Kafka "
+            f"timestamp, at {positions or 'see the full list'}: the consumer is the slow step, "
+            "reading late (check the consumer group's lag on these partitions) or writing late "
+            "(its batches, transactions and sink write time); if neither is behind, check the "
+            "bound. The sink rows are there: nothing to repair."
+        )
     if verdict == Verdict.TOPIC_DUPLICATE:
         return (
             "the producer wrote the same messageId at several offsets (a retry without "
