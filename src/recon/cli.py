@@ -89,7 +89,10 @@ def _format_summary(summary: Any) -> str:
     for verdict, sample in summary.samples.items():
         for s in sample[:5]:
             where = f"{s['topic']}[{s['partition']}]@{','.join(map(str, s['offsets']))}"
-            lines.append(f"  {verdict}: {s['message_id']} at {where} sink rows {s['sink_count']}")
+            said = f"; {s['detail']}" if verdict == "late" and s.get("detail") else ""
+            lines.append(
+                f"  {verdict}: {s['message_id']} at {where} sink rows {s['sink_count']}{said}"
+            )
     lines.append(
         f"  {summary.discrepancies} discrepancy rows in recon.discrepancies; "
         f"{summary.sink_rows_scanned} sink rows scanned; {summary.duration_seconds:.1f} s"

@@ -13,13 +13,23 @@ import time
 from recon_workload.errors import WorkloadError
 from recon_workload.hold import HoldGate
 from recon_workload.kafka_io import base_config
+from recon_workload.latency import (
+    LATE_BOUND_SECONDS,
+    LATE_MIN_SECONDS,
+    ON_TIME_MAX_SECONDS,
+)
 from recon_workload.ledger import VERDICTS
 from recon_workload.names import RunNames
 from recon_workload.runner import ScenarioResult, finish, make_run, reset
 from recon_workload.scenarios import SCENARIOS
+from recon_workload.sink import TIME_COLUMN
 
 __all__ = [
+    "LATE_BOUND_SECONDS",
+    "LATE_MIN_SECONDS",
+    "ON_TIME_MAX_SECONDS",
     "SCENARIOS",
+    "TIME_COLUMN",
     "HoldGate",
     "VERDICTS",
     "ScenarioResult",

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import (
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
     Consumer,
     ConsumerGroupTopicPartitions,
     KafkaError,
@@ -44,6 +46,25 @@ def quiet(conf: dict[str, Any]) -> dict[str, Any]:
     return {**conf, "logger": CLIENT_LOG}
 
 
+def group_reader(group: str) -> Any:
+    """A consumer of ``group`` as the workload's consumers read: committed records only, offsets
+    committed by hand, an end-of-partition event, the log start when the group has no offset."""
+    from confluent_kafka import Consumer
+
+    return Consumer(
+        quiet(
+            {
+                **base_config(),
+                "group.id": group,
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "auto.offset.reset": "earliest",
+            }
+        )
+    )
+
+
 @dataclass(frozen=True)
 class Position:
     topic: str
@@ -56,11 +77,30 @@ class Position:
 
 @dataclass(frozen=True)
 class ReadRecord:
-    """A record as read back from the topic."""
+    """A record as read back from the topic.
+
+    :param timestamp_ms: the record's Kafka timestamp (ms since the epoch), ``None`` if it has
+        none; ``timestamp_type`` says which (``CreateTime`` or ``LogAppendTime``).
+    """
 
     position: Position
     message_id: str | None
     value: bytes | None
+    timestamp_ms: int | None = None
+    timestamp_type: str | None = None
+
+
+TIMESTAMP_TYPES = {TIMESTAMP_CREATE_TIME: "CreateTime", TIMESTAMP_LOG_APPEND_TIME: "LogAppendTime"}
+
+
+def record_of(msg: Message) -> ReadRecord:
+    """A consumed record as the ledger needs it: position, messageId, value and timestamp."""
+    kind, stamp = msg.timestamp()
+    name = TIMESTAMP_TYPES.get(kind)
+    value = msg.value()
+    return ReadRecord(
+        where(msg), extract_id(msg.headers(), value), value, stamp if name else None, name
+    )
 
 
 def where(msg: Message) -> Position:
@@ -210,7 +250,7 @@ def scan_topic(
                 if is_eof(msg):
                     done.add(pos.partition)
                     continue
-                records.append(ReadRecord(pos, extract_id(msg.headers(), msg.value()), msg.value()))
+                records.append(record_of(msg))
     finally:
         consumer.close()
     return records

@@ -9,7 +9,9 @@ Expected verdict rules (per messageId):
 
 - no usable id -> ``invalid`` (keyed by its position);
 - a committed position below the group's committed offset -> ``delivered`` (1 sink row),
-  ``lost`` (0) or ``duplicated`` (>1);
+  ``lost`` (0) or ``duplicated`` (>1); in a run designed around a latency bound (the slow
+  consumer), a delivered message whose measured latency exceeds the bound is ``late`` instead
+  (see :mod:`recon_workload.latency`), and every delivered one keeps its ``latency_seconds``;
 - committed, but only at or past the committed offset -> ``pending``;
 - not committed, yet in the sink -> ``aborted_read`` if an aborted record carries the id, else
   ``phantom``;
@@ -32,7 +34,16 @@ from recon_workload.kafka_io import Position, ReadRecord
 from recon_workload.messages import invalid_reason
 from recon_workload.sink import SinkRow
 
-VERDICTS = ("delivered", "lost", "duplicated", "phantom", "aborted_read", "pending", "invalid")
+VERDICTS = (
+    "delivered",
+    "late",  # delivered, over the run's latency bound (only runs designed around one)
+    "lost",
+    "duplicated",
+    "phantom",
+    "aborted_read",
+    "pending",
+    "invalid",
+)
 
 
 @dataclass(frozen=True)
@@ -62,6 +73,8 @@ class LedgerRow:
     topic_duplicate: bool = False
     expected_verdict: str | None = None
     detail: str | None = None
+    # sink row time minus Kafka timestamp; only in runs designed around a latency bound
+    latency_seconds: float | None = None
 
 
 def _pos_key(pos: Position) -> str:
@@ -178,9 +191,14 @@ class Summary:
     counts: dict[str, int]
     topic_duplicates: int
     unseen: int
+    late_bound: float | None = None  # the latency bound ``late`` is judged by, if the run has one
 
     def line(self, scenario_run: str) -> str:
-        verdicts = " ".join(f"{v}={self.counts[v]}" for v in VERDICTS)
+        # ``late`` only where a bound was declared: elsewhere late=0 would claim a judgement.
+        shown = [v for v in VERDICTS if v != "late" or self.late_bound is not None]
+        verdicts = " ".join(f"{v}={self.counts[v]}" for v in shown)
+        if self.late_bound is not None:
+            verdicts += f" (late: over {self.late_bound:g} s)"
         return (
             f"{scenario_run}: produced={self.produced} committed_in_topic="
             f"{self.committed_in_topic} sink_rows={self.sink_rows} | {verdicts} | "
@@ -195,13 +213,21 @@ class Summary:
             "counts": self.counts,
             "topic_duplicates": self.topic_duplicates,
             "unseen_by_product": self.unseen,
+            "late_bound_seconds": self.late_bound,
         }
 
 
 def summarize(
-    rows: Sequence[LedgerRow], produced: int, committed_in_topic: int, sink_rows: int
+    rows: Sequence[LedgerRow],
+    produced: int,
+    committed_in_topic: int,
+    sink_rows: int,
+    late_bound: float | None = None,
 ) -> Summary:
-    """Counts per expected verdict plus the run's totals."""
+    """Counts per expected verdict plus the run's totals.
+
+    :param late_bound: the latency bound the run's ``late`` verdicts were judged by, if any.
+    """
     counts = {v: 0 for v in VERDICTS}
     for r in rows:
         if r.expected_verdict is not None:
@@ -213,6 +239,7 @@ def summarize(
         counts,
         sum(r.topic_duplicate for r in rows),
         sum(r.expected_verdict is None for r in rows),
+        late_bound,
     )
 
 
@@ -241,6 +268,7 @@ CREATE TABLE IF NOT EXISTS workload.ledger (
   topic_duplicate boolean NOT NULL,
   expected_verdict text,
   detail text,
+  latency_seconds double precision,
   PRIMARY KEY (scenario_run, ledger_key)
 );
 """
@@ -254,6 +282,15 @@ def ensure_schema(cur: Any) -> None:
     """
     cur.execute("SELECT pg_advisory_xact_lock(hashtext('recon_workload.ddl'))")
     cur.execute(_DDL)
+    # A ledger created before the slow consumer gains the column in place, rows kept. Looked up
+    # first: ALTER TABLE takes an exclusive lock even when the column exists, which would queue
+    # every reader of the ledger behind any open transaction that reads it.
+    cur.execute(
+        "SELECT 1 FROM information_schema.columns WHERE table_schema = 'workload'"
+        " AND table_name = 'ledger' AND column_name = 'latency_seconds'"
+    )
+    if cur.fetchone() is None:
+        cur.execute("ALTER TABLE workload.ledger ADD COLUMN latency_seconds double precision")
 
 
 def _positions_json(positions: Sequence[Position]) -> str:
@@ -287,7 +324,8 @@ def store(cur: Any, run: Mapping[str, Any], rows: Sequence[LedgerRow]) -> None:
     execute_values(
         cur,
         "INSERT INTO workload.ledger (scenario_run, ledger_key, message_id, acked, positions,"
-        " aborted_positions, sink_rows, topic_duplicate, expected_verdict, detail) VALUES %s",
+        " aborted_positions, sink_rows, topic_duplicate, expected_verdict, detail,"
+        " latency_seconds) VALUES %s",
         [
             (
                 run["scenario_run"],
@@ -300,6 +338,7 @@ def store(cur: Any, run: Mapping[str, Any], rows: Sequence[LedgerRow]) -> None:
                 r.topic_duplicate,
                 r.expected_verdict,
                 r.detail,
+                r.latency_seconds,
             )
             for r in rows
         ],

@@ -15,9 +15,9 @@ import json
 import sys
 from dataclasses import asdict, dataclass
 
-from confluent_kafka import OFFSET_STORED, Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_STORED, Producer, TopicPartition
 
-from recon_workload.kafka_io import base_config, is_eof, quiet, where
+from recon_workload.kafka_io import base_config, group_reader, is_eof, quiet, where
 from recon_workload.protocol import BATCH, DONE, crash_window, say
 
 
@@ -44,18 +44,7 @@ class ProcessorSpec:
 def run(spec: ProcessorSpec) -> int:
     """Copy the input topic to the output topic, transactionally; return records copied."""
     conf = base_config()
-    consumer = Consumer(
-        quiet(
-            {
-                **conf,
-                "group.id": spec.group,
-                "isolation.level": "read_committed",
-                "enable.auto.commit": False,
-                "enable.partition.eof": True,
-                "auto.offset.reset": "earliest",
-            }
-        )
-    )
+    consumer = group_reader(spec.group)
     producer = Producer(quiet({**conf, "transactional.id": spec.transactional_id, "linger.ms": 5}))
     # Fences and aborts whatever a killed predecessor left open before we read its offsets.
     producer.init_transactions(60)

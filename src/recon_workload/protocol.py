@@ -4,8 +4,9 @@ A child prints ``WINDOW`` when it reaches its crash window (after one side effec
 other) and waits for a line on stdin; the supervisor answers ``go`` or sends SIGKILL. ``HOLD``
 is the same handshake at a hold point (a sink transaction kept open: rows inserted, not yet
 committed); the supervisor answers ``go`` when whoever holds it lets go. ``BATCH n`` reports
-progress and ``DONE n`` a clean end. Keeping the child blocked while the supervisor decides makes
-the kill land exactly between the two steps, not somewhere near them.
+progress, ``READY`` that a consumer is fetching (what is produced from now on is read at once;
+no answer is awaited) and ``DONE n`` a clean end. Keeping the child blocked while the supervisor
+decides makes the kill land exactly between the two steps, not somewhere near them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 
 WINDOW = "WINDOW"
 HOLD = "HOLD"
+READY = "READY"
 BATCH = "BATCH"
 DONE = "DONE"
 GO = "go"

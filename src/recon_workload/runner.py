@@ -6,10 +6,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from recon_workload import kafka_io, ledger, sink
+from recon_workload import kafka_io, latency, ledger, sink
 from recon_workload.errors import WorkloadError
 from recon_workload.hold import HoldGate
-from recon_workload.ledger import Produced
+from recon_workload.kafka_io import ReadRecord
+from recon_workload.latency import LatencyPlan
+from recon_workload.ledger import LedgerRow, Produced
 from recon_workload.names import RunNames, new_run_tag
 from recon_workload.progress import Progress
 
@@ -47,12 +49,15 @@ class Outcome:
     :param topic: the topic the sink consumer reads (the ledger's positions are in it).
     :param topics: every topic the run created.
     :param group: the sink consumer's group (its committed offsets judge pending).
+    :param latency: the latency bound the run is designed around (the slow consumer); the
+        runner then measures every delivered message's latency and judges ``late``.
     """
 
     topic: str
     topics: list[str]
     group: str
     produced: list[Produced]
+    latency: LatencyPlan | None = None
 
 
 @dataclass
@@ -61,6 +66,11 @@ class ScenarioResult:
 
     :param counts: expected-verdict counts, every verdict present (0 when none).
     :param summary: the one-line summary.
+    :param late_bound_seconds: the ``latency.max_seconds`` the ``late`` verdicts hold for, in a
+        run designed around one (``None``: no message is judged late); a pipeline that declares
+        no bound says ``delivered`` for them.
+    :param late_ids: the messageIds expected ``late`` (sorted).
+    :param time_column: the sink column holding each row's write time.
     """
 
     scenario_run: str
@@ -78,6 +88,9 @@ class ScenarioResult:
     unseen_by_product: int = 0
     faults: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    late_bound_seconds: float | None = None
+    late_ids: list[str] = field(default_factory=list)
+    time_column: str = sink.TIME_COLUMN
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -129,7 +142,12 @@ def finish(run: Run, outcome: Outcome, started: float) -> ScenarioResult:
     with sink.transaction() as cur:
         rows = sink.read_rows(cur, names.table)
     entries = ledger.build(outcome.produced, rc, ru, rows, offsets)
-    summary = ledger.summarize(entries, len(outcome.produced), len(rc), len(rows))
+    late: set[str] = set()
+    bound = None
+    if outcome.latency is not None:
+        bound = outcome.latency.design.bound
+        late = judge_latency(outcome.latency, entries, rc, rows, run.faults)
+    summary = ledger.summarize(entries, len(outcome.produced), len(rc), len(rows), bound)
     line = summary.line(names.scenario_run)
     run.faults["group_committed_offsets"] = {str(p): o for p, o in sorted(offsets.items())}
     params = {"messages": run.messages, "partitions": run.partitions, "seed": run.seed}
@@ -165,4 +183,40 @@ def finish(run: Run, outcome: Outcome, started: float) -> ScenarioResult:
         unseen_by_product=summary.unseen,
         faults=run.faults,
         seconds=round(time.monotonic() - started, 1),
+        late_bound_seconds=bound,
+        late_ids=sorted(late),
     )
+
+
+def judge_latency(
+    plan: LatencyPlan,
+    entries: list[LedgerRow],
+    records: list[ReadRecord],
+    rows: list[sink.SinkRow],
+    faults: dict[str, Any],
+) -> set[str]:
+    """Measure each delivered message's latency, mark the late ones in ``entries`` and return
+    their ids.
+
+    :raises WorkloadError: when the run broke the scenario's margins (see
+        :func:`recon_workload.latency.check_plan`): such truth is never stored.
+    """
+    stamps = {r.position: r.timestamp_ms for r in records if r.timestamp_ms is not None}
+    written = {r.message_id: r.written_at for r in rows if r.message_id and r.written_at}
+    truth = latency.judge(latency.latencies(entries, stamps, written), plan.design)
+    delivered = {e.message_id for e in entries if e.expected_verdict == "delivered"}
+    latency.check_plan(truth, plan, {m for m in delivered if m is not None})
+    latency.apply(entries, truth)
+    on_time = [s for m, s in truth.seconds.items() if m not in truth.late]
+    faults["latency"] = {
+        "time_column": plan.time_column,
+        "timestamp_type": ",".join(sorted({r.timestamp_type or "none" for r in records})),
+        "bound_seconds": plan.design.bound,
+        "on_time_max_seconds": plan.design.on_time_max,
+        "late_min_seconds": plan.design.late_min,
+        "slowest_on_time_seconds": round(max(on_time), 3) if on_time else None,
+        "fastest_late_seconds": round(min(truth.seconds[m] for m in truth.late), 3)
+        if truth.late
+        else None,
+    }
+    return truth.late

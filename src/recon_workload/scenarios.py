@@ -1,4 +1,4 @@
-"""The nine scenarios: each keeps or breaks a delivery promise the way real pipelines do.
+"""The ten scenarios: each keeps or breaks a delivery promise the way real pipelines do.
 
 Every scenario function sets up its topic(s) and sink, produces, consumes (in killable child
 processes) and returns an :class:`~recon_workload.runner.Outcome`; the runner then reads back
@@ -20,6 +20,7 @@ from confluent_kafka.admin import AdminClient
 from recon_workload import kafka_io, sink
 from recon_workload.consumer import ConsumerSpec
 from recon_workload.errors import WorkloadError
+from recon_workload.latency import HOLD_BACK_SECONDS
 from recon_workload.messages import BAD_KINDS
 from recon_workload.processor import ProcessorSpec
 from recon_workload.producers import (
@@ -33,6 +34,7 @@ from recon_workload.producers import (
 )
 from recon_workload.proxy import DropPolicy, FaultProxy
 from recon_workload.runner import Outcome, Run
+from recon_workload.scenarios_latency import slow_consumer
 from recon_workload.supervisor import KillPlan, Supervised, supervise
 
 
@@ -391,5 +393,6 @@ SCENARIOS: dict[str, Scenario] = {
         _scenario(consumer_group_rewind, stop_fraction=0.6, rewind_fraction=0.5, kill_rate=0.0),
         _scenario(bad_records, kill_rate=0.0),
         _scenario(concurrent_writers, takes_hold=True, hold_seconds=3, kill_rate=0.0),
+        _scenario(slow_consumer, late_fraction=0.1, hold_seconds=HOLD_BACK_SECONDS),
     )
 }

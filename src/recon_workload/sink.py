@@ -1,7 +1,8 @@
 """The sink: one PostgreSQL table per run in ``recon_sink``, plus the consumers' bookkeeping tables.
 
 The sink row keeps what the consumer got: the messageId it could read (``NULL`` when it could
-not), the record's position, and a hash of the value. ``id`` is the ingest sequence.
+not), the record's position, and a hash of the value. ``id`` is the ingest sequence and
+``written_at`` the moment the row was inserted (the time column a latency check reads).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import psycopg2
@@ -19,6 +21,8 @@ from psycopg2.extras import execute_values
 from recon.connections import postgres_connection
 
 PG_CONN_ID = "postgres_sink"
+#: The sink column with each row's write time: what a pipeline declares as ``sink.time_column``.
+TIME_COLUMN = "written_at"
 
 
 def connect() -> Any:
@@ -44,6 +48,7 @@ class SinkRow:
     partition: int
     offset: int
     payload_sha256: str | None
+    written_at: datetime | None = None  # set by PostgreSQL; only rows read back carry it
 
     @classmethod
     def of(
@@ -64,7 +69,10 @@ def create_tables(cur: Any, table: str, aux: Iterable[str] = ()) -> None:
         sql.SQL(
             "CREATE TABLE {} (id bigserial PRIMARY KEY, message_id text, kafka_topic text,"
             " kafka_partition int, kafka_offset bigint, payload_sha256 text,"
-            " ingested_at timestamptz NOT NULL DEFAULT now())"
+            " ingested_at timestamptz NOT NULL DEFAULT now(),"
+            # clock_timestamp(), not now(): now() is the transaction's start, shared by a whole
+            # batch and blind to how long the transaction stayed open before the insert.
+            " written_at timestamptz NOT NULL DEFAULT clock_timestamp())"
         ).format(ident)
     )
     for suffix in aux:
@@ -151,8 +159,8 @@ def read_rows(cur: Any, table: str) -> list[SinkRow]:
     """Every sink row, in ingest order."""
     cur.execute(
         sql.SQL(
-            "SELECT message_id, kafka_topic, kafka_partition, kafka_offset, payload_sha256"
-            " FROM {} ORDER BY id"
+            "SELECT message_id, kafka_topic, kafka_partition, kafka_offset, payload_sha256,"
+            " written_at FROM {} ORDER BY id"
         ).format(sql.Identifier("public", table))
     )
     return [SinkRow(*r) for r in cur.fetchall()]

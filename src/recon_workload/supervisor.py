@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from recon_workload.errors import WorkloadError
 from recon_workload.progress import Progress
-from recon_workload.protocol import BATCH, DONE, GO, HOLD, WINDOW
+from recon_workload.protocol import BATCH, DONE, GO, HOLD, READY, WINDOW
 
 
 @dataclass
@@ -77,6 +77,7 @@ def supervise(
     label: str,
     timeout: float = 120.0,
     on_hold: Callable[[], None] | None = None,
+    on_ready: Callable[[], None] | None = None,
 ) -> Supervised:
     """Run ``python -m module spec_json`` until it finishes cleanly, killing it per ``plan``.
 
@@ -85,6 +86,8 @@ def supervise(
     :param timeout: the whole stage, restarts included.
     :param on_hold: called when the child stops at a hold point (its sink transaction open); the
         child commits once it returns. Without it, the child goes on at once.
+    :param on_ready: called when the child says it is fetching (each start of it); must not
+        block, the child does not wait for it.
     :raises WorkloadError: when the child fails on its own or the stage overruns.
     """
     out = Supervised()
@@ -108,7 +111,7 @@ def supervise(
             watchdog = threading.Timer(max(deadline - time.monotonic(), 0.1), proc.kill)
             watchdog.start()
             try:
-                done, killed = _drive(proc, plan, out, tick, on_hold)
+                done, killed = _drive(proc, plan, out, tick, on_hold, on_ready)
             finally:
                 watchdog.cancel()
             rc = proc.wait()
@@ -130,6 +133,7 @@ def _drive(
     out: Supervised,
     tick: Callable[[str], None],
     on_hold: Callable[[], None] | None = None,
+    on_ready: Callable[[], None] | None = None,
 ) -> tuple[bool, bool]:
     """Answer the child's protocol lines until it ends; return (finished cleanly, killed)."""
     assert proc.stdout is not None and proc.stdin is not None
@@ -147,6 +151,9 @@ def _drive(
                 on_hold()
             proc.stdin.write(GO + "\n")
             proc.stdin.flush()
+        elif word == READY:
+            if on_ready is not None:
+                on_ready()
         elif word == BATCH:
             out.processed += int(arg)
             tick(f"{out.processed} records processed")

@@ -268,11 +268,11 @@ def _gapped(rules: RuleEngine, windows: list[PartitionWindow]) -> list[Partition
 def _samples(picked: list[tuple[Any, ...]], wanted: list[str]) -> dict[str, list[dict[str, Any]]]:
     """``11_samples``'s rows by verdict (and ``topic_duplicate``), for the verdicts the run has."""
     out: dict[str, list[dict[str, Any]]] = {v: [] for v in wanted}
-    for pick, mid, topic, partition, offsets, keys, count in picked:
+    for pick, mid, topic, partition, offsets, keys, count, detail in picked:
         if pick in out:
             out[pick].append(
                 {"message_id": mid, "topic": topic, "partition": partition,
                  "offsets": list(offsets or []), "sink_keys": list(keys or []),
-                 "sink_count": count}
+                 "sink_count": count, "detail": detail}
             )  # fmt: skip
     return out

@@ -2,11 +2,11 @@
 -- and of the topic_duplicate flag, in (partition, first offset, messageId) order, nulls first.
 WITH picks AS (
     SELECT verdict AS pick, message_id, topic, "partition", offsets, first_offset, sink_keys,
-           sink_count
+           sink_count, detail
     FROM discrepancies
     UNION ALL
     SELECT 'topic_duplicate' AS pick, message_id, topic, "partition", offsets, first_offset,
-           sink_keys, sink_count
+           sink_keys, sink_count, detail
     FROM discrepancies
     WHERE topic_duplicate
 ), ranked AS (
@@ -17,7 +17,7 @@ WITH picks AS (
     FROM picks
 )
 SELECT pick, message_id, topic, "partition", offsets, list_slice(sink_keys, 1, 5) AS sink_keys,
-       sink_count
+       sink_count, detail
 FROM ranked
 WHERE rn <= ${SAMPLE}
 ORDER BY pick, rn
