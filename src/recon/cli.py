@@ -86,6 +86,13 @@ def _format_summary(summary: Any) -> str:
             + (f"; bound {bound}" if bound is not None else "")
             + (f"; {o['negative']} negative (sink clock behind Kafka)" if o["negative"] else "")
         )
+    if summary.latency and (
+        summary.latency["untimed_records"] or summary.latency["untimed_sink_rows"]
+    ):
+        lines.append(
+            f"  no latency for {summary.latency['untimed_records']} records without a Kafka "
+            f"timestamp and {summary.latency['untimed_sink_rows']} sink rows without a time"
+        )
     for verdict, sample in summary.samples.items():
         for s in sample[:5]:
             where = f"{s['topic']}[{s['partition']}]@{','.join(map(str, s['offsets']))}"

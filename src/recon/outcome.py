@@ -56,16 +56,22 @@ class RunSummary:
 
 
 def latency_figures(
-    rows: Sequence[Sequence[Any]], bound_ms: int | None, timestamp_type: str | None = None
+    rows: Sequence[Sequence[Any]],
+    bound_ms: int | None,
+    timestamp_type: str | None = None,
+    untimed: tuple[int, int] = (0, 0),
 ) -> dict[str, Any] | None:
     """A run's latency rows (partition first, None for the whole run) as ``{"bound_ms",
-    "timestamp_type", "overall": {...}, "partitions": {p: {...}}}``; None when there are none."""
-    if not rows:
+    "timestamp_type", "untimed_records", "untimed_sink_rows", "overall": {...},
+    "partitions": {p: {...}}}``; None when there are none and nothing lacked a time."""
+    if not rows and not any(untimed):
         return None
     named = {row[0]: dict(zip(store.LATENCY_FIGURES, row[1:], strict=True)) for row in rows}
     return {
         "bound_ms": bound_ms,
         "timestamp_type": timestamp_type,
+        "untimed_records": untimed[0],
+        "untimed_sink_rows": untimed[1],
         "overall": named.pop(None, None),
         "partitions": {str(p): figures for p, figures in sorted(named.items())},
     }
@@ -80,6 +86,7 @@ def judged_outcome(
     duration_seconds: float,
     latency: Sequence[Sequence[int | None]] = (),
     timestamp_type: str | None = None,
+    untimed: tuple[int, int] = (0, 0),
 ) -> store.RunOutcome:
     """What a run commits besides its discrepancy rows: its counts judged by the claimed contract.
 
@@ -104,6 +111,7 @@ def judged_outcome(
         latency=latency,
         late_after_ms=cfg.latency.max_ms if cfg.latency else None,
         timestamp_type=timestamp_type,
+        untimed=untimed,
     )
 
 
@@ -130,7 +138,9 @@ def run_summary(
         duration_seconds=round(outcome.duration_seconds, 3),
         ledger_path=outcome.ledger_path,
         samples=samples,
-        latency=latency_figures(outcome.latency, outcome.late_after_ms, outcome.timestamp_type),
+        latency=latency_figures(
+            outcome.latency, outcome.late_after_ms, outcome.timestamp_type, outcome.untimed
+        ),
     )
 
 

@@ -14,7 +14,7 @@ from fixtures.scenarios import SCENARIOS, Scenario, frames, rec, sink
 
 from recon.engines.duckdb import DuckDBRules
 from recon.engines.spark import SparkRules
-from recon.rules.run import latency_stats
+from recon.rules.run import latency_stats, untimed
 
 pytestmark = pytest.mark.unit
 
@@ -91,3 +91,19 @@ def test_late_counts_only_over_the_bound(spark: Any, engine: str) -> None:
 def test_no_latency_no_stats(spark: Any, engine: str) -> None:
     _, rules = _judged(engine, spark, SCENARIOS["one_lost"]())
     assert latency_stats(rules) == []
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_rows_without_a_time_are_counted_not_judged(spark: Any, engine: str) -> None:
+    s = Scenario(
+        window=[rec(0, "m1"), rec(1, "m2")],
+        sinks=[sink("k1", "m1", after_ms=40), sink("k2", "m2")],  # k2: a null time column
+        late_after_ms=10,
+    )
+    found, rules = _judged(engine, spark, s)
+    assert {r["message_id"]: (r["verdict"], r["latency_ms"]) for r in found} == {
+        "m1": ("late", 40),
+        "m2": ("delivered", None),
+    }
+    assert [r[:2] for r in latency_stats(rules)] == [(None, 1), (0, 1)]
+    assert untimed(rules) == (0, 1)

@@ -51,6 +51,7 @@ from recon.rules.run import (
     next_ledger,
     register_parameters,
     run_steps,
+    untimed,
 )
 from recon.services import Progress, default_data_dir, noop, results_db
 from recon.snapshot.window import PartitionWindow
@@ -130,6 +131,7 @@ def reconcile_run(
                 cfg, judged.counts, ledger_path=judged.ledger_path,
                 sink_rows_scanned=judged.sink_rows_scanned,
                 duration_seconds=time.monotonic() - started, latency=judged.latency,
+                untimed=judged.untimed,
                 timestamp_type=_timestamp_type(cfg) if judged.latency else None,
             )  # fmt: skip
             with results_db() as pg:
@@ -167,6 +169,8 @@ class JudgedRun(NamedTuple):
     samples: dict[str, list[dict[str, Any]]]
     #: delivery latencies, the whole run first (``07_latency_stats``); empty unless measured.
     latency: Sequence[LatencyRow] = ()
+    #: usable records without a Kafka timestamp, sink rows with a null time column.
+    untimed: tuple[int, int] = (0, 0)
 
 
 def judge_run(
@@ -221,6 +225,11 @@ def judge_run(
         counts = judge(rules, late_after_ms)
 
     latency = latency_stats(rules) if cfg.sink.time_column else []
+    no_time = untimed(rules) if cfg.sink.time_column else (0, 0)
+    if any(no_time):
+        progress(f"run {run_id}: no latency for the messages of {no_time[0]} records without a "
+                 f"Kafka timestamp and {no_time[1]} sink rows with a null "
+                 f"{cfg.sink.time_column}")  # fmt: skip
     next_ledger(rules, run_id)
     ledger_path = io.write_version(base_entries, ledger is not None)
     progress(f"run {run_id}: ledger and results written at {time.monotonic() - started:.1f} s")
@@ -229,7 +238,12 @@ def judge_run(
     ((sink_scanned,),) = rules.rows("sink_scanned")
     wanted = [v for v, n in counts.items() if n and v != Verdict.DELIVERED]
     return JudgedRun(
-        counts, ledger_path, int(sink_scanned), _samples(rules.rows("samples"), wanted), latency
+        counts,
+        ledger_path,
+        int(sink_scanned),
+        _samples(rules.rows("samples"), wanted),
+        latency,
+        no_time,
     )
 
 

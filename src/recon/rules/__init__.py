@@ -73,7 +73,7 @@ VERDICT_STEPS: tuple[Step, ...] = (
 
 #: A judged run's delivery latencies, per partition and overall (``latency_stats``): run when
 #: the pipeline declares ``sink.time_column``.
-LATENCY_STEPS: tuple[Step, ...] = (Step("07_latency_stats", keep=True),)
+LATENCY_STEPS: tuple[Step, ...] = (Step("07_latency_stats", keep=True), Step("07_untimed"))
 
 #: The steps that make the next ledger from a judged run.
 LEDGER_STEPS: tuple[Step, ...] = (

@@ -183,13 +183,19 @@ LatencyRow = tuple[int | None, int, int, int, int, int, int, int]
 
 def latency_stats(engine: RuleEngine) -> list[LatencyRow]:
     """The judged run's delivery latencies (``07_latency_stats``), the whole run first, then by
-    partition; empty when no message has one."""
+    partition; empty when no message has one. Then :func:`untimed` may be asked."""
     run_steps(engine, LATENCY_STEPS)
     rows = [
         cast(LatencyRow, tuple(None if v is None else int(v) for v in row))
         for row in engine.rows("latency_stats")
     ]
     return sorted(rows, key=lambda r: (r[0] is not None, r[0] or 0))
+
+
+def untimed(engine: RuleEngine) -> tuple[int, int]:
+    """After :func:`latency_stats`: the usable records and sink rows without a time."""
+    ((records, sink_rows),) = engine.rows("untimed")
+    return int(records), int(sink_rows)
 
 
 def next_ledger(engine: RuleEngine, run_id: str) -> None:

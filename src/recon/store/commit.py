@@ -111,6 +111,9 @@ class RunOutcome:
     late_after_ms: int | None = None
     #: the topic's ``message.timestamp.type``, stored beside the percentiles.
     timestamp_type: str | None = None
+    #: usable records without a Kafka timestamp, sink rows with a null time column (reported
+    #: in the run's summary: their messages have no latency).
+    untimed: tuple[int, int] = (0, 0)
 
 
 def _replace_latency(cur: Any, pipeline: str, run_id: str, outcome: RunOutcome) -> None:
