@@ -157,7 +157,7 @@ def _result_rows() -> list[tuple[Any, ...]]:
         rows.append(
             (
                 verdict, mid, TOPIC if partition is not None else None, partition, offsets,
-                offsets[0] if offsets else None, count, keys, dup, None, positions,
+                offsets[0] if offsets else None, count, keys, dup, None, positions, None,
             )
         )  # fmt: skip
     return rows
