@@ -152,11 +152,10 @@ class _Cursor:
                           [], 1.5)]  # fmt: skip
         elif "FROM recon.discrepancies" in sql:
             self.rows = [("slow-1", "orders", 0, [40], ["s40"], 1, details.LATE % (2500, 2000))]
-        elif "to_regclass" in sql:
-            self.rows = [(self.db.has_table,)]
         elif "FROM recon.latency" in sql:
             assert params == ("payments", "r1")
-            self.rows = [(1000, 2, -30, 150, 1900, 2400, 3100, 2000)]
+            measured = [(1000, 2, -30, 150, 1900, 2400, 3100, 2000, "CreateTime")]
+            self.rows = measured if self.db.measured else [None]
         else:
             raise AssertionError(f"unexpected statement: {sql}")
 
@@ -168,8 +167,8 @@ class _Cursor:
 
 
 class FakeResults:
-    def __init__(self, has_table: bool) -> None:
-        self.has_table = has_table
+    def __init__(self, measured: bool) -> None:
+        self.measured = measured
         self.queries: list[str] = []
 
     def cursor(self) -> _Cursor:
@@ -179,8 +178,8 @@ class FakeResults:
         return None
 
 
-def _for_run(monkeypatch: pytest.MonkeyPatch, has_table: bool) -> tuple[dict[str, Any], Alert]:
-    db = FakeResults(has_table)
+def _for_run(monkeypatch: pytest.MonkeyPatch, measured: bool) -> tuple[dict[str, Any], Alert]:
+    db = FakeResults(measured)
     sent: dict[str, Any] = {}
 
     @contextmanager
@@ -205,8 +204,9 @@ def _for_run(monkeypatch: pytest.MonkeyPatch, has_table: bool) -> tuple[dict[str
 def test_alert_for_run_reads_the_run_latency_and_the_late_details(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    summary, alert = _for_run(monkeypatch, has_table=True)
+    summary, alert = _for_run(monkeypatch, measured=True)
     assert summary["latency"]["overall"]["p99_ms"] == 2400
+    assert summary["latency"]["timestamp_type"] == "CreateTime"
     assert summary["samples"]["late"][0]["detail"] == details.LATE % (2500, 2000)
     assert alert.latency == (
         "latency p50/p95/p99/max: 150/1900/2400/3100 ms (bound 2000 ms); "
@@ -215,9 +215,9 @@ def test_alert_for_run_reads_the_run_latency_and_the_late_details(
     assert "latency 2500 ms (bound 2000 ms)" in alert.text()
 
 
-def test_alert_for_run_without_the_latency_table_sends_without_the_line(
+def test_alert_for_run_of_a_run_without_latency_sends_without_the_line(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    summary, alert = _for_run(monkeypatch, has_table=False)
+    summary, alert = _for_run(monkeypatch, measured=False)
     assert summary["latency"] is None and alert.latency is None
     assert "latency 2500 ms" in alert.text()  # the samples still carry their figures

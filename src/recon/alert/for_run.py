@@ -49,26 +49,17 @@ def _samples(cur: Any, pipeline: str, run_id: str, verdicts: list[str]) -> dict[
     return samples
 
 
-def _latency(cur: Any, pipeline: str, run_id: str) -> dict[str, Any] | None:
-    """The run's whole-run latency row in the summary's shape (``recon.outcome.latency_figures``:
-    ``bound_ms`` and ``overall``), or None: no latency measured, or a schema before the table."""
-    cur.execute("SELECT to_regclass('recon.latency') IS NOT NULL")
-    (exists,) = cur.fetchone()
-    if not exists:
-        return None
-    cur.execute(
-        "SELECT messages, negative, min_ms, p50_ms, p95_ms, p99_ms, max_ms, bound_ms "
-        "FROM recon.latency WHERE pipeline = %s AND run_id = %s AND partition = -1",
-        (pipeline, run_id),
-    )
-    row = cur.fetchone()
-    if row is None:
-        return None
+def _latency(pg: Any, pipeline: str, run_id: str) -> dict[str, Any] | None:
+    """The run's whole-run latency in the run summary's shape (``bound_ms``, ``overall``, ...),
+    built by the function that builds the summary; None when the run measured none."""
     from recon.outcome import latency_figures
+    from recon.store import LATENCY_FIGURES, committed_latency
 
-    # The same shape as the run's own summary, built by the same function (partition None: all).
-    *figures, bound = row
-    return latency_figures([(None, *figures)], bound)
+    stored = committed_latency(pg, pipeline, run_id)
+    if stored is None:
+        return None
+    figures = [stored[name] for name in LATENCY_FIGURES]
+    return latency_figures([(None, *figures)], stored["bound_ms"], stored["timestamp_type"])
 
 
 def alert_for_run(cfg: PipelineConfig, run_id: str, dag_id: str | None = None) -> dict[str, Any]:
@@ -101,8 +92,8 @@ def alert_for_run(cfg: PipelineConfig, run_id: str, dag_id: str | None = None) -
                         "contract_passed": False, "violations": {}, "channels": {}}  # fmt: skip
             violating = sorted({f["verdict"] for f in failures or [] if f.get("verdict")})
             samples = _samples(cur, cfg.name, run_id, violating)
-            latency = _latency(cur, cfg.name, run_id)
         pg.commit()
+        latency = _latency(pg, cfg.name, run_id)
         outcome = ValidationOutcome(
             passed=bool(passed),
             failures=list(failures or []),

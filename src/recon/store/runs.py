@@ -247,13 +247,14 @@ def committed_counts(
 LATENCY_FIGURES = ("messages", "negative", "min_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms")
 
 
-def committed_latency(pg: Any, pipeline: str, run_id: str) -> dict[str, int] | None:
+def committed_latency(pg: Any, pipeline: str, run_id: str) -> dict[str, Any] | None:
     """A committed run's delivery latency over all its messages (``recon.latency``'s whole-run
-    row) by :data:`LATENCY_FIGURES`; ``None`` when it measured none.
+    row): :data:`LATENCY_FIGURES`, and ``bound_ms`` and ``timestamp_type`` as the run stored them
+    (either may be None); ``None`` when it measured none.
     """
     with pg.cursor() as cur:
         cur.execute(
-            f"SELECT {', '.join(LATENCY_FIGURES)} FROM recon.latency "
+            f"SELECT {', '.join(LATENCY_FIGURES)}, bound_ms, timestamp_type FROM recon.latency "
             "WHERE pipeline = %s AND run_id = %s AND partition = -1",
             (pipeline, run_id),
         )
@@ -261,4 +262,8 @@ def committed_latency(pg: Any, pipeline: str, run_id: str) -> dict[str, int] | N
     pg.commit()
     if row is None:
         return None
-    return dict(zip(LATENCY_FIGURES, (int(v) for v in row), strict=True))
+    *figures, bound_ms, timestamp_type = row
+    latency: dict[str, Any] = dict(zip(LATENCY_FIGURES, (int(v) for v in figures), strict=True))
+    latency["bound_ms"] = None if bound_ms is None else int(bound_ms)
+    latency["timestamp_type"] = timestamp_type
+    return latency
