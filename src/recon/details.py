@@ -28,6 +28,11 @@ PHANTOM = "no committed record in the window, the pending records or the ledger"
 #: A ``late`` delivery: its latency and the pipeline's bound, both in milliseconds (``printf``).
 LATE = "delivered %d ms after its record's Kafka timestamp; the bound is %d ms"
 
+#: A ``mismatched`` delivery, or a duplicated message whose copies differ: the compared fields
+#: that differ (names only: their values may be personal data), comma-separated (``printf``).
+MISMATCHED = "payload differs from its record's in: %s"
+DUPLICATE_COPIES_DIFFER = "%d of its new sink rows differ from the record in: %s"
+
 # LATE read back by the format that wrote it, so that a change of the wording fails the tests
 # instead of silently dropping the figures.
 _LATE_READ = re.compile(re.escape(LATE).replace("%d", r"(-?\d+)"))

@@ -17,6 +17,9 @@ class Verdict(StrEnum):
     #: Delivered once, but later than the pipeline's ``latency.max_seconds`` (sink row time minus
     #: the record's Kafka timestamp); only when the pipeline declares both.
     LATE = "late"
+    #: Delivered once, but its sink row's content differs from the record's (``payload``
+    #: declared): the detail names the differing fields, never their values.
+    MISMATCHED = "mismatched"
     LOST = "lost"
     DUPLICATED = "duplicated"
     TOPIC_DUPLICATE = "topic_duplicate"
@@ -33,6 +36,7 @@ ALL_VERDICTS: tuple[str, ...] = tuple(v.value for v in Verdict)
 JUDGED: tuple[str, ...] = (
     Verdict.DELIVERED.value,
     Verdict.LATE.value,
+    Verdict.MISMATCHED.value,
     Verdict.LOST.value,
     Verdict.DUPLICATED.value,
 )

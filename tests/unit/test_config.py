@@ -480,6 +480,7 @@ def test_the_default_file_is_at_the_root_of_this_checkout(monkeypatch: pytest.Mo
 PUBLIC_NAMES = (
     "KafkaSource",
     "MessageIdSpec",
+    "PayloadSpec",
     "PipelineConfig",
     "SinkSpec",
     "Tolerances",
@@ -505,11 +506,12 @@ def test_public_names_stay_importable_from_the_package() -> None:
 def test_the_schema_declares_exactly_the_fields_of_the_values() -> None:
     from dataclasses import fields
 
-    from recon.config.model import MESSAGE_ID_KINDS, LatencySpec
+    from recon.config.model import MESSAGE_ID_KINDS, LatencySpec, PayloadSpec
     from recon.config.schema import (
         KafkaDecl,
         LatencyDecl,
         MessageIdDecl,
+        PayloadDecl,
         PipelineDecl,
         SinkDecl,
         TolerancesDecl,
@@ -523,13 +525,14 @@ def test_the_schema_declares_exactly_the_fields_of_the_values() -> None:
     assert set(SinkDecl.model_fields) == names(SinkSpec)
     assert set(TolerancesDecl.model_fields) == names(Tolerances)
     assert set(LatencyDecl.model_fields) == names(LatencySpec)
+    assert set(PayloadDecl.model_fields) == names(PayloadSpec)
     assert tuple(MessageIdDecl.model_fields) == MESSAGE_ID_KINDS
 
 
 def test_an_unknown_key_lists_the_keys_in_declaration_order() -> None:
     assert only_error(doc(retry=3)) == (
         "pipelines.yaml: pipeline 'payments': retry: unknown key (expected one of engine, "
-        "semantics, schedule, settle_seconds, kafka, sink, tolerances, latency, "
+        "semantics, schedule, settle_seconds, kafka, sink, tolerances, latency, payload, "
         "idempotent_producer, catchup, retries, tags)"
     )
 

@@ -386,7 +386,13 @@ def test_suite_files_express_the_contract_table(semantics: str) -> None:
         "verdict": "late",
         "tolerance": "max_late_ratio",
     }
-    assert len(suite["expectations"]) <= 10  # each costs a Spark aggregate
+    # mismatched: forbidden under exactly_once, a share of the judged messages under the others
+    mismatched = rules[Verdict.MISMATCHED]["kwargs"]
+    if semantics == "exactly_once":
+        assert "mostly" not in mismatched
+    else:
+        assert mismatched["mostly"] == {"$PARAMETER": "mismatched_mostly"}
+    assert len(suite["expectations"]) <= 11  # each costs a Spark aggregate
     cfg = _cfg(semantics, Tolerances(), idempotent=True)
     used = _placeholders(suite["expectations"])
     assert used == set(suite_parameters(cfg))
@@ -397,12 +403,14 @@ def test_suite_parameters_follow_the_pipeline() -> None:
     from recon.validation import suite_parameters
 
     tolerances = Tolerances(
-        max_loss_ratio=0.1, max_unverifiable=3, max_invalid=4, max_late_ratio=0.2
-    )
+        max_loss_ratio=0.1, max_unverifiable=3, max_invalid=4, max_late_ratio=0.2,
+        max_mismatched_ratio=0.25,
+    )  # fmt: skip
     # only the placeholders of the pipeline's own suite: at_most_once tolerates no duplicates
     assert suite_parameters(_cfg("at_most_once", tolerances, idempotent=False)) == {
         "lost_mostly": 0.9,
         "late_mostly": 0.8,
+        "mismatched_mostly": 0.75,
         "topic_duplicate_allowed": [False, True],
         "max_unverifiable": 3,
         "max_invalid": 4,
@@ -411,6 +419,7 @@ def test_suite_parameters_follow_the_pipeline() -> None:
     assert suite_parameters(_cfg("at_least_once", at_least, idempotent=False)) == {
         "duplicated_mostly": 0.93,
         "late_mostly": 1.0,
+        "mismatched_mostly": 1.0,
         "topic_duplicate_allowed": [False, True],
         "max_unverifiable": 0,
         "max_invalid": 0,

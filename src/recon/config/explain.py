@@ -81,7 +81,8 @@ def check_pipeline(name: str, raw: Any) -> tuple[PipelineConfig | None, list[tup
 
 def validation_context(raw: Any) -> dict[str, Any]:
     """What the schema's checks that read another key of the pipeline need: ``semantics`` as
-    written, whether ``latency`` is declared, whether ``sink.time_column`` holds a value.
+    written, whether ``latency`` and ``payload`` are declared, whether ``sink.time_column`` holds
+    a value.
 
     A flag is ``None`` when the mapping holding it is not one: that is reported at its own key,
     and the checks reading the flag say nothing rather than add a second, misleading problem.
@@ -89,7 +90,7 @@ def validation_context(raw: Any) -> dict[str, Any]:
     :param raw: what the YAML holds under the pipeline's name.
     """
     if not isinstance(raw, dict):
-        return {"semantics": None, "latency": None, "time_column": None}
+        return {"semantics": None, "latency": None, "time_column": None, "payload": None}
     sink = raw.get("sink")
     # A time column with a wrong value is reported at sink.time_column; only absence (or null,
     # the same as absence) leaves latency nothing to measure.
@@ -98,6 +99,7 @@ def validation_context(raw: Any) -> dict[str, Any]:
         "semantics": raw.get("semantics"),
         "latency": "latency" in raw,
         "time_column": time_column,
+        "payload": "payload" in raw,
     }
 
 

@@ -70,6 +70,7 @@ class Tolerances:
     max_unverifiable: int = 0
     max_invalid: int = 0
     max_late_ratio: float = 0.0
+    max_mismatched_ratio: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,34 @@ class LatencySpec:
         return round(self.max_seconds * 1000)
 
 
+#: The hash a ``payload.sha256_column`` holds, as the detail of a ``mismatched`` row names it.
+SHA256_FIELD = "value (SHA-256)"
+
+
+@dataclass(frozen=True)
+class PayloadSpec:
+    """How a delivered message's content is compared with its sink row: each named JSON field of
+    the record value with the sink column it lands in, or the hex SHA-256 of the record's raw
+    value bytes with the sink column the consumer wrote it to. Exactly one of the two.
+
+    :param fields: ``(json field, sink column)`` pairs, in the order the detail lists them.
+    :param sha256_column: the sink column holding the hex SHA-256 of the raw value.
+    """
+
+    fields: tuple[tuple[str, str], ...] = ()
+    sha256_column: str | None = None
+
+    @property
+    def compared(self) -> tuple[str, ...]:
+        """What a ``mismatched`` row's detail names: the JSON fields, or the hashed value."""
+        return (SHA256_FIELD,) if self.sha256_column else tuple(f for f, _ in self.fields)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The sink columns compared, in the order of :attr:`compared`."""
+        return (self.sha256_column,) if self.sha256_column else tuple(c for _, c in self.fields)
+
+
 @dataclass(frozen=True)
 class PipelineConfig:
     """One declared pipeline; becomes one DAG and one reconciliation per scheduled run."""
@@ -97,6 +126,7 @@ class PipelineConfig:
     sink: SinkSpec
     tolerances: Tolerances = field(default_factory=Tolerances)
     latency: LatencySpec | None = None
+    payload: PayloadSpec | None = None
     idempotent_producer: bool = False
     catchup: bool = False
     retries: int = 2

@@ -3,12 +3,13 @@
 Each model below is what one mapping of the YAML may hold; ``extra="forbid"`` refuses unknown
 keys and ``strict=True`` refuses values of the wrong type (``"120"`` for a number, ``yes`` for a
 count, ``1`` for a boolean) instead of converting them. Checks pydantic has no word for are
-small validators on reusable types (``Text``, ``ConnectionId``, ``Ratio`` ...); they raise
-:func:`~recon.config.problems.invalid` with the message the user reads. Every error pydantic
+small validators on the reusable types of :mod:`recon.config.types` (``Text``,
+``ConnectionId``, ``Ratio`` ...). Every error pydantic
 reports keeps the key path it happened at; :mod:`recon.config.explain` words them.
 
 A few checks read another key of the pipeline (a tolerance the claimed semantic forbids,
-``latency`` without ``sink.time_column``, ``tolerances.max_late_ratio`` without ``latency``):
+``latency`` without ``sink.time_column``, ``tolerances.max_late_ratio`` without ``latency``,
+``tolerances.max_mismatched_ratio`` without ``payload``):
 :func:`recon.config.explain.validation_context` reads those keys from the raw declaration and
 pydantic hands them to the validators, so each check runs even when other keys are wrong.
 
@@ -17,13 +18,10 @@ A valid declaration becomes the plain values of :mod:`recon.config.model`.
 
 from __future__ import annotations
 
-import math
-import re
 from types import MappingProxyType
 from typing import Annotated, Any
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -36,159 +34,36 @@ from pydantic import (
 )
 
 from recon.config.model import (
-    ENGINES,
     MESSAGE_ID_KINDS,
     KafkaSource,
     LatencySpec,
     MessageIdSpec,
+    PayloadSpec,
     PipelineConfig,
     SinkSpec,
     Tolerances,
 )
-from recon.config.problems import invalid, kind_of
-from recon.config.schedule import cron_problem
-from recon.verdicts import SEMANTICS
+from recon.config.problems import invalid
+from recon.config.types import (
+    PIPELINE_NAME_RE,
+    ConnectionId,
+    Count,
+    Engine,
+    IdName,
+    Ratio,
+    RecordKey,
+    Schedule,
+    Seconds,
+    Semantics,
+    StartOffsets,
+    Table,
+    Tags,
+    Text,
+    Topic,
+    mapping_not_null,
+)
 
-# Airflow's own rule for connection ids and DAG ids (pipelines become DAGs).
-ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,250}$")
-_TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
-#: A pipeline name is a DAG id and a directory name under the data directory (its windows,
-#: results and ledger): Airflow's rule, and no leading '.', so that '.' and '..' never name a
-#: directory outside the pipeline's own.
-PIPELINE_NAME_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,249}$")
-
-
-def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise invalid("must not be empty")
-    return value
-
-
-def _connection_id(value: str) -> str:
-    if not ID_RE.match(value):
-        raise invalid(
-            "expected an Airflow connection id (letters, digits, '_', '.', '-'), "
-            "not a URI or credentials"
-        )
-    return value
-
-
-def _topic(value: str) -> str:
-    if not _TOPIC_RE.match(value):
-        raise invalid("not a Kafka topic name (letters, digits, '.', '_', '-')")
-    return value
-
-
-def _table(value: str) -> str:
-    # The dot always separates schema from table; each part is quoted later, so only emptiness
-    # (which no quoting can rescue) is refused here.
-    if value.count(".") > 1 or "" in value.split("."):
-        raise invalid(f"expected 'table' or 'schema.table', got {value!r}")
-    return value
-
-
-def _one_of(allowed: tuple[str, ...]) -> BeforeValidator:
-    def check(value: Any) -> Any:
-        if value not in allowed:
-            raise invalid(f"expected one of {', '.join(allowed)}, got {value!r}")
-        return value
-
-    return BeforeValidator(check)
-
-
-def _ratio(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise invalid(f"expected a number between 0 and 1, got {kind_of(value)}")
-    if not 0 <= value <= 1:
-        raise invalid(f"must be between 0 and 1, got {value}")
-    return float(value)
-
-
-def _seconds(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise invalid(f"expected a positive number of seconds, got {kind_of(value)}")
-    try:
-        seconds = float(value)
-    except OverflowError:  # an integer beyond any float
-        seconds = math.inf
-    if not 0 < seconds < math.inf:  # NaN and infinity too: no clock ever breaks such a bound
-        raise invalid(f"must be a positive, finite number of seconds, got {value}")
-    return seconds
-
-
-def _mapping_not_null(value: Any) -> Any:
-    # Applied before the nullable type: an explicit null is refused as for ``tolerances``,
-    # absence is not.
-    if value is None:
-        raise invalid("expected a mapping, got null")
-    return value
-
-
-def _tags(value: Any) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(t, str) and t.strip() for t in value):
-        raise invalid("expected a list of non-empty strings")
-    return tuple(value)
-
-
-def _schedule(value: str | None) -> str | None:
-    problem = cron_problem(value) if value is not None else None
-    if problem:
-        raise invalid(problem)
-    return value
-
-
-def _name_not_null(value: Any) -> Any:
-    # Applied before the nullable type so that an explicit null is refused, absence is not.
-    if value is None:
-        raise invalid("expected a string, got null")
-    return value
-
-
-def _record_key(value: Any) -> Any:
-    if value is not True:
-        raise invalid(f"expected true (the record key is the id), got {value!r}")
-    return value
-
-
-def _partition(value: Any) -> Any:
-    if isinstance(value, str) and value.isascii() and value.isdigit():
-        return int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise invalid("a partition number must be a whole number, 0 or more")
-    return value
-
-
-def _offset(value: Any) -> Any:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise invalid(f"an offset must be a whole number, 0 or more, got {value!r}")
-    return value
-
-
-def _offsets_shape(value: Any) -> Any:
-    if value is not None and (not isinstance(value, dict) or not value):
-        raise invalid("expected 'earliest' or a mapping {partition: offset}")
-    return value
-
-
-#: A non-empty string (blank counts as empty).
-Text = Annotated[str, AfterValidator(_not_blank)]
-ConnectionId = Annotated[Text, AfterValidator(_connection_id)]
-Topic = Annotated[Text, AfterValidator(_topic)]
-Table = Annotated[Text, AfterValidator(_table)]
-#: A whole number, 0 or more (a boolean or ``3.0`` is not one).
-Count = Annotated[int, Field(ge=0)]
-Ratio = Annotated[float, BeforeValidator(_ratio)]
-#: A number of seconds, more than 0 and finite (a boolean or a string is not one).
-Seconds = Annotated[float, BeforeValidator(_seconds)]
-Semantics = Annotated[str, _one_of(SEMANTICS)]
-Engine = Annotated[str, _one_of(ENGINES)]
-Tags = Annotated[tuple[str, ...], BeforeValidator(_tags)]
-Schedule = Annotated[str | None, AfterValidator(_schedule)]
-IdName = Annotated[Text | None, BeforeValidator(_name_not_null)]
-RecordKey = Annotated[bool | None, BeforeValidator(_record_key)]
-Partition = Annotated[int, BeforeValidator(_partition)]
-Offset = Annotated[int, BeforeValidator(_offset)]
-StartOffsets = Annotated[dict[Partition, Offset] | None, BeforeValidator(_offsets_shape)]
+__all__ = ["PIPELINE_NAME_RE", "PipelineDecl"]
 
 
 class _Declaration(BaseModel):
@@ -297,11 +172,40 @@ class LatencyDecl(_Declaration):
         return LatencySpec(self.max_seconds)
 
 
+class PayloadDecl(_Declaration):
+    """The ``payload:`` mapping: how a delivered message's content is compared with its sink row,
+    exactly one of ``fields`` (``{json field of the record value: sink column}``) and
+    ``sha256_column`` (the sink column where the consumer wrote the hex SHA-256 of the record's
+    raw value bytes)."""
+
+    fields: dict[Text, Text] | None = Field(
+        default=None, description="JSON fields of the record value and the sink columns they land in"
+    )
+    sha256_column: Text | None = Field(
+        default=None, description="the sink column holding the hex SHA-256 of the raw value"
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> PayloadDecl:
+        if (self.fields is None) == (self.sha256_column is None):
+            raise invalid(
+                "expected exactly one of fields ({json field: sink column}) and sha256_column"
+            )
+        if self.fields is not None and not self.fields:
+            raise invalid("fields: expected at least one {json field: sink column}")
+        return self
+
+    def spec(self) -> PayloadSpec:
+        """The validated value."""
+        return PayloadSpec(tuple((self.fields or {}).items()), self.sha256_column)
+
+
 #: How an error names what a ratio tolerates.
 _RATIO_NOUNS = {
     "max_loss_ratio": "loss",
     "max_duplicate_ratio": "duplicates",
     "max_late_ratio": "late deliveries",
+    "max_mismatched_ratio": "mismatched deliveries",
 }
 
 
@@ -316,8 +220,11 @@ class TolerancesDecl(_Declaration):
     max_unverifiable: Count = 0
     max_invalid: Count = 0
     max_late_ratio: Ratio = 0.0
+    max_mismatched_ratio: Ratio = 0.0
 
-    @field_validator("max_loss_ratio", "max_duplicate_ratio", "max_late_ratio")
+    @field_validator(
+        "max_loss_ratio", "max_duplicate_ratio", "max_late_ratio", "max_mismatched_ratio"
+    )
     @classmethod
     def _ratio_allowed(cls, value: float, info: ValidationInfo) -> float:
         # Which semantic may tolerate which ratio is the contract's to say (recon.contract.table).
@@ -350,6 +257,14 @@ class TolerancesDecl(_Declaration):
             )
         return value
 
+    @field_validator("max_mismatched_ratio")
+    @classmethod
+    def _mismatched_needs_payload(cls, value: float, info: ValidationInfo) -> float:
+        # As for max_late_ratio: without a comparison no message is ever mismatched.
+        if value > 0 and _context(info).get("payload") is False:
+            raise invalid("has no effect without payload: declare payload, or remove it")
+        return value
+
     def values(self) -> Tolerances:
         """The validated value."""
         return Tolerances(**self.model_dump())
@@ -365,7 +280,8 @@ class PipelineDecl(_Declaration):
     kafka: KafkaDecl
     sink: SinkDecl
     tolerances: TolerancesDecl = Field(default_factory=TolerancesDecl)
-    latency: Annotated[LatencyDecl | None, BeforeValidator(_mapping_not_null)] = None
+    latency: Annotated[LatencyDecl | None, BeforeValidator(mapping_not_null)] = None
+    payload: Annotated[PayloadDecl | None, BeforeValidator(mapping_not_null)] = None
     idempotent_producer: bool = False
     catchup: bool = False
     retries: Count = 2
@@ -385,6 +301,7 @@ class PipelineDecl(_Declaration):
             sink=self.sink.spec(),
             tolerances=self.tolerances.values(),
             latency=self.latency.spec() if self.latency is not None else None,
+            payload=self.payload.spec() if self.payload is not None else None,
             idempotent_producer=self.idempotent_producer,
             catchup=self.catchup,
             retries=self.retries,

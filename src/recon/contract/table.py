@@ -10,7 +10,8 @@ contract reads it:
   a committed file differs from the generated one), and
   :func:`recon.validation.suites.suite_parameters` fills their placeholders by it.
 
-Ratios are relative to the messages judged in the run (delivered + late + lost + duplicated).
+Ratios are relative to the messages judged in the run (delivered + late + mismatched + lost +
+duplicated).
 Verdicts absent from the table never fail a run: ``delivered``, and ``pending`` (judged in a later
 run). A verdict absent from a run's counts counts 0.
 
@@ -18,6 +19,11 @@ run). A verdict absent from a run's counts counts 0.
 ``tolerances.max_late_ratio`` under every semantic: latency is no part of a delivery semantic, so
 each claim tolerates it alike, and the default 0 forbids it until the pipeline sets a ratio. A
 pipeline that declares no ``latency`` never has a ``late`` message.
+
+``mismatched`` (a delivered message whose sink row's content differs from the record's, when the
+pipeline declares ``payload``) is forbidden under ``exactly_once``: a changed message was not
+delivered exactly once as produced. The other claims allow it up to
+``tolerances.max_mismatched_ratio`` (0 unless set).
 
 This module imports nothing of ``recon`` but the verdict vocabulary, so that any module (the
 configuration's validation too) may read the table without an import circle.
@@ -101,6 +107,7 @@ def unless_idempotent(reason: str) -> Rule:
 
 _FORBIDS = "{semantics} forbids {verdict} messages"
 _NO_RECORD = "sink rows without a committed record are forbidden under {semantics}"
+_CHANGED = "{semantics} forbids a delivery whose content changed on the way ({verdict})"
 _RETRY = "the producer is declared idempotent, yet a messageId is at more than one offset"
 
 
@@ -139,6 +146,7 @@ CONTRACT: Final[Mapping[str, Mapping[str, Rule]]] = _checked(
             Verdict.LOST: up_to_ratio("max_loss_ratio"),
             Verdict.DUPLICATED: forbidden(_FORBIDS),
             Verdict.LATE: up_to_ratio("max_late_ratio"),
+            Verdict.MISMATCHED: up_to_ratio("max_mismatched_ratio"),
             Verdict.PHANTOM: forbidden(_NO_RECORD),
             Verdict.ABORTED_READ: forbidden(_NO_RECORD),
             Verdict.TOPIC_DUPLICATE: unless_idempotent(_RETRY),
@@ -149,6 +157,7 @@ CONTRACT: Final[Mapping[str, Mapping[str, Rule]]] = _checked(
             Verdict.LOST: forbidden(_FORBIDS),
             Verdict.DUPLICATED: up_to_ratio("max_duplicate_ratio"),
             Verdict.LATE: up_to_ratio("max_late_ratio"),
+            Verdict.MISMATCHED: up_to_ratio("max_mismatched_ratio"),
             Verdict.PHANTOM: forbidden(_NO_RECORD),
             Verdict.ABORTED_READ: forbidden(_NO_RECORD),
             Verdict.TOPIC_DUPLICATE: unless_idempotent(_RETRY),
@@ -159,6 +168,7 @@ CONTRACT: Final[Mapping[str, Mapping[str, Rule]]] = _checked(
             Verdict.LOST: forbidden(_FORBIDS),
             Verdict.DUPLICATED: forbidden(_FORBIDS),
             Verdict.LATE: up_to_ratio("max_late_ratio"),
+            Verdict.MISMATCHED: forbidden(_CHANGED),
             Verdict.PHANTOM: forbidden(_NO_RECORD),
             Verdict.ABORTED_READ: forbidden(_NO_RECORD),
             Verdict.TOPIC_DUPLICATE: unless_idempotent(_RETRY),

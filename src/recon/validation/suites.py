@@ -138,6 +138,8 @@ _NOTE_LEAD: dict[str, str] = {
     Verdict.DUPLICATED: "At most one sink row per messageId",
     Verdict.LATE: "A delivered message whose sink row time is more than latency.max_seconds after "
     "its record's Kafka timestamp",
+    Verdict.MISMATCHED: "A delivered message whose sink row's content (the payload fields or the "
+    "value's SHA-256) differs from its record's",
     Verdict.PHANTOM: "A sink row whose messageId is in no committed record of the topic",
     Verdict.ABORTED_READ: "A sink row written from a record of an aborted transaction "
     "(the consumer read read_uncommitted)",
@@ -157,6 +159,7 @@ _TOLERATED = {
     Verdict.LOST: "be lost",
     Verdict.DUPLICATED: "have more than one",
     Verdict.LATE: "arrive later than latency.max_seconds",
+    Verdict.MISMATCHED: "reach the sink with a different payload",
 }
 _UNMATCHED = {Verdict.PHANTOM: "phantom", Verdict.ABORTED_READ: "aborted"}
 
