@@ -179,7 +179,7 @@ class PayloadDecl(_Declaration):
     raw value bytes)."""
 
     fields: dict[Text, Text] | None = Field(
-        default=None, description="JSON fields of the record value and the sink columns they land in"
+        default=None, description="JSON fields of the record value and their sink columns"
     )
     sha256_column: Text | None = Field(
         default=None, description="the sink column holding the hex SHA-256 of the raw value"
