@@ -65,8 +65,8 @@ def _over(rule: Rule, count: int, judged: int, allowed: float, idempotent_produc
 
     :param rule: the verdict's cell of the contract table.
     :param count: the run's rows of the verdict.
-    :param judged: the run's judged messages (delivered + late +
-mismatched + lost + duplicated).
+    :param judged: the run's judged messages (delivered + late + mismatched + lost +
+        duplicated).
     :param allowed: what the rule lets pass (:func:`_allowed`).
     :param idempotent_producer: whether the pipeline declares an idempotent producer.
     """
