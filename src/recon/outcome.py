@@ -87,10 +87,14 @@ def judged_outcome(
     latency: Sequence[Sequence[int | None]] = (),
     timestamp_type: str | None = None,
     untimed: tuple[int, int] = (0, 0),
+    late_after_ms: int | None = None,
 ) -> store.RunOutcome:
     """What a run commits besides its discrepancy rows: its counts judged by the claimed contract.
 
     Both engines commit through this, so a pipeline's verdicts read the same whichever judged it.
+
+    :param late_after_ms: the latency bound the run judged by (``recon.rules.judging.Judging``),
+        stored beside its latencies.
     """
     contract = evaluate_contract(cfg.semantics, counts, cfg.tolerances, cfg.idempotent_producer)
     # Same keys as the checkpoint's failures (recon.validation), which replace these.
@@ -109,7 +113,7 @@ def judged_outcome(
         duration_seconds=duration_seconds,
         topic_duplicates=counts.get(Verdict.TOPIC_DUPLICATE, 0),
         latency=latency,
-        late_after_ms=cfg.latency.max_ms if cfg.latency else None,
+        late_after_ms=late_after_ms,
         timestamp_type=timestamp_type,
         untimed=untimed,
     )

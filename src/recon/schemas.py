@@ -42,6 +42,9 @@ WINDOW = StructType(
         StructField("message_id", StringType(), True),
         StructField("invalid_reason", StringType(), True),
         StructField("timestamp", TimestampType(), True),
+        # the compared content (payload.fields as text, or the value's SHA-256); null when the
+        # pipeline declares no payload
+        StructField("payload", ArrayType(StringType()), True),
     ]
 )
 PENDING = WINDOW
@@ -54,6 +57,8 @@ SINK_ROWS = StructType(
         StructField("message_id", StringType(), True),
         StructField("ingest_seq", LongType(), True),
         StructField("sink_time", TimestampType(), True),
+        # payload's sink columns as text, in its order (null when it declares none)
+        StructField("payload", ArrayType(StringType()), True),
     ]
 )
 

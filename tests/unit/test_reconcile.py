@@ -57,7 +57,7 @@ def _ns(name: str, value: str | None) -> str | None:
 
 def namespaced(name: str, s: Scenario) -> Scenario:
     def record(r: tuple) -> tuple:
-        return (name, r[1], r[2], _ns(name, r[3]), r[4], r[5])
+        return (name, r[1], r[2], _ns(name, r[3]), *r[4:])
 
     def maybe(rows: list[tuple] | None, fn: Callable[[tuple], tuple]) -> list[tuple] | None:
         return None if rows is None else [fn(r) for r in rows]
@@ -65,7 +65,7 @@ def namespaced(name: str, s: Scenario) -> Scenario:
     return replace(
         s,
         window=[record(r) for r in s.window],
-        sinks=[(f"{name}:{k}", _ns(name, m), q, t) for k, m, q, t in s.sinks],
+        sinks=[(f"{name}:{k}", _ns(name, m), *rest) for k, m, *rest in s.sinks],
         pending=maybe(s.pending, record),
         ledger=maybe(s.ledger, lambda r: (_ns(name, r[0]), name, *r[2:])),
         uncommitted=maybe(s.uncommitted, lambda r: (_ns(name, r[0]), name, *r[2:])),
@@ -97,7 +97,7 @@ def batch(spark: SparkSession) -> dict[str, list[Any]]:
     shared = {
         name: namespaced(name, make())
         for name, make in SCENARIOS.items()
-        if not make().unverifiable and not make().ends and make().late_after_ms is None
+        if not make().unverifiable and not make().ends and make().plain
     }
     everything = Scenario(
         window=[r for s in shared.values() for r in s.window],

@@ -128,6 +128,7 @@ def run(engine: str, spark: Any, inputs: Inputs) -> tuple[JudgedRun, FakeIO, set
             ingest_seq_column="seq" if inputs.ingest_seq else None, time_column=None
         ),
         latency=None,
+        payload=None,
     )
     record = SimpleNamespace(
         run_id="r1", windows=inputs.windows, base_run_id=None,

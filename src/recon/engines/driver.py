@@ -43,6 +43,7 @@ from recon.rules import (
     PENDING_STEPS,
     SCAN_STEPS,
 )
+from recon.rules.judging import Judging
 from recon.rules.run import (
     LatencyRow,
     RuleEngine,
@@ -53,7 +54,7 @@ from recon.rules.run import (
     run_steps,
     untimed,
 )
-from recon.services import Progress, default_data_dir, noop, results_db
+from recon.services import Progress, default_data_dir, noop, results_db, sink_db
 from recon.snapshot.window import PartitionWindow
 from recon.verdicts import Verdict
 
@@ -131,7 +132,7 @@ def reconcile_run(
                 cfg, judged.counts, ledger_path=judged.ledger_path,
                 sink_rows_scanned=judged.sink_rows_scanned,
                 duration_seconds=time.monotonic() - started, latency=judged.latency,
-                untimed=judged.untimed,
+                untimed=judged.untimed, late_after_ms=judged.judging.late_after_ms,
                 timestamp_type=_timestamp_type(cfg) if judged.latency else None,
             )  # fmt: skip
             with results_db() as pg:
@@ -157,6 +158,17 @@ def _timestamp_type(cfg: PipelineConfig) -> str | None:
     return topic_timestamp_type(kafka_connection(cfg.kafka.connection).config, cfg.kafka.topic)
 
 
+def _payload_kinds(cfg: PipelineConfig) -> tuple[str, ...]:
+    """How each ``payload`` column is compared, from the sink's catalog (its types): the run's
+    sink rows were read with the same check (``recon.read.sink.inspect_sink``)."""
+    if cfg.payload is None:
+        return ()
+    from recon.read.sink import inspect_sink
+
+    with sink_db(cfg) as pg:
+        return inspect_sink(pg, cfg.sink, cfg.name, cfg.payload).payload_kinds
+
+
 class JudgedRun(NamedTuple):
     """What a judged run hands the results store, besides its discrepancy rows."""
 
@@ -171,6 +183,8 @@ class JudgedRun(NamedTuple):
     latency: Sequence[LatencyRow] = ()
     #: usable records without a Kafka timestamp, sink rows with a null time column.
     untimed: tuple[int, int] = (0, 0)
+    #: the declared checks the run applied (its latency bound, its payload comparison).
+    judging: Judging = Judging()
 
 
 def judge_run(
@@ -210,8 +224,8 @@ def judge_run(
     rules.use("ledger", ledger)
     rules.use("uncommitted", None)
     register_parameters(rules, removed_ranges(record.windows), partition_ends(record.windows))
-    late_after_ms = cfg.latency.max_ms if cfg.latency else None
-    counts = judge(rules, late_after_ms)
+    judging = Judging.of(cfg, _payload_kinds(cfg))
+    counts = judge(rules, judging)
     progress(f"run {run_id}: verdicts counted at {time.monotonic() - started:.1f} s")
     gapped = _gapped(rules, record.windows) if counts.get(Verdict.PHANTOM, 0) > 0 else []
     if gapped:
@@ -222,7 +236,7 @@ def judge_run(
         rules.use("every", io.read_every(gapped))
         run_steps(rules, ABORTED_STEPS)
         rules.use("uncommitted", rules.relation("aborted"))
-        counts = judge(rules, late_after_ms)
+        counts = judge(rules, judging)
 
     latency = latency_stats(rules) if cfg.sink.time_column else []
     no_time = untimed(rules) if cfg.sink.time_column else (0, 0)
@@ -244,6 +258,7 @@ def judge_run(
         _samples(rules.rows("samples"), wanted),
         latency,
         no_time,
+        judging,
     )
 
 

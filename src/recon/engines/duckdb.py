@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from recon.rules.judging import Judging
 from recon.rules.run import (
     PartitionEnds,
     UnverifiableRows,
@@ -62,7 +63,7 @@ def reconcile(
     uncommitted: str | None = None,
     unverifiable: UnverifiableRows | None = None,
     partition_ends: PartitionEnds | None = None,
-    late_after_ms: int | None = None,
+    judging: Judging | None = None,
 ) -> tuple[DuckDBRules, dict[str, int]]:
     """Judge a run with the rules: the relation ``results`` (``schemas.RESULT``) and the counts.
 
@@ -71,11 +72,11 @@ def reconcile(
         the other inputs (``recon.rules``), None when the run has none.
     :param unverifiable: ``(topic, partition, from_offset, log_start_offset)`` per partition.
     :param partition_ends: ``(partition, window_to, log_start_offset)`` per partition.
-    :param late_after_ms: the latency bound (``recon.rules.run.judge``).
+    :param judging: the pipeline's declared checks (``recon.rules.run.judge``).
     """
     rules = DuckDBRules(con)
     inputs = {
         "records": window, "sink_rows": sink_rows, "ledger": ledger, "pending": pending,
         "uncommitted": uncommitted,
     }  # fmt: skip
-    return rules, judge_inputs(rules, inputs, unverifiable, partition_ends, late_after_ms)
+    return rules, judge_inputs(rules, inputs, unverifiable, partition_ends, judging)

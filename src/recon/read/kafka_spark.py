@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from recon.config import MessageIdSpec
+from recon.config import MessageIdSpec, PayloadSpec
 from recon.connections import KafkaConnection
 from recon.read.message_ids import MAX_MESSAGE_ID_LENGTH as MAX_MESSAGE_ID_LENGTH
 from recon.snapshot.window import PartitionWindow
@@ -52,7 +52,10 @@ def part_ranges(windows: Sequence[PartitionWindow], part: str) -> list[OffsetRan
 
 
 def extract_message_ids(
-    raw: DataFrame, spec: MessageIdSpec, max_length: int = MAX_MESSAGE_ID_LENGTH
+    raw: DataFrame,
+    spec: MessageIdSpec,
+    max_length: int = MAX_MESSAGE_ID_LENGTH,
+    payload: PayloadSpec | None = None,
 ) -> DataFrame:
     """Raw Kafka rows to one row per record with its messageId or the reason it has none:
     :func:`recon.read.message_ids.extract_ids` on each Arrow batch, the function the local engine
@@ -62,6 +65,7 @@ def extract_message_ids(
         and ``headers`` when the id is in a header).
     :param spec: where the id lives: a header, a JSON field of the value, or the key.
     :param max_length: ids longer than this are quarantined as oversize.
+    :param payload: what of each value the pipeline compares with its sink rows.
     """
     from pyspark.sql import functions as F
 
@@ -82,10 +86,13 @@ def extract_message_ids(
         F.col("value").cast("binary").alias("value"),
         id_header.alias("id_header"),
     )
-    return shaped.mapInArrow(functools.partial(_extract_batches, spec, max_length), schemas.WINDOW)
+    extract = functools.partial(_extract_batches, spec, max_length, payload)
+    return shaped.mapInArrow(extract, schemas.WINDOW)
 
 
-def _extract_batches(spec: MessageIdSpec, max_length: int, batches: Iterator[Any]) -> Iterator[Any]:
+def _extract_batches(
+    spec: MessageIdSpec, max_length: int, payload: PayloadSpec | None, batches: Iterator[Any]
+) -> Iterator[Any]:
     """One Spark task's Arrow batches through :func:`recon.read.message_ids.extract_ids`."""
     import duckdb
     import pyarrow as pa
@@ -96,7 +103,7 @@ def _extract_batches(spec: MessageIdSpec, max_length: int, batches: Iterator[Any
     try:
         for batch in batches:
             yield from extract_ids(
-                pa.Table.from_batches([batch]), spec, max_length, con
+                pa.Table.from_batches([batch]), spec, max_length, con, payload
             ).to_batches()
     finally:
         con.close()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from recon.config import MessageIdSpec
+from recon.config import MessageIdSpec, PayloadSpec
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -50,8 +50,24 @@ def window_schema() -> pa.Schema:
             ("message_id", pa.string()),
             ("invalid_reason", pa.string()),
             ("timestamp", pa.timestamp("us", tz="UTC")),
+            ("payload", pa.list_(pa.string())),
         ]
     )
+
+
+def _payload_sql(payload: PayloadSpec | None, value_text: str) -> str:
+    """The record's compared content (``records.payload``): each declared JSON field of the value
+    as text (JSON null or absent: NULL; a value that is no JSON object: every field NULL, so a
+    sink row holding them differs), or the hex SHA-256 of the raw value bytes; NULL when the
+    pipeline declares no ``payload``."""
+    if payload is None:
+        return "CAST(NULL AS VARCHAR[])"
+    if payload.sha256_column is not None:
+        return "CASE WHEN value IS NULL THEN NULL ELSE [sha256(value)] END"
+    paths = ", ".join("'" + _json_path(f).replace("'", "''") + "'" for f, _ in payload.fields)
+    nulls = ", ".join("CAST(NULL AS VARCHAR)" for _ in payload.fields)
+    fields = f"coalesce(TRY(json_extract_string({value_text}, [{paths}])), [{nulls}])"
+    return f"CASE WHEN value IS NULL THEN NULL ELSE {fields} END"
 
 
 def _json_path(name: str) -> str:
@@ -67,7 +83,9 @@ def _blank(column: str) -> str:
     )
 
 
-def _extraction_sql(spec: MessageIdSpec, max_length: int) -> str:
+def _extraction_sql(
+    spec: MessageIdSpec, max_length: int, payload: PayloadSpec | None = None
+) -> str:
     """The extraction rules in DuckDB SQL over ``raw`` (what :func:`extract_ids` runs)."""
     if spec.kind == "json_field":
         path = _json_path(str(spec.name)).replace("'", "''")
@@ -90,16 +108,19 @@ def _extraction_sql(spec: MessageIdSpec, max_length: int) -> str:
         not_utf8_reason = "message_id_not_utf8"
     else:  # pragma: no cover - config validation rejects other kinds
         raise ValueError(f"unknown message_id kind {spec.kind!r}")
+    # The value is decoded once: as the id's source, or for the payload's fields only.
+    value_text = "text" if source == "value" else "TRY(decode(value))"
     return f"""
         WITH decoded AS (
             SELECT value IS NULL AS tombstone, {source} IS NOT NULL AS has_source,
-                   TRY(decode({source})) AS text
+                   TRY(decode({source})) AS text, value
             FROM raw
         ), found AS (
-            SELECT tombstone, text, has_source AND text IS NULL AS not_utf8, {found} AS found
+            SELECT tombstone, text, has_source AND text IS NULL AS not_utf8, {found} AS found,
+                   {_payload_sql(payload, value_text)} AS payload
             FROM decoded
         ), judged AS (
-            SELECT found, CASE
+            SELECT found, payload, CASE
                 WHEN tombstone THEN 'tombstone'
                 WHEN not_utf8 THEN '{not_utf8_reason}'
                 WHEN found IS NULL THEN 'message_id_missing'
@@ -111,7 +132,8 @@ def _extraction_sql(spec: MessageIdSpec, max_length: int) -> str:
             END AS invalid_reason
             FROM found
         )
-        SELECT CASE WHEN invalid_reason IS NULL THEN found END AS message_id, invalid_reason
+        SELECT CASE WHEN invalid_reason IS NULL THEN found END AS message_id, invalid_reason,
+               payload
         FROM judged
     """
 
@@ -121,6 +143,7 @@ def extract_ids(
     spec: MessageIdSpec,
     max_length: int = MAX_MESSAGE_ID_LENGTH,
     con: Any = None,
+    payload: PayloadSpec | None = None,
 ) -> pa.Table:
     """Raw records (:func:`raw_schema`) to one row per record with its id or why it has none.
 
@@ -128,6 +151,8 @@ def extract_ids(
     :param spec: where the id lives: a header, a JSON field of the value, or the key.
     :param max_length: ids longer than this (in characters) are quarantined as oversize.
     :param con: a DuckDB connection to reuse (a worker keeps one).
+    :param payload: what of the value the pipeline compares with its sink rows (None: nothing;
+        the ``payload`` column stays null).
     """
     import duckdb
     import pyarrow as pa
@@ -142,12 +167,13 @@ def extract_ids(
     )
     db.register("raw", raw.select(needed))
     try:
-        ids = db.execute(_extraction_sql(spec, max_length)).to_arrow_table()
+        ids = db.execute(_extraction_sql(spec, max_length, payload)).to_arrow_table()
     finally:
         db.unregister("raw")
     schema = window_schema()
     return pa.table(
         [raw["topic"], raw["partition"], raw["offset"], ids["message_id"], ids["invalid_reason"],
-         raw["timestamp"].cast(schema.field("timestamp").type)],
+         raw["timestamp"].cast(schema.field("timestamp").type),
+         ids["payload"].cast(schema.field("payload").type)],
         schema=schema,
     )  # fmt: skip

@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from recon.config import SinkSpec
+from recon.config import PayloadSpec, SinkSpec
 from recon.connections import PostgresConnection
 from recon.errors import ReconError
+from recon.read.sink_payload import payload_expression, payload_kinds
 from recon.snapshot.sink_position import SinkRange
 
 if TYPE_CHECKING:
@@ -37,6 +38,10 @@ class SinkTable:
     #: ``sink.time_column``'s type: ``timestamp with time zone`` or ``timestamp without time
     #: zone`` (read as UTC); None when the pipeline declares none.
     time_type: str | None = None
+    #: ``payload``'s columns: their types (``format_type``) and how each is compared
+    #: (``recon.read.sink_payload.KINDS``), in its order; empty when it declares none.
+    payload_types: tuple[str, ...] = ()
+    payload_kinds: tuple[str, ...] = ()
 
     def identifier(self) -> Any:
         from psycopg2 import sql
@@ -51,12 +56,17 @@ def _split_table(table: str) -> tuple[str, str]:
     return "public", table
 
 
-def inspect_sink(pg: Any, spec: SinkSpec, pipeline: str) -> SinkTable:
+def inspect_sink(
+    pg: Any, spec: SinkSpec, pipeline: str, payload: PayloadSpec | None = None
+) -> SinkTable:
     """Check that the table and its columns exist; read the primary key.
 
     :param pg: an open psycopg2 connection to the sink database.
     :param spec: the pipeline's sink declaration.
     :param pipeline: named in errors.
+    :param payload: the pipeline's ``payload``: its columns are checked and their kinds read.
+    :raises recon.read.sink_payload.PayloadColumnError: a payload column is missing or of a
+        type the comparison cannot read.
     """
     from psycopg2 import sql
 
@@ -90,7 +100,12 @@ def inspect_sink(pg: Any, spec: SinkSpec, pipeline: str) -> SinkTable:
         keys = tuple(row[0] for row in cur.fetchall())
     pg.rollback()
     time_type = _time_type(columns, spec, f"{schema}.{name}", pipeline)
-    return SinkTable(schema=schema, table=name, key_columns=keys, time_type=time_type)
+    kinds = payload_kinds(columns, payload, f"{schema}.{name}", pipeline) if payload else ()
+    return SinkTable(
+        schema=schema, table=name, key_columns=keys, time_type=time_type,
+        payload_types=tuple(columns[c] for c in payload.columns) if payload else (),
+        payload_kinds=kinds,
+    )  # fmt: skip
 
 
 def _time_type(columns: dict[str, str], spec: SinkSpec, table: str, pipeline: str) -> str | None:
@@ -119,14 +134,22 @@ def _time_expression(spec: SinkSpec, table: SinkTable) -> Any:
     return sql.SQL("{}::timestamptz").format(column)
 
 
-def sink_query(pg: Any, spec: SinkSpec, table: SinkTable, rows: SinkRange | None) -> str:
-    """The subquery Spark reads: ``sink_key, message_id, ingest_seq, sink_time`` for the run's
-    rows (``sink_time`` is null unless the pipeline declares ``sink.time_column``).
+def sink_query(
+    pg: Any,
+    spec: SinkSpec,
+    table: SinkTable,
+    rows: SinkRange | None,
+    payload: PayloadSpec | None = None,
+) -> str:
+    """The subquery Spark reads: ``sink_key, message_id, ingest_seq, sink_time, payload`` for
+    the run's rows (``sink_time`` is null unless the pipeline declares ``sink.time_column``,
+    ``payload`` unless it declares ``payload``).
 
     :param pg: a psycopg2 connection (only used to quote identifiers).
     :param spec: the sink declaration.
     :param table: the inspected table.
     :param rows: the run's range of the ingest sequence (None: the whole table).
+    :param payload: the pipeline's ``payload`` (``table`` inspected with it).
     """
     from psycopg2 import sql
 
@@ -142,9 +165,12 @@ def sink_query(pg: Any, spec: SinkSpec, table: SinkTable, rows: SinkRange | None
         where.append(rows.where(seq))
     query = sql.SQL(
         "SELECT {key} AS sink_key, {mid}::text AS message_id, {seq} AS ingest_seq, "
-        "{time} AS sink_time FROM {t}"
+        "{time} AS sink_time, {payload} AS payload FROM {t}"
     ).format(
         key=key,
+        payload=payload_expression(
+            payload, dict(zip(payload.columns, table.payload_types, strict=True)) if payload else {}
+        ),
         time=_time_expression(spec, table),
         mid=sql.Identifier(spec.message_id_column),
         seq=sql.SQL("{}::bigint").format(seq) if seq is not None else sql.SQL("NULL::bigint"),

@@ -13,7 +13,7 @@ import os
 import threading
 from typing import Any
 
-from recon.config import SinkSpec
+from recon.config import PayloadSpec, SinkSpec
 from recon.read.sink import SinkTable, sink_query
 from recon.snapshot.sink_position import SinkRange
 
@@ -27,17 +27,20 @@ def sink_schema() -> Any:
             ("sink_key", pa.string()),
             ("message_id", pa.string()),
             ("sink_time", pa.timestamp("us", tz="UTC")),
+            ("payload", pa.list_(pa.string())),
         ]
     )
 
 
-def _csv_schema() -> Any:
+def _csv_schema(compared: int) -> Any:
     """The CSV's columns: the time travels as microseconds since the epoch, an integer no
-    session's DateStyle or TimeZone can change."""
+    session's DateStyle or TimeZone can change; each compared payload column as a column of its
+    own (CSV has no lists)."""
     import pyarrow as pa
 
     return pa.schema(
         [("sink_key", pa.string()), ("message_id", pa.string()), ("sink_time", pa.int64())]
+        + [(f"payload_{i}", pa.string()) for i in range(compared)]
     )
 
 
@@ -47,6 +50,7 @@ def copy_sink_rows(
     table: SinkTable,
     rows: SinkRange | None,
     path: str,
+    payload: PayloadSpec | None = None,
 ) -> int:
     """Write the run's sink rows to the Parquet file ``path``; returns how many.
 
@@ -57,13 +61,17 @@ def copy_sink_rows(
     :param spec: the sink declaration.
     :param table: the inspected table (``recon.read.sink.inspect_sink``).
     :param rows: the run's range of the ingest sequence (None: the whole table).
+    :param payload: the pipeline's ``payload`` (``table`` inspected with it).
     """
     import pyarrow.parquet as pq
     from pyarrow import csv
 
+    compared = len(table.payload_kinds)
+    csv_schema = _csv_schema(compared)
+    items = "".join(f", payload[{i + 1}]" for i in range(compared))
     query = (
-        "SELECT sink_key, message_id, (extract(epoch FROM sink_time) * 1000000)::bigint "
-        f"FROM ({sink_query(pg, spec, table, rows)}) q"
+        "SELECT sink_key, message_id, (extract(epoch FROM sink_time) * 1000000)::bigint"
+        f"{items} FROM ({sink_query(pg, spec, table, rows, payload)}) q"
     )
     read_end, write_end = os.pipe()
     failure: list[BaseException] = []
@@ -89,18 +97,16 @@ def copy_sink_rows(
                 if empty
                 else csv.open_csv(
                     source,
-                    read_options=csv.ReadOptions(
-                        column_names=_csv_schema().names, block_size=8 << 20
-                    ),
+                    read_options=csv.ReadOptions(column_names=csv_schema.names, block_size=8 << 20),
                     convert_options=csv.ConvertOptions(
-                        column_types=_csv_schema(),
+                        column_types=csv_schema,
                         strings_can_be_null=True,
                         quoted_strings_can_be_null=False,
                     ),
                 )
             )
             for batch in reader:
-                writer.write_batch(_timed(batch))
+                writer.write_batch(_shaped(batch, compared))
                 written += batch.num_rows
     except Exception:
         if not failure:
@@ -114,9 +120,22 @@ def copy_sink_rows(
     return written
 
 
-def _timed(batch: Any) -> Any:
-    """A CSV batch in :func:`sink_schema`: the epoch microseconds as a UTC timestamp."""
+def _shaped(batch: Any, compared: int) -> Any:
+    """A CSV batch in :func:`sink_schema`: the epoch microseconds as a UTC timestamp, the
+    payload columns as one list per row (null when none is compared)."""
+    import numpy as np
     import pyarrow as pa
 
     stamps = batch.column(2).cast(pa.timestamp("us", tz="UTC"))
-    return pa.record_batch([batch.column(0), batch.column(1), stamps], schema=sink_schema())
+    n = batch.num_rows
+    if compared:
+        # Row-major: row r's items are values[r * compared : (r + 1) * compared].
+        flat = pa.concat_arrays([batch.column(3 + i) for i in range(compared)])
+        order = (np.arange(n)[:, None] + np.arange(compared)[None, :] * n).ravel()
+        offsets = pa.array(np.arange(0, n * compared + 1, compared, dtype=np.int32))
+        payload = pa.ListArray.from_arrays(offsets, flat.take(pa.array(order)))
+    else:
+        payload = pa.nulls(n, pa.list_(pa.string()))
+    return pa.record_batch(
+        [batch.column(0), batch.column(1), stamps, payload], schema=sink_schema()
+    )

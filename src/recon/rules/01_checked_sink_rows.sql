@@ -1,6 +1,6 @@
 -- Decides which new sink rows carry a usable messageId (not null, not empty, not only spaces);
 -- the others become one `invalid` row each (06_results.sql).
-SELECT sink_key, message_id, sink_time,
+SELECT sink_key, message_id, sink_time, payload,
        CASE WHEN message_id IS NULL OR message_id = '' THEN false
             WHEN starts_with(message_id, ' ') THEN trim(message_id) <> ''
             ELSE true END AS ok

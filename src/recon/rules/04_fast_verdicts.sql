@@ -1,16 +1,21 @@
 -- Decides the fast path's messages from their one joined row: a record and a sink row is
--- `delivered` (`late` when its latency is over the pipeline's bound), a record alone `lost`; a
--- sink row alone is `phantom`, or `unverifiable` when records of this run's window were removed
--- below the log-start offset (it may be one of them).
+-- `delivered` (`mismatched` when the sink row changed a compared field, else `late` when its
+-- latency is over the pipeline's bound), a record alone `lost`; a sink row alone is `phantom`,
+-- or `unverifiable` when records of this run's window were removed below the log-start offset
+-- (it may be one of them).
 WITH timed AS (
-    SELECT *, epoch_ms(sink_time) - epoch_ms(record_time) AS latency_ms FROM fast_joined
+    SELECT *, epoch_ms(sink_time) - epoch_ms(record_time) AS latency_ms,
+           ${PAYLOAD_DIFF} AS differs
+    FROM fast_joined
 )
 SELECT
     CASE WHEN "offset" IS NOT NULL AND sink_key IS NOT NULL
+              AND coalesce(array_length(differs) > 0, false) THEN 'mismatched'
+         WHEN "offset" IS NOT NULL AND sink_key IS NOT NULL
               AND coalesce(latency_ms > ${LATE_AFTER_MS}, false) THEN 'late'
          WHEN "offset" IS NOT NULL AND sink_key IS NOT NULL THEN 'delivered'
          WHEN "offset" IS NOT NULL THEN 'lost'
          WHEN (SELECT count(*) > 0 FROM removed_ranges) THEN 'unverifiable'
          ELSE 'phantom' END AS verdict,
-    message_id, topic, "partition", "offset", sink_key, latency_ms
+    message_id, topic, "partition", "offset", sink_key, latency_ms, differs
 FROM timed

@@ -7,7 +7,10 @@
 --     delivered (1) or duplicated (>1); topic_duplicate when it sits at more than one position.
 --     A delivery with a record in the window and its sink row new in this run has a latency
 --     (its first sink row's time minus its first record's timestamp, when both are known):
---     over the pipeline's bound, it is late rather than delivered.
+--     over the pipeline's bound, it is late rather than delivered. Each new sink row's payload
+--     is compared with the record's at the message's first position in the window: a delivery
+--     whose one sink row changed a field is mismatched (before late); a duplicated message
+--     whose changed copies are counted says so.
 --   pending (a pending record, or pending in the ledger and not expired): pending.
 --   expired (pending in the ledger, no record now, every position it was seen at behind the
 --     window's end or the log-start offset): aborted_read if the uncommitted pass found it,
@@ -17,27 +20,27 @@
 --   judged before and nothing new: no row.
 WITH facts AS (
     SELECT DISTINCT message_id, 'w' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
-           record_time AS at_time, ${NO_LEDGER}
+           record_time AS at_time, record_payload AS payload, ${NO_LEDGER}
     FROM general_joined WHERE "offset" IS NOT NULL
     UNION ALL
     SELECT DISTINCT message_id, 's' AS src, ${NULL_POS} AS pos, sink_key, sink_time AS at_time,
-           ${NO_LEDGER}
+           sink_payload AS payload, ${NO_LEDGER}
     FROM general_joined WHERE sink_key IS NOT NULL
     UNION ALL
     SELECT message_id, 'p' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
-           ${NO_TIME}, ${NO_LEDGER}
+           ${NO_TIME}, ${NO_PAYLOAD}, ${NO_LEDGER}
     FROM pending
     WHERE invalid_reason IS NULL AND message_id IS NOT NULL AND trim(message_id) <> ''
       AND message_id IN (SELECT message_id FROM general_ids)
     UNION ALL
     SELECT message_id, 'u' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
-           ${NO_TIME}, ${NO_LEDGER}
+           ${NO_TIME}, ${NO_PAYLOAD}, ${NO_LEDGER}
     FROM uncommitted
     WHERE message_id IS NOT NULL AND trim(message_id) <> ''
       AND message_id IN (SELECT message_id FROM general_ids)
     UNION ALL
     SELECT message_id, 'l' AS src, ${NULL_POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
-           ${NO_TIME}, CAST(sink_count AS BIGINT) AS l_sink_count, verdict AS l_verdict,
+           ${NO_TIME}, ${NO_PAYLOAD}, CAST(sink_count AS BIGINT) AS l_sink_count, verdict AS l_verdict,
            first_run_id AS l_first_run_id, positions AS l_positions
     FROM ledger WHERE message_id IN (SELECT message_id FROM general_ids)
 ),
@@ -60,6 +63,27 @@ grouped AS (
     FROM facts
     GROUP BY message_id
 ),
+-- The payload each new sink row is compared with: the record's at the first position.
+reference AS (
+    SELECT message_id, arg_min(payload, pos) AS record_payload
+    FROM facts WHERE src = 'w' GROUP BY message_id
+),
+copies AS (
+    SELECT s.message_id, ${PAYLOAD_DIFF} AS differs
+    FROM (SELECT message_id, payload AS sink_payload FROM facts WHERE src = 's') s
+    JOIN reference r ON r.message_id = s.message_id
+),
+changed_raw AS (
+    SELECT message_id, count(*) FILTER (WHERE array_length(differs) > 0) AS n_changed,
+           flatten(list(differs) FILTER (WHERE differs IS NOT NULL)) AS all_changed
+    FROM copies GROUP BY message_id
+),
+-- The changed fields in declared order.
+changed AS (
+    SELECT message_id, n_changed,
+           list_filter(${COMPARED}, f -> list_contains(all_changed, f)) AS changed_fields
+    FROM changed_raw
+),
 -- Where a pending ledger entry stands against this run's window, per position it was seen at.
 expiry AS (
     SELECT x.message_id,
@@ -76,8 +100,10 @@ flags AS (
            coalesce(g.l_pos_raw, ${EMPTY_POSITIONS}) AS l_pos,
            array_length(g.w_pos) > 0 AS has_w, array_length(g.p_pos) > 0 AS has_p,
            array_length(g.u_pos) > 0 AS has_u,
-           coalesce(x.behind, false) AS behind, coalesce(x.gone, false) AS gone
+           coalesce(x.behind, false) AS behind, coalesce(x.gone, false) AS gone,
+           coalesce(c.n_changed, 0) AS n_changed, c.changed_fields
     FROM grouped g LEFT JOIN expiry x ON g.message_id = x.message_id
+    LEFT JOIN changed c ON g.message_id = c.message_id
 ),
 states AS (
     SELECT *, has_w OR (l_verdict IN ${JUDGED} AND n_new > 0) AS judged,
@@ -95,6 +121,7 @@ states2 AS (
 classified AS (
     SELECT *,
         CASE WHEN judged AND total = 0 THEN 'lost'
+             WHEN judged AND total = 1 AND n_new = 1 AND n_changed > 0 THEN 'mismatched'
              WHEN judged AND total = 1 AND coalesce(latency_ms > ${LATE_AFTER_MS}, false)
                  THEN 'late'
              WHEN judged AND total = 1 THEN 'delivered'
@@ -130,9 +157,13 @@ SELECT verdict, message_id, positions[1].topic AS topic,
            CASE WHEN verdict = 'lost' THEN 'no sink row for a committed record' END,
            CASE WHEN verdict = 'duplicated' THEN
                printf('%d sink rows, %d new in this run', total, n_new) END,
+           CASE WHEN verdict = 'duplicated' AND n_changed > 0 THEN
+               printf(${COPIES_DIFFER}, n_changed, array_to_string(changed_fields, ', ')) END,
+           CASE WHEN verdict = 'mismatched' THEN
+               printf(${MISMATCHED_DETAIL}, array_to_string(changed_fields, ', ')) END,
            CASE WHEN verdict = 'duplicated' AND l_verdict = 'lost' THEN
                ${LATE_DELIVERY} || first_run || ')' END,
-           CASE WHEN verdict IN ('delivered', 'late') AND l_verdict = 'lost' THEN
+           CASE WHEN verdict IN ('delivered', 'late', 'mismatched') AND l_verdict = 'lost' THEN
                ${LATE_DELIVERY} || first_run || ')' END,
            CASE WHEN verdict = 'late' THEN
                printf(${LATE_DETAIL}, latency_ms, ${LATE_AFTER_MS}) END,

@@ -11,6 +11,7 @@ SELECT verdict, message_id, topic, "partition",
        false AS topic_duplicate,
        CASE verdict WHEN 'delivered' THEN NULL
             WHEN 'late' THEN printf(${LATE_DETAIL}, latency_ms, ${LATE_AFTER_MS})
+            WHEN 'mismatched' THEN printf(${MISMATCHED_DETAIL}, array_to_string(differs, ', '))
             WHEN 'lost' THEN 'no sink row for a committed record'
             WHEN 'unverifiable' THEN ${NOT_FOUND_REMOVED}
             ELSE ${PHANTOM} END AS detail,

@@ -19,7 +19,10 @@ first step (empty, with their columns, when the run has none):
 Two inputs may carry a time (null when the source has none): ``records.timestamp`` (the
 record's Kafka timestamp) and ``sink_rows.sink_time`` (``sink.time_column``); with both, a judged
 message has a delivery latency, and ``${LATE_AFTER_MS}`` (the pipeline's bound, null when it
-declares none) turns the slow deliveries into ``late``.
+declares none) turns the slow deliveries into ``late``. Both may carry a ``payload`` (the
+compared content, as text, in the pipeline's order; null when it declares no ``payload``):
+``${PAYLOAD_DIFF}`` (``recon.rules.judging``) names the fields a sink row changed, which makes a
+delivery ``mismatched``.
 
 Outputs: ``results`` (``schemas.RESULT``), ``verdict_counts``, ``latency_stats`` and
 ``ledger_next``
@@ -153,8 +156,8 @@ LEDGER_INPUTS = ("ledger", "ledger_all", "ledger_stored")
 
 #: The columns an input may have: a source without one reads it as null.
 OPTIONAL_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
-    "records": (("timestamp", "TIMESTAMPTZ"),),
-    "sink_rows": (("sink_time", "TIMESTAMPTZ"),),
+    "records": (("timestamp", "TIMESTAMPTZ"), ("payload", "VARCHAR[]")),
+    "sink_rows": (("sink_time", "TIMESTAMPTZ"), ("payload", "VARCHAR[]")),
 }
 OPTIONAL_COLUMNS["pending"] = OPTIONAL_COLUMNS["readable"] = OPTIONAL_COLUMNS["records"]
 OPTIONAL_COLUMNS["inflight"] = OPTIONAL_COLUMNS["every"] = OPTIONAL_COLUMNS["records"]

@@ -57,8 +57,11 @@ def _vocabulary() -> dict[str, str]:
             "AS l_positions"
         ),
         "NO_TIME": "CAST(NULL AS TIMESTAMPTZ) AS at_time",
+        "NO_PAYLOAD": "CAST(NULL AS VARCHAR[]) AS payload",
         "NO_LATENCY": "CAST(NULL AS BIGINT) AS latency_ms",
         "LATE_DETAIL": literal(details.LATE),
+        "MISMATCHED_DETAIL": literal(details.MISMATCHED),
+        "COPIES_DIFFER": literal(details.DUPLICATE_COPIES_DIFFER),
         "MAX_POSITIONS_IN_DETAIL": str(MAX_POSITIONS_IN_DETAIL),
         "JUDGED": in_list(JUDGED),
         "UNMATCHED": in_list(UNMATCHED),

@@ -19,6 +19,7 @@ from recon.rules import (
     VERDICT_STEPS,
     Step,
 )
+from recon.rules.judging import Judging
 from recon.rules.render import for_dialect, literal, render
 from recon.verdicts import ALL_VERDICTS, Verdict
 
@@ -143,30 +144,29 @@ def judge_inputs(
     inputs: Mapping[str, Any | None],
     unverifiable: UnverifiableRows | None,
     partition_ends: PartitionEnds | None,
-    late_after_ms: int | None = None,
+    judging: Judging | None = None,
 ) -> dict[str, int]:
     """Register a run's inputs and judge it (:func:`judge`).
 
     :param inputs: the engine's relations by input name (``records``, ``sink_rows``, ``ledger``,
         ``pending``, ``uncommitted``); a name absent or None is an empty input.
-    :param late_after_ms: the latency bound (:func:`judge`).
+    :param judging: the pipeline's declared checks (:func:`judge`).
     """
     for name in ("records", "sink_rows", "ledger", "pending", "uncommitted"):
         engine.use(name, inputs.get(name))
     register_parameters(engine, unverifiable, partition_ends)
-    return judge(engine, late_after_ms)
+    return judge(engine, judging)
 
 
-def judge(engine: RuleEngine, late_after_ms: int | None = None) -> dict[str, int]:
+def judge(engine: RuleEngine, judging: Judging | None = None) -> dict[str, int]:
     """Run the verdict steps over the registered inputs; the counts per verdict.
 
-    :param late_after_ms: a delivery slower than this many milliseconds is ``late`` (None:
-        the pipeline declares no bound; latencies are still measured when both times are known).
+    :param judging: the pipeline's declared checks: the latency bound and the payload
+        comparison (None: neither).
     :returns: rows per verdict (every verdict present, 0 when absent) and the number of rows
         flagged ``topic_duplicate``.
     """
-    bound = "CAST(NULL AS BIGINT)" if late_after_ms is None else str(int(late_after_ms))
-    run_steps(engine, VERDICT_STEPS, {"LATE_AFTER_MS": bound})
+    run_steps(engine, VERDICT_STEPS, (judging or Judging()).params())
     counts = dict.fromkeys(ALL_VERDICTS, 0)
     flagged = 0
     for verdict, n, duplicates in engine.rows("verdict_counts"):

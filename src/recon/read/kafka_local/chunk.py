@@ -105,7 +105,7 @@ class Chunk:
              column("value"), column("id_header")],
             schema=raw_schema(),
         )  # fmt: skip
-        rows = extract_ids(raw, self.task.spec, con=self.db)
+        rows = extract_ids(raw, self.task.spec, con=self.db, payload=self.task.payload)
         if self.writer is None:
             # Ids are unique: a dictionary would only be built to be thrown away.
             self.writer = pq.ParquetWriter(

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from recon import settings
-from recon.config import MessageIdSpec
+from recon.config import MessageIdSpec, PayloadSpec
 from recon.errors import ServiceUnavailable
 from recon.read.kafka_local.reader import KafkaReadFailed
+from recon.read.kafka_local.task import payload_json
 from recon.read.kafka_spark import OffsetRange
 from recon.snapshot.offsets import KafkaAuthFailed
 
@@ -110,6 +111,7 @@ def read_ranges(
     isolation_level: str = "read_committed",
     workers: int | None = None,
     with_time: bool = False,
+    payload: PayloadSpec | None = None,
 ) -> Readers:
     """Start reading ``ranges`` into ``directory`` (one Parquet file per reader process).
 
@@ -125,6 +127,7 @@ def read_ranges(
     :param isolation_level: ``read_committed``, or ``read_uncommitted`` to find aborted records.
     :param workers: processes to use (default :func:`default_workers`).
     :param with_time: read each record's Kafka timestamp too (else it is left null).
+    :param payload: what of each value the pipeline compares (else the column stays null).
     """
     os.makedirs(directory, exist_ok=True)
     groups = spread(ranges, workers or default_workers()) or [[]]
@@ -137,6 +140,7 @@ def read_ranges(
             "spec": [spec.kind, spec.name],
             "path": f"{directory}/part-{i}.parquet",
             "with_time": with_time,
+            "payload": payload_json(payload),
         }
         proc = subprocess.Popen(
             [sys.executable, "-m", READER_MODULE],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from recon.config import MessageIdSpec
+from recon.config import MessageIdSpec, PayloadSpec
 from recon.read.kafka_spark import OffsetRange
 
 
@@ -21,3 +21,20 @@ class ReadTask:
     #: read each record's Kafka timestamp (a pipeline that declares ``sink.time_column``);
     #: otherwise the column stays null, saving a tuple per record.
     with_time: bool = False
+    #: what of each value the pipeline compares with its sink rows (``records.payload``).
+    payload: PayloadSpec | None = None
+
+
+def payload_json(payload: PayloadSpec | None) -> list[Any] | None:
+    """``payload`` as a reader process receives it on its standard input (JSON)."""
+    if payload is None:
+        return None
+    return [[list(pair) for pair in payload.fields], payload.sha256_column]
+
+
+def payload_from_json(value: list[Any] | None) -> PayloadSpec | None:
+    """The reverse of :func:`payload_json`."""
+    if value is None:
+        return None
+    fields, sha256_column = value
+    return PayloadSpec(tuple((str(f), str(c)) for f, c in fields), sha256_column)
