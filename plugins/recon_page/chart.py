@@ -12,6 +12,7 @@ from html import escape
 VERDICT_COLORS: dict[str, str] = {
     "delivered": "#4caf50",
     "late": "#1e88e5",
+    "mismatched": "#00897b",
     "pending": "#b0bec5",
     "lost": "#d32f2f",
     "duplicated": "#f57c00",
@@ -25,6 +26,7 @@ VERDICT_COLORS: dict[str, str] = {
 ALL_SERIES = (
     "delivered",
     "late",
+    "mismatched",
     "pending",
     "lost",
     "duplicated",
@@ -37,6 +39,7 @@ ALL_SERIES = (
 PROBLEM_SERIES = (
     "lost",
     "duplicated",
+    "mismatched",
     "late",
     "aborted_read",
     "phantom",

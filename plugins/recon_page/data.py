@@ -25,6 +25,9 @@ VERDICT_ORDER = (
     "aborted_read",
     "phantom",
     "invalid",
+    # delivered, but its sink row's content differs from the record's: wrong data in the sink,
+    # so before late (right data, only slow)
+    "mismatched",
     # delivered, only slower than the pipeline's bound: after what is missing or wrong
     "late",
     "unverifiable",
@@ -281,22 +284,27 @@ def discrepancies(conn: Any, pipeline: str, limit: int = MAX_DISCREPANCIES) -> l
     ]
 
 
-_LATENCY_COLUMNS = (
-    "x.pipeline, x.run_id, x.partition, x.messages, x.negative, x.min_ms, x.p50_ms, x.p95_ms, "
-    "x.p99_ms, x.max_ms, x.bound_ms"
-)
+#: The ``recon.latency`` columns a :class:`Latency` is read from, each named as its field; the
+#: queries select them in this order, then ``started_at``, and :func:`_latency` pairs them up by
+#: these names: a column added, dropped or moved here cannot shift a figure into another field.
+_LATENCY_FIELDS = (
+    "pipeline", "run_id", "partition", "messages", "negative", "min_ms", "p50_ms", "p95_ms",
+    "p99_ms", "max_ms", "bound_ms",
+)  # fmt: skip
+_LATENCY_COLUMNS = ", ".join(f"x.{name}" for name in _LATENCY_FIELDS)
+#: Read as they come (text); every other field is an integer, ``bound_ms`` the only nullable one.
+_LATENCY_TEXT = ("pipeline", "run_id")
 
 
 def _latency(row: tuple[Any, ...]) -> Latency:
-    pipeline, run_id, partition, *figures, bound, started = row
-    return Latency(
-        pipeline,
-        run_id,
-        int(partition),
-        *(int(f) for f in figures),
-        bound_ms=None if bound is None else int(bound),
-        started_at=started,
-    )
+    """A row of :data:`_LATENCY_COLUMNS` and ``started_at``, by name: a row of another length
+    fails here instead of landing in the wrong fields."""
+    named = dict(zip((*_LATENCY_FIELDS, "started_at"), row, strict=True))
+    for name in _LATENCY_FIELDS:
+        if name in _LATENCY_TEXT or (name == "bound_ms" and named[name] is None):
+            continue
+        named[name] = int(named[name])
+    return Latency(**named)
 
 
 def latency(conn: Any, pipeline: str, limit: int = MAX_RUNS) -> list[Latency]:

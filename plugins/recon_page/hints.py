@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from recon.details import late_figures
+from recon.details import differing_fields, late_figures
 from recon_page.data import Discrepancy
 
 #: The general advice, shown once per verdict above the table.
@@ -21,6 +21,14 @@ VERDICT_HINTS: dict[str, str] = {
         "timestamp: the consumer is the slow step, reading late (check the consumer group's "
         "lag on these partitions) or writing late (its batch, transaction and sink write time). "
         "If neither is behind, check the bound itself. The rows are there: nothing to repair."
+    ),
+    "mismatched": (
+        "Delivered, but the sink row's content differs from its record's in the named fields "
+        "(payload.fields; names only, never values): check the consumer's transformation and "
+        "serialisation of those fields, another writer updating the rows after the consumer, "
+        "or a sink column type that rounds (numeric scale, timestamp precision). With "
+        "payload.sha256_column: check that the consumer hashes the record's raw value bytes, not "
+        "a decoded or re-serialised value. Then rewrite the rows from their records."
     ),
     "invalid": "The messageId is missing or unparseable at this position: fix the record or row.",
     "unverifiable": (
@@ -63,6 +71,52 @@ def _late_hint(d: Discrepancy, offsets: str) -> str:
     )
 
 
+def _where(d: Discrepancy, offsets: str) -> str:
+    return f"{d.topic or '?'}[{'?' if d.partition is None else d.partition}] offset {offsets}"
+
+
+def _mismatched_hint(d: Discrepancy, offsets: str) -> str:
+    # The names are only in the row's detail (recon.details.MISMATCHED); the table shows no detail.
+    # recon.config imported here, not at the top: the page loads no configuration machinery.
+    from recon.config.model import SHA256_FIELD
+
+    fields = differing_fields(d.detail)
+    record = f"the record at {_where(d, offsets)}"
+    if not fields:
+        return f"compare the sink row with {record}, then rewrite it from the record"
+    if fields == (SHA256_FIELD,):
+        return (
+            f"the value's SHA-256 differs from {record}: check that the consumer hashes the "
+            "raw value bytes, then rewrite the row from the record"
+        )
+    return (
+        f"differs in {_list(fields)}: check how the consumer transforms and serialises them, "
+        f"another writer updating the row, or a column that rounds; then rewrite it from {record}"
+    )
+
+
+def differing(rows: Sequence[Discrepancy]) -> list[str]:
+    """The fields the rows' details name as differing (``mismatched``), each once, in order."""
+    return list(dict.fromkeys(f for d in rows for f in differing_fields(d.detail) or ()))
+
+
+def _duplicated_hint(d: Discrepancy, offsets: str) -> str:
+    keys = d.sink_keys
+    fields = differing_fields(d.detail)
+    if fields:
+        # Which copy is right is not known here: keeping the first could keep a wrong one.
+        return (
+            f"its copies differ in {_list(fields)}: keep the one that matches the record at "
+            f"{_where(d, offsets)}, delete the others"
+            + (f" (sink keys {_list(keys)})" if keys else "")
+        )
+    return (
+        f"keep sink key {keys[0]}, delete {_list(keys[1:])}"
+        if len(keys) > 1
+        else f"delete all but one of the {d.sink_count} sink rows"
+    )
+
+
 def row_hint(d: Discrepancy) -> str:
     """A short, concrete instruction for one row (its topic and partition are in the row)."""
     keys, offsets = d.sink_keys, _list(d.offsets) or "?"
@@ -70,11 +124,7 @@ def row_hint(d: Discrepancy) -> str:
     if d.verdict == "lost":
         hint = f"replay offset{plural} {offsets}"
     elif d.verdict == "duplicated":
-        hint = (
-            f"keep sink key {keys[0]}, delete {_list(keys[1:])}"
-            if len(keys) > 1
-            else f"delete all but one of the {d.sink_count} sink rows"
-        )
+        hint = _duplicated_hint(d, offsets)
     elif d.verdict == "aborted_read":
         hint = (
             f"delete sink key {_list(keys) or '?'}: aborted transaction at offset{plural} {offsets}"
@@ -86,6 +136,8 @@ def row_hint(d: Discrepancy) -> str:
         hint = f"fix the messageId at {where}"
     elif d.verdict == "late":
         hint = _late_hint(d, offsets)
+    elif d.verdict == "mismatched":
+        hint = _mismatched_hint(d, offsets)
     elif d.verdict == "unverifiable":
         hint = "removed by retention or compaction: check upstream"
     elif d.verdict == "pending":

@@ -105,6 +105,7 @@ def overview(latest: Sequence[Run], links: Links) -> str:
             f'<td class="num">{run.counts.get("delivered", 0):,}</td>'
             + _num(_counts(run, ("lost",)))
             + _num(_counts(run, ("duplicated",)))
+            + _num(_counts(run, ("mismatched",)))
             + _num(_counts(run, ("late",)))
             + _num(_counts(run, ("phantom", "aborted_read")))
             + _num(_counts(run, ("unverifiable", "invalid")))
@@ -114,8 +115,9 @@ def overview(latest: Sequence[Run], links: Links) -> str:
     head = (
         "<tr><th>Pipeline</th><th>Claimed semantic</th><th>Latest run</th><th>Started (UTC)</th>"
         '<th class="num">Delivered</th><th class="num">Lost</th><th class="num">Duplicated</th>'
-        '<th class="num">Late</th><th class="num">Phantom / aborted</th>'
-        '<th class="num">Unverifiable / invalid</th><th class="num">Pending</th><th></th></tr>'
+        '<th class="num">Mismatched</th><th class="num">Late</th>'
+        '<th class="num">Phantom / aborted</th><th class="num">Unverifiable / invalid</th>'
+        '<th class="num">Pending</th><th></th></tr>'
     )
     table = f'<table class="overview"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
     return f'<div class="scroll">{table}</div>'
@@ -185,6 +187,10 @@ def _charts(view: PipelineView) -> str:
     )
 
 
+#: Verdicts whose "What to do" names the records (topic, partition, offsets), not sink keys.
+_BY_POSITION = ("lost", "mismatched", "late", "aborted_read", "unverifiable", "topic_duplicate")
+
+
 def _todo(view: PipelineView) -> str:
     by_verdict: dict[str, list[Discrepancy]] = {}
     for d in view.discrepancies:
@@ -195,12 +201,14 @@ def _todo(view: PipelineView) -> str:
         return ""
     items = []
     for verdict, rows in by_verdict.items():
-        if verdict in ("lost", "late", "aborted_read", "unverifiable", "topic_duplicate"):
+        if verdict in _BY_POSITION:
             parts: dict[str, list[int]] = {}
             for d in rows:
                 key = f"{d.topic or '?'}[{'?' if d.partition is None else d.partition}]"
                 parts.setdefault(key, []).extend(d.offsets)
             where = "; ".join(f"{k} @ {hints._list(sorted(v), 12)}" for k, v in parts.items())
+            if verdict == "mismatched" and (fields := hints.differing(rows)):
+                where = f"fields {hints._list(fields, 12)}; {where}"
         else:
             keys = [
                 k

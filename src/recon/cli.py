@@ -19,6 +19,9 @@ from typing import Any
 from recon.errors import ReconError, RunFailed, SparkDriverLost, first_line
 
 EXIT_OK, EXIT_CONTRACT_BROKEN, EXIT_USER_ERROR = 0, 1, 2
+#: Verdicts whose sample lines end in the row's detail: the figures (late) or the differing
+#: field names (mismatched) are the whole point of the line; other details repeat the verdict.
+_DETAILED = ("late", "mismatched")
 
 
 def _progress(line: str) -> None:
@@ -96,7 +99,8 @@ def _format_summary(summary: Any) -> str:
     for verdict, sample in summary.samples.items():
         for s in sample[:5]:
             where = f"{s['topic']}[{s['partition']}]@{','.join(map(str, s['offsets']))}"
-            said = f"; {s['detail']}" if verdict == "late" and s.get("detail") else ""
+            # late: its latency and bound; mismatched: the differing fields (names, never values)
+            said = f"; {s['detail']}" if verdict in _DETAILED and s.get("detail") else ""
             lines.append(
                 f"  {verdict}: {s['message_id']} at {where} sink rows {s['sink_count']}{said}"
             )

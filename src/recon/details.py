@@ -35,10 +35,33 @@ DUPLICATE_COPIES_DIFFER = "%d of its new sink rows differ from the record in: %s
 
 # LATE read back by the format that wrote it, so that a change of the wording fails the tests
 # instead of silently dropping the figures.
-_LATE_READ = re.compile(re.escape(LATE).replace("%d", r"(-?\d+)"))
+_LATE_READ = re.compile(r"(?:\A|; )" + re.escape(LATE).replace("%d", r"(-?\d+)"))
 
 
 def late_figures(detail: object) -> tuple[int, int] | None:
-    """``(latency_ms, bound_ms)`` of a ``late`` row's detail; ``None`` for any other text."""
-    found = _LATE_READ.match(detail) if isinstance(detail, str) else None
+    """``(latency_ms, bound_ms)`` of a ``late`` row's detail, wherever among its "; "-joined
+    parts; ``None`` for any other text."""
+    found = _LATE_READ.search(detail) if isinstance(detail, str) else None
     return (int(found[1]), int(found[2])) if found else None
+
+
+# MISMATCHED and DUPLICATE_COPIES_DIFFER read back by the formats that wrote them, as one of the
+# "; "-joined parts of a detail (the same row may also say, e.g., that it corrects a lost).
+_DIFFER_READ = re.compile(
+    "|".join(
+        r"(?:\A|; )" + re.escape(form).replace("%d", r"\d+").replace("%s", r"(.+?)") + r"(?:; |\Z)"
+        for form in (MISMATCHED, DUPLICATE_COPIES_DIFFER)
+    ),
+    re.DOTALL,  # a name is the pipeline's own: it may hold a line break
+)
+
+
+def differing_fields(detail: object) -> tuple[str, ...] | None:
+    """The compared fields a ``mismatched`` row's detail names (:data:`MISMATCHED`), or a
+    duplicated row's whose new copies differ (:data:`DUPLICATE_COPIES_DIFFER`); ``None`` for any
+    other text. Names only: the detail never carries the values."""
+    found = _DIFFER_READ.search(detail) if isinstance(detail, str) else None
+    if found is None:
+        return None
+    names = next(group for group in found.groups() if group is not None)
+    return tuple(names.split(", "))

@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recon import settings
-from recon.alert.hints import full_list_sql, repair_hint, sample_keys
+from recon.alert.hints import field_names, full_list_sql, repair_hint, sample_keys
 from recon.alert.text import shown, value
-from recon.details import late_figures
+from recon.contract.table import CONTRACT, Allowance
+from recon.details import differing_fields, late_figures
 from recon.validation import ValidationOutcome, data_docs_url
 from recon.verdicts import JUDGED, Verdict
 
@@ -105,6 +106,13 @@ def _sample_line(verdict: str, sample: Mapping[str, Any]) -> str:
     figures = late_figures(sample.get("detail")) if verdict == Verdict.LATE else None
     if figures is not None:
         parts.append(f"latency {figures[0]} ms (bound {figures[1]} ms)")
+    # Field names only (never values), read back the same way; a name is the pipeline's own,
+    # so it is escaped like a messageId.
+    if verdict in (Verdict.MISMATCHED, Verdict.DUPLICATED):
+        fields = differing_fields(sample.get("detail"))
+        if fields:
+            what = "differs in" if verdict == Verdict.MISMATCHED else "copies differ in"
+            parts.append(f"{what} {field_names(fields)}")
     return "  ".join(parts)
 
 
@@ -128,14 +136,25 @@ def latency_line(latency: Mapping[str, Any] | None) -> str | None:
     return line
 
 
-def _allowed_text(failure: Mapping[str, Any], semantics: str, judged: int) -> str:
+def _allowance(failure: Mapping[str, Any], semantics: str) -> Allowance | None:
+    """How the failed rule allows its verdict: by the checkpoint's rule name (``<verdict>_ratio``,
+    ``_count``, ``_forbidden``), else by the contract's cell: the contract's own violations
+    (``recon.outcome.judged_outcome``) name the bare verdict as the rule, and a verdict such as
+    ``mismatched`` is a ratio under one semantic and forbidden under another."""
     rule = str(failure.get("rule") or "")
+    for allowance in (Allowance.RATIO, Allowance.COUNT, Allowance.FORBIDDEN):
+        if rule.endswith(f"_{allowance.value}"):
+            return allowance
+    cell = CONTRACT.get(semantics, {}).get(str(failure.get("verdict") or ""))
+    return cell.allowance if cell is not None else None
+
+
+def _allowed_text(failure: Mapping[str, Any], semantics: str, judged: int) -> str:
     allowed = failure.get("allowed") or 0
-    # late is a ratio under every semantic (tolerances.max_late_ratio, 0 unless set), whichever
-    # rule name the failure carries (the checkpoint's late_ratio, or the contract's verdict)
-    if rule.endswith("_ratio") or failure.get("verdict") == Verdict.LATE:
+    allowance = _allowance(failure, semantics)
+    if allowance is Allowance.RATIO:
         return f"allowed up to {float(allowed):.2%} of {judged} judged messages"
-    if rule.endswith("_count"):
+    if allowance is Allowance.COUNT:
         return f"allowed {int(allowed)}"
     if failure.get("verdict") == Verdict.TOPIC_DUPLICATE:
         return "forbidden: the producer is declared idempotent"
@@ -167,7 +186,8 @@ def build_alert(
 
     :param summary: the run's summary (``dataclasses.asdict(RunSummary)``): ``counts``,
         ``samples`` (per verdict: message_id, topic, partition, offsets, sink_keys, sink_count;
-        a ``late`` one also its ``detail``) and optionally ``latency`` (:func:`latency_line`).
+        a ``late``, ``mismatched`` or ``duplicated`` one also its ``detail``, of which only the
+        figures or field names are shown) and optionally ``latency`` (:func:`latency_line`).
     :param outcome: the checkpoint's decision; its failures name the violated rules.
     :param sample_size: at most this many sample messages per verdict.
     :param dag_id: the pipeline's DAG id for the run link (default: the pipeline name).

@@ -38,7 +38,8 @@ def _samples(cur: Any, pipeline: str, run_id: str, verdicts: list[str]) -> dict[
                 "ORDER BY partition, first_offset, message_id LIMIT %s",
                 (pipeline, run_id, verdict, SAMPLE_SIZE),
             )
-        # detail: a late row's latency and bound (the alert shows only those numbers of it)
+        # detail: a late row's latency and bound, a mismatched (or duplicated) row's differing
+        # fields: the alert shows only those, read back by recon.details
         samples[verdict] = [
             {
                 "message_id": m, "topic": t, "partition": p, "offsets": list(o or []),

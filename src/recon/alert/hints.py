@@ -6,12 +6,26 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from recon.alert.text import shown, sql_literal, value
+from recon.config.model import SHA256_FIELD
+from recon.details import differing_fields
 from recon.verdicts import Verdict
 
 
 def sample_keys(sample: Mapping[str, Any]) -> list[str]:
     """The sample's sink keys as an alert shows them (data: :func:`recon.alert.text.value`)."""
     return [value(k) for k in sample.get("sink_keys") or []]
+
+
+def field_names(fields: Iterable[str]) -> str:
+    """Differing fields (from a detail, :func:`recon.details.differing_fields`) as an alert shows
+    them: each escaped like a messageId (:func:`recon.alert.text.value`): a name is the
+    pipeline's own, and may hold anything; the SHA-256 mode's own name bare (not data)."""
+    return ", ".join(name if name == SHA256_FIELD else value(name) for name in fields)
+
+
+def _differing(samples: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The fields the samples' details name as differing, each once, in order."""
+    return list(dict.fromkeys(f for s in samples for f in differing_fields(s.get("detail")) or ()))
 
 
 def _ranges(offsets: Iterable[int]) -> str:
@@ -67,12 +81,38 @@ def _duplicate_deletes(samples: Sequence[Mapping[str, Any]]) -> str:
         total = int(s.get("sink_count") or len(keys))
         if not keys:
             continue
-        if total > len(keys):
+        if differing_fields(s.get("detail")):
+            # Its new copies differ from the record: the first is not necessarily a right one.
+            items.append(
+                f"{message_id}: keep one row that matches its record, delete the others "
+                f"(new: {', '.join(keys)})"
+            )
+        elif total > len(keys):
             # Rows from earlier runs (or keys left out of the sample) keep the message delivered.
             items.append(f"{message_id}: delete {', '.join(keys)} ({total} rows in all)")
         else:
             items.append(f"{message_id}: delete {', '.join(keys[1:])} (keep {keys[0]})")
     return "; ".join(items)
+
+
+def _mismatched_hint(positions: str, fields: Sequence[str]) -> str:
+    where = positions or "see the full list"
+    if list(fields) == [SHA256_FIELD]:
+        check = (
+            "check that the consumer writes the SHA-256 of the record's raw value bytes (not of "
+            "a decoded or re-serialised value), and whether another writer updates the rows"
+        )
+    else:
+        named = f" ({field_names(fields)})" if fields else ""
+        check = (
+            f"check the consumer's transformation and serialisation of the named fields{named}, "
+            "another writer updating the rows after the consumer, and sink column types that "
+            "round (numeric scale, timestamp precision)"
+        )
+    return (
+        f"delivered, but the sink rows' content differs from their records', at {where}: "
+        f"{check}. Then rewrite the rows from their records."
+    )
 
 
 def repair_hint(verdict: str | None, samples: Sequence[Mapping[str, Any]]) -> str:
@@ -85,10 +125,17 @@ def repair_hint(verdict: str | None, samples: Sequence[Mapping[str, Any]]) -> st
             " Typical cause: the consumer committed offsets before writing, then crashed."
         )
     if verdict == Verdict.DUPLICATED:
+        differ = _differing(samples)
         return (
             "delete the extra sink rows, keeping one per message: "
             f"{_duplicate_deletes(samples) or 'see the full list'}."
             " Typical cause: the consumer wrote again after a crash or a rewind, without an upsert."
+            + (
+                f" Some copies also differ from their record in {field_names(differ)}: keep "
+                "the one that matches."
+                if differ
+                else ""
+            )
         )
     if verdict == Verdict.ABORTED_READ:
         return (
@@ -111,6 +158,8 @@ def repair_hint(verdict: str | None, samples: Sequence[Mapping[str, Any]]) -> st
             "(its batches, transactions and sink write time); if neither is behind, check the "
             "bound. The sink rows are there: nothing to repair."
         )
+    if verdict == Verdict.MISMATCHED:
+        return _mismatched_hint(positions, _differing(samples))
     if verdict == Verdict.TOPIC_DUPLICATE:
         return (
             "the producer wrote the same messageId at several offsets (a retry without "
