@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg2
 import pytest
+from fixtures.kafka_read import read_topic
 from fixtures.pipelines import LATENCY_PIPELINE
 from fixtures.verdicts import actual_verdicts, expected_verdicts
 
@@ -41,35 +42,12 @@ def truth() -> Iterator[ScenarioResult]:
 
 
 def _kafka_times(kafka_config: dict[str, str], topic: str) -> dict[str, tuple[int, int]]:
-    """messageId -> (partition, Kafka timestamp in ms) of every record of the topic."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    group = f"latency-test-{uuid.uuid4().hex[:8]}"
-    consumer = Consumer(
-        {**kafka_config, "group.id": group, "enable.auto.commit": False,
-         "isolation.level": "read_committed"}
-    )  # fmt: skip
-    try:
-        partitions = consumer.list_topics(topic, timeout=15).topics[topic].partitions
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1]
-                for p in partitions}  # fmt: skip
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        found: dict[str, tuple[int, int]] = {}
-        remaining = {p for p, end in ends.items() if end > 0}
-        while remaining:
-            msg = consumer.poll(10)
-            assert msg is not None, f"the topic stopped short of {ends}"
-            if msg.error():
-                continue
-            partition, offset = int(msg.partition() or 0), int(msg.offset() or 0)
-            mid = dict(msg.headers() or {}).get("message_id")
-            if isinstance(mid, bytes):
-                found[mid.decode()] = (partition, msg.timestamp()[1])
-            if offset >= ends[partition] - 1:
-                remaining.discard(partition)
-        return found
-    finally:
-        consumer.close()
+    """messageId -> (partition, Kafka timestamp in ms) of every committed record of the topic."""
+    return {
+        r.message_id: (r.partition, r.timestamp_ms)
+        for r in read_topic(kafka_config, topic)
+        if r.message_id is not None
+    }
 
 
 def _nearest_rank(values: list[int], share: int) -> int:

@@ -7,6 +7,7 @@ The database is a stand-in for the psycopg2 connection that answers each query w
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -142,6 +143,21 @@ def test_latency_partitions_reads_one_run_without_its_whole_run_row() -> None:
     sql, params = conn.queries[0]
     assert "x.partition <> -1" in sql
     assert params == ("payments", "r2", data.MAX_LATENCY_PARTITIONS)
+
+
+def test_latency_rows_are_read_by_column_name() -> None:
+    # every selected column is a Latency field of the same name (then started_at)
+    selected = [c.strip().removeprefix("x.") for c in data._LATENCY_COLUMNS.split(",")]
+    fields = [f.name for f in dataclasses.fields(Latency)]
+    assert [*selected, "started_at"] == [f for f in fields if f in selected or f == "started_at"]
+    assert set(fields) == {*selected, "started_at"}
+    # a row of another shape fails instead of shifting a figure into the next field
+    row = ("payments", "r2", -1, 100, 3, -40, 400, 1200, 1800, 2500, 2000, T0)
+    with pytest.raises(ValueError):
+        data._latency(row[:-1])
+    with pytest.raises(ValueError):
+        data._latency((*row, "extra"))
+    assert data._latency(row).p95_ms == 1200 and data._latency(row).bound_ms == 2000
 
 
 def test_no_latency_table_yet_is_no_latency() -> None:
