@@ -1,0 +1,123 @@
+"""The sink side of ``payload`` on a real PostgreSQL: each column type travels as the text its
+kind compares (the ``COPY`` path of the local engine and the JDBC path of the Spark engine read
+the same lists), the kinds come from the catalog, and a column no kind fits is refused naming the
+pipeline and the column."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg2
+import pyarrow.parquet as pq
+import pytest
+
+from recon.config import PayloadSpec, SinkSpec
+from recon.connections import postgres_connection
+from recon.read.sink import inspect_sink, read_sink_rows, sink_query
+from recon.read.sink_arrow import copy_sink_rows
+from recon.read.sink_payload import PayloadColumnError
+
+pytestmark = pytest.mark.integration
+
+COLUMNS = {
+    "amount": "numeric(12,2)",
+    "ok": "boolean",
+    "at": "timestamptz",
+    "naive": "timestamp",
+    "note": "text",
+    "ref": "uuid",
+    "digest": "bytea",
+    "doc": "jsonb",
+}
+FIELDS = PayloadSpec(
+    (("amount", "amount"), ("ok", "ok"), ("at", "at"), ("naive", "naive"), ("note", "note"),
+     ("ref", "ref"))
+)  # fmt: skip
+EXPECTED = [
+    "12.50",
+    "true",
+    "2026-11-26T03:00:00.123+00:00",
+    "2026-11-26T03:00:00+00:00",
+    "it's",
+    "0b9e1c6a-1f2a-4c3b-9d4e-5f60718293a4",
+]
+
+
+@pytest.fixture
+def table(pg_kwargs: dict[str, Any]) -> Iterator[str]:
+    name = f"payload_{uuid.uuid4().hex[:8]}"
+    columns = ", ".join(f"{c} {t}" for c, t in COLUMNS.items())
+    with psycopg2.connect(**pg_kwargs) as pg, pg.cursor() as cur:
+        cur.execute("SET TIME ZONE 'Europe/Paris'")  # the session's zone must not matter
+        cur.execute(f"CREATE TABLE {name} (id bigint PRIMARY KEY, message_id text, {columns})")
+        cur.execute(
+            f"INSERT INTO {name} VALUES (1, 'm1', 12.50, true, "
+            "'2026-11-26 04:00:00.123+01', '2026-11-26 03:00:00', 'it''s', "
+            "'0b9e1c6a-1f2a-4c3b-9d4e-5f60718293a4', '\\xAB12'::bytea, '{\"a\": 1}'), "
+            "(2, 'm2', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)"
+        )
+    yield name
+    with psycopg2.connect(**pg_kwargs) as pg, pg.cursor() as cur:
+        cur.execute(f"DROP TABLE {name}")
+
+
+def _spec(table: str) -> SinkSpec:
+    return SinkSpec("postgres_sink", table, "message_id")
+
+
+def test_copy_and_jdbc_read_the_same_texts(
+    table: str, pg_kwargs: dict[str, Any], tmp_path: Path, spark: Any
+) -> None:
+    with psycopg2.connect(**pg_kwargs) as pg:
+        inspected = inspect_sink(pg, _spec(table), "p", FIELDS)
+        assert inspected.payload_kinds == ("number", "boolean", "time", "time", "text", "text")
+        copy_sink_rows(pg, _spec(table), inspected, None, str(tmp_path / "s.parquet"), FIELDS)
+        query = sink_query(pg, _spec(table), inspected, None, FIELDS)
+    copied = {
+        r["message_id"]: r["payload"] for r in pq.read_table(tmp_path / "s.parquet").to_pylist()
+    }
+    assert copied == {"m1": EXPECTED, "m2": [None] * len(EXPECTED)}
+    frame = read_sink_rows(spark, postgres_connection("postgres_sink"), query, None, None)
+    read = {r["message_id"]: r["payload"] for r in frame.collect()}
+    assert read == copied
+
+
+def test_a_bytea_digest_travels_as_lower_hex(table: str, pg_kwargs: dict[str, Any]) -> None:
+    hashed = PayloadSpec(sha256_column="digest")
+    with psycopg2.connect(**pg_kwargs) as pg:
+        inspected = inspect_sink(pg, _spec(table), "p", hashed)
+        assert inspected.payload_kinds == ("sha256",)
+        query = sink_query(pg, _spec(table), inspected, None, hashed)
+        with pg.cursor() as cur:
+            cur.execute(f"SELECT message_id, payload FROM ({query}) q ORDER BY 1")
+            assert cur.fetchall() == [("m1", ["ab12"]), ("m2", [None])]
+
+
+@pytest.mark.parametrize(
+    ("payload", "error"),
+    [
+        (
+            PayloadSpec((("doc", "doc"),)),
+            "pipeline 'p': payload.fields.doc: column 'doc' of table public.{t} is jsonb, expected "
+            "a number, boolean, timestamp or text type (compare it through sha256_column instead)",
+        ),
+        (
+            PayloadSpec((("x", "nope"),)),
+            "pipeline 'p': payload.fields.x: table public.{t} has no column 'nope'",
+        ),
+        (
+            PayloadSpec(sha256_column="amount"),
+            "pipeline 'p': payload.sha256_column: column 'amount' of table public.{t} is "
+            "numeric(12,2), expected text or bytea (the hex SHA-256 of the raw value)",
+        ),
+    ],
+)
+def test_a_column_the_comparison_cannot_read_is_refused(
+    table: str, pg_kwargs: dict[str, Any], payload: PayloadSpec, error: str
+) -> None:
+    with psycopg2.connect(**pg_kwargs) as pg, pytest.raises(PayloadColumnError) as refused:
+        inspect_sink(pg, _spec(table), "p", payload)
+    assert str(refused.value) == error.format(t=table)
