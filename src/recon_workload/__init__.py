@@ -22,13 +22,15 @@ from recon_workload.ledger import VERDICTS
 from recon_workload.names import RunNames
 from recon_workload.runner import ScenarioResult, finish, make_run, reset
 from recon_workload.scenarios import SCENARIOS
-from recon_workload.sink import TIME_COLUMN
+from recon_workload.sink import PAYLOAD_COLUMNS, SHA256_COLUMN, TIME_COLUMN
 
 __all__ = [
     "LATE_BOUND_SECONDS",
     "LATE_MIN_SECONDS",
     "ON_TIME_MAX_SECONDS",
+    "PAYLOAD_COLUMNS",
     "SCENARIOS",
+    "SHA256_COLUMN",
     "TIME_COLUMN",
     "HoldGate",
     "VERDICTS",

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from confluent_kafka import OFFSET_STORED, Consumer, Message, TopicPartition
 
 from recon_workload import sink
-from recon_workload.kafka_io import base_config, is_eof, quiet, where
+from recon_workload.kafka_io import base_config, batches_until_end, commit_offsets, quiet, where
 from recon_workload.messages import extract_id
 from recon_workload.protocol import BATCH, DONE, crash_window, hold_point, say
 
@@ -83,12 +83,6 @@ def _next_offsets(batch: list[Message]) -> dict[tuple[str, int], int]:
     return out
 
 
-def _commit(consumer: Consumer, offsets: dict[tuple[str, int], int]) -> None:
-    if offsets:
-        tps = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
-        consumer.commit(offsets=tps, asynchronous=False)
-
-
 def _rows(batch: list[Message]) -> list[sink.SinkRow]:
     rows = []
     for m in batch:
@@ -141,20 +135,10 @@ class SinkConsumer:
         """Consume until every partition is at its end (or ``stop_after``); return records done."""
         self._assign()
         spec, processed = self.spec, 0
-        at_end: set[int] = set()
-        while len(at_end) < len(spec.reads):
-            batch = []
-            for msg in self.consumer.consume(spec.batch_size, timeout=1.0):
-                partition = where(msg).partition
-                if is_eof(msg):
-                    at_end.add(partition)
-                else:
-                    at_end.discard(partition)
-                    batch.append(msg)
-            if batch:
-                self._handle(batch)
-                processed += len(batch)
-                say(BATCH, len(batch))
+        for batch in batches_until_end(self.consumer, len(spec.reads), spec.batch_size):
+            self._handle(batch)
+            processed += len(batch)
+            say(BATCH, len(batch))
             if spec.stop_after is not None and processed >= spec.stop_after:
                 break
         if spec.stop_after is None:
@@ -174,7 +158,7 @@ class SinkConsumer:
             start = {p: o for (t, p), o in stored.items() if t == spec.topic}
             # The database is the source of truth; the group only mirrors it (a kill after the
             # PostgreSQL commit leaves the group behind until this catch-up).
-            _commit(self.consumer, {(spec.topic, p): o for p, o in start.items()})
+            commit_offsets(self.consumer, {(spec.topic, p): o for p, o in start.items()})
         self.consumer.assign(
             [TopicPartition(spec.topic, p, start.get(p, OFFSET_STORED)) for p in spec.reads]
         )
@@ -182,7 +166,7 @@ class SinkConsumer:
     def _handle(self, batch: list[Message]) -> None:
         mode, table, offsets = self.spec.mode, self.spec.table, _next_offsets(batch)
         if mode == "commit_then_write":
-            _commit(self.consumer, offsets)
+            commit_offsets(self.consumer, offsets)
             crash_window(self.spec.windows)
             with self.db, self.db.cursor() as cur:
                 sink.insert_rows(cur, table, _rows(batch))
@@ -198,7 +182,7 @@ class SinkConsumer:
                 sink.store_offsets(cur, table, offsets)
             self._hold()
         crash_window(self.spec.windows)
-        _commit(self.consumer, offsets)
+        commit_offsets(self.consumer, offsets)
 
     def _hold(self) -> None:
         """Keep the open sink transaction open at a hold point, for the first few batches."""
@@ -212,7 +196,7 @@ class SinkConsumer:
         if self.spec.mode == "transactional_sink" and ends:
             with self.db, self.db.cursor() as cur:
                 sink.store_offsets(cur, self.spec.table, ends)
-        _commit(self.consumer, ends)
+        commit_offsets(self.consumer, ends)
 
 
 def main(argv: list[str] | None = None) -> int:

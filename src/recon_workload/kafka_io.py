@@ -6,7 +6,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -263,6 +263,33 @@ def is_eof(msg: Message) -> bool:
     if err.code() == KafkaError._PARTITION_EOF:
         return True
     raise KafkaException(err)
+
+
+def batches_until_end(consumer: Any, partitions: int, batch_size: int) -> Iterator[list[Message]]:
+    """The records an assigned consumer reads, batch by batch, until each of its ``partitions``
+    partitions has reported its end with nothing read after it (an empty batch is not yielded).
+
+    :param consumer: a consumer with ``enable.partition.eof`` set.
+    """
+    at_end: set[int] = set()
+    while len(at_end) < partitions:
+        batch = []
+        for msg in consumer.consume(batch_size, timeout=1.0):
+            partition = where(msg).partition
+            if is_eof(msg):
+                at_end.add(partition)
+            else:
+                at_end.discard(partition)
+                batch.append(msg)
+        if batch:
+            yield batch
+
+
+def commit_offsets(consumer: Any, offsets: Mapping[tuple[str, int], int]) -> None:
+    """Commit ``{(topic, partition): next offset}`` synchronously (nothing when empty)."""
+    if offsets:
+        tps = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
+        consumer.commit(offsets=tps, asynchronous=False)
 
 
 @dataclass

@@ -12,6 +12,10 @@ Expected verdict rules (per messageId):
   ``lost`` (0) or ``duplicated`` (>1); in a run designed around a latency bound (the slow
   consumer), a delivered message whose measured latency exceeds the bound is ``late`` instead
   (see :mod:`recon_workload.latency`), and every delivered one keeps its ``latency_seconds``;
+  in a run that compares payloads (the mangling consumer), a delivered message whose sink row
+  holds other content than its record is ``mismatched`` instead (see
+  :mod:`recon_workload.payload`), and every delivered or duplicated one keeps its
+  ``payload_diff``;
 - committed, but only at or past the committed offset -> ``pending``;
 - not committed, yet in the sink -> ``aborted_read`` if an aborted record carries the id, else
   ``phantom``;
@@ -37,6 +41,7 @@ from recon_workload.sink import SinkRow
 VERDICTS = (
     "delivered",
     "late",  # delivered, over the run's latency bound (only runs designed around one)
+    "mismatched",  # delivered, its row's content not its record's (only runs comparing payloads)
     "lost",
     "duplicated",
     "phantom",
@@ -75,6 +80,9 @@ class LedgerRow:
     detail: str | None = None
     # sink row time minus Kafka timestamp; only in runs designed around a latency bound
     latency_seconds: float | None = None
+    # how its sink rows differ from its record (PayloadDiff.as_json); only in runs comparing
+    # payloads, and only for messages delivered or duplicated
+    payload_diff: dict[str, Any] | None = None
 
 
 def _pos_key(pos: Position) -> str:
@@ -192,13 +200,18 @@ class Summary:
     topic_duplicates: int
     unseen: int
     late_bound: float | None = None  # the latency bound ``late`` is judged by, if the run has one
+    payload_fields: tuple[str, ...] | None = None  # the JSON fields ``mismatched`` compares, if any
 
     def line(self, scenario_run: str) -> str:
-        # ``late`` only where a bound was declared: elsewhere late=0 would claim a judgement.
-        shown = [v for v in VERDICTS if v != "late" or self.late_bound is not None]
-        verdicts = " ".join(f"{v}={self.counts[v]}" for v in shown)
+        # ``late`` only where a bound was declared, ``mismatched`` only where payloads were
+        # compared: elsewhere late=0 or mismatched=0 would claim a judgement.
+        hidden = {"late"} if self.late_bound is None else set()
+        hidden |= {"mismatched"} if self.payload_fields is None else set()
+        verdicts = " ".join(f"{v}={self.counts[v]}" for v in VERDICTS if v not in hidden)
         if self.late_bound is not None:
             verdicts += f" (late: over {self.late_bound:g} s)"
+        if self.payload_fields is not None:
+            verdicts += f" (mismatched: in {', '.join(self.payload_fields)} or the value's hash)"
         return (
             f"{scenario_run}: produced={self.produced} committed_in_topic="
             f"{self.committed_in_topic} sink_rows={self.sink_rows} | {verdicts} | "
@@ -214,6 +227,7 @@ class Summary:
             "topic_duplicates": self.topic_duplicates,
             "unseen_by_product": self.unseen,
             "late_bound_seconds": self.late_bound,
+            "payload_fields": None if self.payload_fields is None else list(self.payload_fields),
         }
 
 
@@ -223,10 +237,13 @@ def summarize(
     committed_in_topic: int,
     sink_rows: int,
     late_bound: float | None = None,
+    payload_fields: Sequence[str] | None = None,
 ) -> Summary:
     """Counts per expected verdict plus the run's totals.
 
     :param late_bound: the latency bound the run's ``late`` verdicts were judged by, if any.
+    :param payload_fields: the JSON fields the run's ``mismatched`` verdicts compared (beside
+        the value's hash), if any.
     """
     counts = {v: 0 for v in VERDICTS}
     for r in rows:
@@ -240,6 +257,7 @@ def summarize(
         sum(r.topic_duplicate for r in rows),
         sum(r.expected_verdict is None for r in rows),
         late_bound,
+        None if payload_fields is None else tuple(payload_fields),
     )
 
 
@@ -269,9 +287,13 @@ CREATE TABLE IF NOT EXISTS workload.ledger (
   expected_verdict text,
   detail text,
   latency_seconds double precision,
+  payload_diff jsonb,
   PRIMARY KEY (scenario_run, ledger_key)
 );
 """
+
+# Columns added to workload.ledger after it first shipped, in the order they came.
+_ADDED_COLUMNS = (("latency_seconds", "double precision"), ("payload_diff", "jsonb"))
 
 
 def ensure_schema(cur: Any) -> None:
@@ -282,15 +304,18 @@ def ensure_schema(cur: Any) -> None:
     """
     cur.execute("SELECT pg_advisory_xact_lock(hashtext('recon_workload.ddl'))")
     cur.execute(_DDL)
-    # A ledger created before the slow consumer gains the column in place, rows kept. Looked up
-    # first: ALTER TABLE takes an exclusive lock even when the column exists, which would queue
-    # every reader of the ledger behind any open transaction that reads it.
+    # A ledger created before the slow consumer (or the mangling one) gains the column in place,
+    # rows kept. Looked up first: ALTER TABLE takes an exclusive lock even when the column
+    # exists, which would queue every reader of the ledger behind any open transaction that
+    # reads it.
     cur.execute(
-        "SELECT 1 FROM information_schema.columns WHERE table_schema = 'workload'"
-        " AND table_name = 'ledger' AND column_name = 'latency_seconds'"
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = 'workload'"
+        " AND table_name = 'ledger'"
     )
-    if cur.fetchone() is None:
-        cur.execute("ALTER TABLE workload.ledger ADD COLUMN latency_seconds double precision")
+    present = {name for (name,) in cur.fetchall()}
+    for column, kind in _ADDED_COLUMNS:
+        if column not in present:
+            cur.execute(f"ALTER TABLE workload.ledger ADD COLUMN {column} {kind}")
 
 
 def _positions_json(positions: Sequence[Position]) -> str:
@@ -325,7 +350,7 @@ def store(cur: Any, run: Mapping[str, Any], rows: Sequence[LedgerRow]) -> None:
         cur,
         "INSERT INTO workload.ledger (scenario_run, ledger_key, message_id, acked, positions,"
         " aborted_positions, sink_rows, topic_duplicate, expected_verdict, detail,"
-        " latency_seconds) VALUES %s",
+        " latency_seconds, payload_diff) VALUES %s",
         [
             (
                 run["scenario_run"],
@@ -339,6 +364,7 @@ def store(cur: Any, run: Mapping[str, Any], rows: Sequence[LedgerRow]) -> None:
                 r.expected_verdict,
                 r.detail,
                 r.latency_seconds,
+                None if r.payload_diff is None else json.dumps(r.payload_diff),
             )
             for r in rows
         ],

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 
 from confluent_kafka import OFFSET_STORED, Producer, TopicPartition
 
-from recon_workload.kafka_io import base_config, group_reader, is_eof, quiet, where
+from recon_workload.kafka_io import base_config, batches_until_end, group_reader, quiet, where
 from recon_workload.protocol import BATCH, DONE, crash_window, say
 
 
@@ -52,18 +52,7 @@ def run(spec: ProcessorSpec) -> int:
         [TopicPartition(spec.input_topic, p, OFFSET_STORED) for p in range(spec.partitions)]
     )
     copied = 0
-    at_end: set[int] = set()
-    while len(at_end) < spec.partitions:
-        batch = []
-        for msg in consumer.consume(spec.batch_size, timeout=1.0):
-            partition = where(msg).partition
-            if is_eof(msg):
-                at_end.add(partition)
-            else:
-                at_end.discard(partition)
-                batch.append(msg)
-        if not batch:
-            continue
+    for batch in batches_until_end(consumer, spec.partitions, spec.batch_size):
         producer.begin_transaction()
         next_offsets: dict[int, int] = {}
         for m in batch:

@@ -6,13 +6,14 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from recon_workload import kafka_io, latency, ledger, sink
+from recon_workload import kafka_io, latency, ledger, payload, sink
 from recon_workload.errors import WorkloadError
 from recon_workload.hold import HoldGate
 from recon_workload.kafka_io import ReadRecord
 from recon_workload.latency import LatencyPlan
 from recon_workload.ledger import LedgerRow, Produced
 from recon_workload.names import RunNames, new_run_tag
+from recon_workload.payload import PayloadPlan
 from recon_workload.progress import Progress
 
 
@@ -51,6 +52,9 @@ class Outcome:
     :param group: the sink consumer's group (its committed offsets judge pending).
     :param latency: the latency bound the run is designed around (the slow consumer); the
         runner then measures every delivered message's latency and judges ``late``.
+    :param payload: the messages the run's consumer mangled (the mangling consumer); the runner
+        then compares every delivered message's sink row with its record and judges
+        ``mismatched``.
     """
 
     topic: str
@@ -58,6 +62,7 @@ class Outcome:
     group: str
     produced: list[Produced]
     latency: LatencyPlan | None = None
+    payload: PayloadPlan | None = None
 
 
 @dataclass
@@ -71,6 +76,14 @@ class ScenarioResult:
         no bound says ``delivered`` for them.
     :param late_ids: the messageIds expected ``late`` (sorted).
     :param time_column: the sink column holding each row's write time.
+    :param payload_fields: in a run that compares payloads, the JSON fields of the record value
+        ``mismatched`` holds for, each with the sink column it lands in (empty: no message is
+        judged mismatched; a pipeline that declares no ``payload`` says ``delivered`` for them).
+    :param sha256_column: the sink column with the hex SHA-256 of the value a row was written
+        from (``mismatched`` holds for ``payload.sha256_column`` too).
+    :param mismatched_ids: the messageIds expected ``mismatched`` (sorted).
+    :param mangled_copy_ids: the messageIds expected ``duplicated`` whose later copy differs
+        from the record (sorted).
     """
 
     scenario_run: str
@@ -91,6 +104,10 @@ class ScenarioResult:
     late_bound_seconds: float | None = None
     late_ids: list[str] = field(default_factory=list)
     time_column: str = sink.TIME_COLUMN
+    payload_fields: dict[str, str] = field(default_factory=dict)
+    sha256_column: str = sink.SHA256_COLUMN
+    mismatched_ids: list[str] = field(default_factory=list)
+    mangled_copy_ids: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -147,7 +164,12 @@ def finish(run: Run, outcome: Outcome, started: float) -> ScenarioResult:
     if outcome.latency is not None:
         bound = outcome.latency.design.bound
         late = judge_latency(outcome.latency, entries, rc, rows, run.faults)
-    summary = ledger.summarize(entries, len(outcome.produced), len(rc), len(rows), bound)
+    mismatched: list[str] = []
+    compared = None
+    if outcome.payload is not None:
+        compared = list(outcome.payload.fields)
+        mismatched = judge_payload(outcome.payload, entries, rc, rows, run.faults)
+    summary = ledger.summarize(entries, len(outcome.produced), len(rc), len(rows), bound, compared)
     line = summary.line(names.scenario_run)
     run.faults["group_committed_offsets"] = {str(p): o for p, o in sorted(offsets.items())}
     params = {"messages": run.messages, "partitions": run.partitions, "seed": run.seed}
@@ -185,6 +207,9 @@ def finish(run: Run, outcome: Outcome, started: float) -> ScenarioResult:
         seconds=round(time.monotonic() - started, 1),
         late_bound_seconds=bound,
         late_ids=sorted(late),
+        payload_fields=dict(outcome.payload.fields) if outcome.payload else {},
+        mismatched_ids=mismatched,
+        mangled_copy_ids=sorted(outcome.payload.mangled_copies) if outcome.payload else [],
     )
 
 
@@ -220,3 +245,30 @@ def judge_latency(
         else None,
     }
     return truth.late
+
+
+def judge_payload(
+    plan: PayloadPlan,
+    entries: list[LedgerRow],
+    records: list[ReadRecord],
+    rows: list[sink.SinkRow],
+    faults: dict[str, Any],
+) -> list[str]:
+    """Compare each delivered or duplicated message's sink rows with its record (both ways),
+    mark the mismatched ones in ``entries`` and return their ids, sorted.
+
+    :raises WorkloadError: when the run broke the scenario's promise (see
+        :func:`recon_workload.payload.check_plan`): such truth is never stored.
+    """
+    diffs = payload.measure(entries, records, rows, plan.fields)
+    payload.check_plan(entries, diffs, plan)
+    payload.apply(entries, diffs)
+    found = [e.message_id for e in entries if e.expected_verdict == "mismatched"]
+    mismatched = sorted(m for m in found if m is not None)
+    faults["payload"] = {
+        "fields": dict(plan.fields),
+        "sha256_column": plan.sha256_column,
+        "mismatched": len(mismatched),
+        "mangled_copies": len(plan.mangled_copies),
+    }
+    return mismatched

@@ -1,4 +1,4 @@
-"""The ten scenarios: each keeps or breaks a delivery promise the way real pipelines do.
+"""The scenarios: each keeps or breaks a delivery promise the way real pipelines do.
 
 Every scenario function sets up its topic(s) and sink, produces, consumes (in killable child
 processes) and returns an :class:`~recon_workload.runner.Outcome`; the runner then reads back
@@ -35,6 +35,7 @@ from recon_workload.producers import (
 from recon_workload.proxy import DropPolicy, FaultProxy
 from recon_workload.runner import Outcome, Run
 from recon_workload.scenarios_latency import slow_consumer
+from recon_workload.scenarios_payload import MANGLING_DEFAULTS, mangling_consumer
 from recon_workload.supervisor import KillPlan, Supervised, supervise
 
 
@@ -394,5 +395,6 @@ SCENARIOS: dict[str, Scenario] = {
         _scenario(bad_records, kill_rate=0.0),
         _scenario(concurrent_writers, takes_hold=True, hold_seconds=3, kill_rate=0.0),
         _scenario(slow_consumer, late_fraction=0.1, hold_seconds=HOLD_BACK_SECONDS),
+        _scenario(mangling_consumer, False, **MANGLING_DEFAULTS),
     )
 }

@@ -1,13 +1,15 @@
 """The sink: one PostgreSQL table per run in ``recon_sink``, plus the consumers' bookkeeping tables.
 
 The sink row keeps what the consumer got: the messageId it could read (``NULL`` when it could
-not), the record's position, and a hash of the value. ``id`` is the ingest sequence and
-``written_at`` the moment the row was inserted (the time column a latency check reads).
+not), the record's position, a hash of the value and the value's ``seq`` and ``payload`` fields
+(what a pipeline's ``payload.fields`` compares with the record). ``id`` is the ingest sequence
+and ``written_at`` the moment the row was inserted (the time column a latency check reads).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,6 +25,14 @@ from recon.connections import postgres_connection
 PG_CONN_ID = "postgres_sink"
 #: The sink column with each row's write time: what a pipeline declares as ``sink.time_column``.
 TIME_COLUMN = "written_at"
+#: The sink column with the hex SHA-256 of the value bytes the row was written from: what a
+#: pipeline declares as ``payload.sha256_column``.
+SHA256_COLUMN = "payload_sha256"
+#: The JSON fields of a good message's value each sink row keeps, with the column each lands in
+#: (a pipeline's ``payload.fields``).
+PAYLOAD_COLUMNS = {"seq": "seq", "payload": "payload"}
+# A bigint column holds no more than this.
+_BIGINT_MAX = 2**63 - 1
 
 
 def connect() -> Any:
@@ -49,13 +59,40 @@ class SinkRow:
     offset: int
     payload_sha256: str | None
     written_at: datetime | None = None  # set by PostgreSQL; only rows read back carry it
+    seq: int | None = None
+    payload: str | None = None
 
     @classmethod
     def of(
         cls, message_id: str | None, topic: str, partition: int, offset: int, value: bytes | None
     ) -> SinkRow:
+        """The row a consumer writes for a record with ``value``: its hash, and its ``seq`` and
+        ``payload`` fields (``None`` where the value is not a JSON object holding them)."""
         digest = hashlib.sha256(value).hexdigest() if value is not None else None
-        return cls(message_id, topic, partition, offset, digest)
+        seq, payload = value_fields(value)
+        return cls(message_id, topic, partition, offset, digest, None, seq, payload)
+
+
+def value_fields(value: bytes | None) -> tuple[int | None, str | None]:
+    """The ``seq`` (an integer that fits a bigint) and ``payload`` (a string PostgreSQL can
+    store as text) of a JSON object value; ``None`` for each one it does not hold like that.
+
+    Lenient on purpose: the consumers also write the bad records (not UTF-8, not JSON, a
+    tombstone), and a row must still be written for them.
+    """
+    if not value:
+        return None, None
+    try:
+        doc = json.loads(value.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None, None
+    if not isinstance(doc, dict):
+        return None, None
+    seq, payload = doc.get("seq"), doc.get("payload")
+    good_seq = isinstance(seq, int) and not isinstance(seq, bool) and abs(seq) <= _BIGINT_MAX
+    # PostgreSQL text cannot hold NUL.
+    good_payload = isinstance(payload, str) and "\x00" not in payload
+    return (seq if good_seq else None), (payload if good_payload else None)
 
 
 def create_tables(cur: Any, table: str, aux: Iterable[str] = ()) -> None:
@@ -69,6 +106,7 @@ def create_tables(cur: Any, table: str, aux: Iterable[str] = ()) -> None:
         sql.SQL(
             "CREATE TABLE {} (id bigserial PRIMARY KEY, message_id text, kafka_topic text,"
             " kafka_partition int, kafka_offset bigint, payload_sha256 text,"
+            " seq bigint, payload text,"
             " ingested_at timestamptz NOT NULL DEFAULT now(),"
             # clock_timestamp(), not now(): now() is the transaction's start, shared by a whole
             # batch and blind to how long the transaction stayed open before the insert.
@@ -104,13 +142,16 @@ def insert_rows(cur: Any, table: str, rows: Sequence[SinkRow]) -> None:
     if not rows:
         return
     query = sql.SQL(
-        "INSERT INTO {} (message_id, kafka_topic, kafka_partition, kafka_offset, payload_sha256)"
-        " VALUES %s"
+        "INSERT INTO {} (message_id, kafka_topic, kafka_partition, kafka_offset, payload_sha256,"
+        " seq, payload) VALUES %s"
     ).format(sql.Identifier("public", table))
     execute_values(
         cur,
         query.as_string(cur),
-        [(r.message_id, r.topic, r.partition, r.offset, r.payload_sha256) for r in rows],
+        [
+            (r.message_id, r.topic, r.partition, r.offset, r.payload_sha256, r.seq, r.payload)
+            for r in rows
+        ],
     )
 
 
@@ -160,7 +201,7 @@ def read_rows(cur: Any, table: str) -> list[SinkRow]:
     cur.execute(
         sql.SQL(
             "SELECT message_id, kafka_topic, kafka_partition, kafka_offset, payload_sha256,"
-            " written_at FROM {} ORDER BY id"
+            " written_at, seq, payload FROM {} ORDER BY id"
         ).format(sql.Identifier("public", table))
     )
     return [SinkRow(*r) for r in cur.fetchall()]

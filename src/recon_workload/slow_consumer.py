@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from confluent_kafka import OFFSET_STORED, Message, TopicPartition
 
 from recon_workload import sink
-from recon_workload.kafka_io import group_reader, is_eof, where
+from recon_workload.kafka_io import commit_offsets, group_reader, is_eof, where
 from recon_workload.messages import extract_id
 from recon_workload.protocol import BATCH, DONE, READY, say
 
@@ -144,7 +144,9 @@ class SlowConsumer:
                 self._write(batch)
                 written += len(batch)
                 say(BATCH, len(batch))
-        self._commit(self.consumed)  # nothing is parked any more: everything read is written
+        commit_offsets(
+            self.consumer, self.consumed
+        )  # nothing is parked any more: everything read is written
         self.consumer.close()
         self.db.close()
         return written
@@ -170,12 +172,7 @@ class SlowConsumer:
             rows.append(sink.SinkRow.of(mid, at.topic, at.partition, at.offset, m.value()))
         with self.db, self.db.cursor() as cur:
             sink.insert_rows(cur, self.spec.table, rows)
-        self._commit(safe_offsets(self.consumed, self.parked.positions()))
-
-    def _commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
-        if offsets:
-            tps = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
-            self.consumer.commit(offsets=tps, asynchronous=False)
+        commit_offsets(self.consumer, safe_offsets(self.consumed, self.parked.positions()))
 
 
 def main(argv: list[str] | None = None) -> int:
