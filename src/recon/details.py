@@ -31,7 +31,7 @@ LATE = "delivered %d ms after its record's Kafka timestamp; the bound is %d ms"
 #: A ``mismatched`` delivery, or a duplicated message whose copies differ: the compared fields
 #: that differ (names only: their values may be personal data), comma-separated (``printf``).
 MISMATCHED = "payload differs from its record's in: %s"
-DUPLICATE_COPIES_DIFFER = "%d of its new sink rows differ from the record in: %s"
+DUPLICATE_COPIES_DIFFER = "new sink rows that differ from the record: %d, in: %s"
 
 # LATE read back by the format that wrote it, so that a change of the wording fails the tests
 # instead of silently dropping the figures.

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from fixtures.engines import spark_ledger_next
 from fixtures.engines import spark_reconcile as reconcile
-from fixtures.scenarios import LEDGER_NO_POSITIONS
+from fixtures.scenarios import LEDGER_NO_POSITIONS, rec, sink
 from pyspark.sql import DataFrame, SparkSession
 
 from recon import schemas
@@ -52,8 +52,8 @@ RUN3_VERDICTS = {"m1": ("duplicated", 3), "m4": ("delivered", 1), "m5": ("delive
 def _inputs(
     spark: SparkSession, records: list[tuple[int, str]], sinks: list[tuple[str, str]]
 ) -> tuple[DataFrame, DataFrame]:
-    window = spark.createDataFrame([(T, 0, o, m, None, TS) for o, m in records], schemas.WINDOW)
-    sink_rows = spark.createDataFrame([(k, m, None, None) for k, m in sinks], schemas.SINK_ROWS)
+    window = spark.createDataFrame([rec(o, m) for o, m in records], schemas.WINDOW)
+    sink_rows = spark.createDataFrame([sink(k, m) for k, m in sinks], schemas.SINK_ROWS)
     return window, sink_rows
 
 
