@@ -20,6 +20,9 @@ class Verdict(StrEnum):
     #: Delivered once, but its sink row's content differs from the record's (``payload``
     #: declared): the detail names the differing fields, never their values.
     MISMATCHED = "mismatched"
+    #: An upsert sink's row for a key holds an older record than the key's newest committed one
+    #: (a stale overwrite; ``order`` declared); judged on that newest record.
+    OUT_OF_ORDER = "out_of_order"
     LOST = "lost"
     DUPLICATED = "duplicated"
     TOPIC_DUPLICATE = "topic_duplicate"
@@ -37,6 +40,7 @@ JUDGED: tuple[str, ...] = (
     Verdict.DELIVERED.value,
     Verdict.LATE.value,
     Verdict.MISMATCHED.value,
+    Verdict.OUT_OF_ORDER.value,
     Verdict.LOST.value,
     Verdict.DUPLICATED.value,
 )

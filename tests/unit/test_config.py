@@ -480,6 +480,7 @@ def test_the_default_file_is_at_the_root_of_this_checkout(monkeypatch: pytest.Mo
 PUBLIC_NAMES = (
     "KafkaSource",
     "MessageIdSpec",
+    "OrderSpec",
     "PayloadSpec",
     "PipelineConfig",
     "SinkSpec",
@@ -506,11 +507,12 @@ def test_public_names_stay_importable_from_the_package() -> None:
 def test_the_schema_declares_exactly_the_fields_of_the_values() -> None:
     from dataclasses import fields
 
-    from recon.config.model import MESSAGE_ID_KINDS, LatencySpec, PayloadSpec
+    from recon.config.model import MESSAGE_ID_KINDS, LatencySpec, OrderSpec, PayloadSpec
     from recon.config.schema import (
         KafkaDecl,
         LatencyDecl,
         MessageIdDecl,
+        OrderDecl,
         PayloadDecl,
         PipelineDecl,
         SinkDecl,
@@ -526,6 +528,7 @@ def test_the_schema_declares_exactly_the_fields_of_the_values() -> None:
     assert set(TolerancesDecl.model_fields) == names(Tolerances)
     assert set(LatencyDecl.model_fields) == names(LatencySpec)
     assert set(PayloadDecl.model_fields) == names(PayloadSpec)
+    assert set(OrderDecl.model_fields) == names(OrderSpec)
     assert tuple(MessageIdDecl.model_fields) == MESSAGE_ID_KINDS
 
 
@@ -533,7 +536,7 @@ def test_an_unknown_key_lists_the_keys_in_declaration_order() -> None:
     assert only_error(doc(retry=3)) == (
         "pipelines.yaml: pipeline 'payments': retry: unknown key (expected one of engine, "
         "semantics, schedule, settle_seconds, kafka, sink, tolerances, latency, payload, "
-        "idempotent_producer, catchup, retries, tags)"
+        "order, idempotent_producer, catchup, retries, tags)"
     )
 
 

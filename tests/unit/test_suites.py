@@ -392,7 +392,7 @@ def test_suite_files_express_the_contract_table(semantics: str) -> None:
         assert "mostly" not in mismatched
     else:
         assert mismatched["mostly"] == {"$PARAMETER": "mismatched_mostly"}
-    assert len(suite["expectations"]) <= 11  # each costs a Spark aggregate
+    assert len(suite["expectations"]) <= 12  # each costs a Spark aggregate
     cfg = _cfg(semantics, Tolerances(), idempotent=True)
     used = _placeholders(suite["expectations"])
     assert used == set(suite_parameters(cfg))
@@ -411,6 +411,7 @@ def test_suite_parameters_follow_the_pipeline() -> None:
         "lost_mostly": 0.9,
         "late_mostly": 0.8,
         "mismatched_mostly": 0.75,
+        "out_of_order_mostly": 1.0,
         "topic_duplicate_allowed": [False, True],
         "max_unverifiable": 3,
         "max_invalid": 4,
@@ -420,6 +421,7 @@ def test_suite_parameters_follow_the_pipeline() -> None:
         "duplicated_mostly": 0.93,
         "late_mostly": 1.0,
         "mismatched_mostly": 1.0,
+        "out_of_order_mostly": 1.0,
         "topic_duplicate_allowed": [False, True],
         "max_unverifiable": 0,
         "max_invalid": 0,

@@ -81,8 +81,8 @@ def check_pipeline(name: str, raw: Any) -> tuple[PipelineConfig | None, list[tup
 
 def validation_context(raw: Any) -> dict[str, Any]:
     """What the schema's checks that read another key of the pipeline need: ``semantics`` as
-    written, whether ``latency`` and ``payload`` are declared, whether ``sink.time_column`` holds
-    a value.
+    written, whether ``latency``, ``payload`` and ``order`` are declared, whether
+    ``sink.time_column`` holds a value.
 
     A flag is ``None`` when the mapping holding it is not one: that is reported at its own key,
     and the checks reading the flag say nothing rather than add a second, misleading problem.
@@ -90,7 +90,13 @@ def validation_context(raw: Any) -> dict[str, Any]:
     :param raw: what the YAML holds under the pipeline's name.
     """
     if not isinstance(raw, dict):
-        return {"semantics": None, "latency": None, "time_column": None, "payload": None}
+        return {
+            "semantics": None,
+            "latency": None,
+            "time_column": None,
+            "payload": None,
+            "order": None,
+        }
     sink = raw.get("sink")
     # A time column with a wrong value is reported at sink.time_column; only absence (or null,
     # the same as absence) leaves latency nothing to measure.
@@ -100,6 +106,7 @@ def validation_context(raw: Any) -> dict[str, Any]:
         "latency": "latency" in raw,
         "time_column": time_column,
         "payload": "payload" in raw,
+        "order": "order" in raw,
     }
 
 

@@ -71,6 +71,7 @@ class Tolerances:
     max_invalid: int = 0
     max_late_ratio: float = 0.0
     max_mismatched_ratio: float = 0.0
+    max_out_of_order_ratio: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,26 @@ class PayloadSpec:
 
 
 @dataclass(frozen=True)
+class OrderSpec:
+    """An upsert sink (one row per key, rewritten on update) and where each side keeps the
+    order of a key's records: the newest committed record of a key must be the one its sink row
+    holds; an older one there is a stale overwrite (``out_of_order``).
+
+    :param record_key: where a record's upsert key is (a JSON field of the value, or the key).
+    :param key_column: the sink column holding the key (one row per key).
+    :param position_column: the sink column holding the position of the record the row was
+        written from (an integer).
+    :param version_field: the JSON field of the value holding the record's position (a version
+        the producer set); None: the record's Kafka offset is its position.
+    """
+
+    record_key: MessageIdSpec
+    key_column: str
+    position_column: str
+    version_field: str | None = None
+
+
+@dataclass(frozen=True)
 class PipelineConfig:
     """One declared pipeline; becomes one DAG and one reconciliation per scheduled run."""
 
@@ -127,6 +148,7 @@ class PipelineConfig:
     tolerances: Tolerances = field(default_factory=Tolerances)
     latency: LatencySpec | None = None
     payload: PayloadSpec | None = None
+    order: OrderSpec | None = None
     idempotent_producer: bool = False
     catchup: bool = False
     retries: int = 2

@@ -9,7 +9,8 @@ reports keeps the key path it happened at; :mod:`recon.config.explain` words the
 
 A few checks read another key of the pipeline (a tolerance the claimed semantic forbids,
 ``latency`` without ``sink.time_column``, ``tolerances.max_late_ratio`` without ``latency``,
-``tolerances.max_mismatched_ratio`` without ``payload``):
+``tolerances.max_mismatched_ratio`` without ``payload``, ``max_out_of_order_ratio`` without
+``order``):
 :func:`recon.config.explain.validation_context` reads those keys from the raw declaration and
 pydantic hands them to the validators, so each check runs even when other keys are wrong.
 
@@ -22,9 +23,7 @@ from types import MappingProxyType
 from typing import Annotated, Any
 
 from pydantic import (
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     PrivateAttr,
     ValidationInfo,
@@ -33,73 +32,35 @@ from pydantic import (
     model_validator,
 )
 
-from recon.config.model import (
-    MESSAGE_ID_KINDS,
-    KafkaSource,
-    LatencySpec,
-    MessageIdSpec,
-    PayloadSpec,
-    PipelineConfig,
-    SinkSpec,
-    Tolerances,
-)
+from recon.config.checks import LatencyDecl, OrderDecl, PayloadDecl
+from recon.config.model import KafkaSource, PipelineConfig, SinkSpec, Tolerances
 from recon.config.problems import invalid
 from recon.config.types import (
     PIPELINE_NAME_RE,
     ConnectionId,
     Count,
+    Declaration,
     Engine,
-    IdName,
+    MessageIdDecl,
     Ratio,
-    RecordKey,
     Schedule,
-    Seconds,
     Semantics,
     StartOffsets,
     Table,
     Tags,
     Text,
     Topic,
+    context,
     mapping_not_null,
 )
 
-__all__ = ["PIPELINE_NAME_RE", "PipelineDecl"]
+__all__ = [
+    "PIPELINE_NAME_RE", "KafkaDecl", "LatencyDecl", "MessageIdDecl", "OrderDecl", "PayloadDecl",
+    "PipelineDecl", "SinkDecl", "TolerancesDecl",
+]  # fmt: skip
 
 
-class _Declaration(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid")
-
-
-class MessageIdDecl(_Declaration):
-    """``{header: name}``, ``{json_field: name}`` or ``{key: true}``: exactly one of them."""
-
-    header: IdName = None
-    json_field: IdName = None
-    key: RecordKey = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _exactly_one(cls, data: Any) -> Any:
-        expected = f"expected one of {', '.join(MESSAGE_ID_KINDS)}"
-        if not isinstance(data, dict) or not data:
-            raise invalid(f"{expected}, as a mapping such as {{header: message_id}}")
-        unknown = [str(k) for k in data if k not in MESSAGE_ID_KINDS]
-        if unknown:
-            raise invalid(f"{expected}, got {', '.join(unknown)}")
-        if len(data) > 1:
-            raise invalid(f"{expected} (exactly one), got {', '.join(map(str, data))}")
-        return data
-
-    def spec(self) -> MessageIdSpec:
-        """The validated value."""
-        if self.key:
-            return MessageIdSpec("key", None)
-        if self.header is not None:
-            return MessageIdSpec("header", self.header)
-        return MessageIdSpec("json_field", self.json_field)
-
-
-class KafkaDecl(_Declaration):
+class KafkaDecl(Declaration):
     """The ``kafka:`` mapping. ``start_offsets: earliest`` is kept as the word it is."""
 
     connection: ConnectionId
@@ -129,11 +90,7 @@ class KafkaDecl(_Declaration):
         )
 
 
-def _context(info: ValidationInfo) -> dict[str, Any]:
-    return info.context if isinstance(info.context, dict) else {}
-
-
-class SinkDecl(_Declaration):
+class SinkDecl(Declaration):
     """The ``sink:`` mapping. A null ``ingest_seq_column`` or ``time_column`` is the same as
     leaving it out."""
 
@@ -148,68 +105,17 @@ class SinkDecl(_Declaration):
         return SinkSpec(**self.model_dump())
 
 
-class LatencyDecl(_Declaration):
-    """The ``latency:`` mapping: the bound past which a delivered message is ``late``. It is
-    measured from ``sink.time_column``, so it is refused without one (it would judge nothing)."""
-
-    max_seconds: Seconds = Field(
-        description="the bound in seconds: a message delivered later than this is late"
-    )
-
-    @model_validator(mode="after")
-    def _needs_time_column(self, info: ValidationInfo) -> LatencyDecl:
-        # Only a time column known to be absent is refused: None means the sink mapping itself
-        # is wrong, and that is reported at 'sink'.
-        if _context(info).get("time_column") is False:
-            raise invalid(
-                "needs sink.time_column (the sink column that holds when the consumer wrote "
-                "each row): without it there is no latency to bound"
-            )
-        return self
-
-    def spec(self) -> LatencySpec:
-        """The validated value."""
-        return LatencySpec(self.max_seconds)
-
-
-class PayloadDecl(_Declaration):
-    """The ``payload:`` mapping: how a delivered message's content is compared with its sink row,
-    exactly one of ``fields`` (``{json field of the record value: sink column}``) and
-    ``sha256_column`` (the sink column where the consumer wrote the hex SHA-256 of the record's
-    raw value bytes)."""
-
-    fields: dict[Text, Text] | None = Field(
-        default=None, description="JSON fields of the record value and their sink columns"
-    )
-    sha256_column: Text | None = Field(
-        default=None, description="the sink column holding the hex SHA-256 of the raw value"
-    )
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> PayloadDecl:
-        if (self.fields is None) == (self.sha256_column is None):
-            raise invalid(
-                "expected exactly one of fields ({json field: sink column}) and sha256_column"
-            )
-        if self.fields is not None and not self.fields:
-            raise invalid("fields: expected at least one {json field: sink column}")
-        return self
-
-    def spec(self) -> PayloadSpec:
-        """The validated value."""
-        return PayloadSpec(tuple((self.fields or {}).items()), self.sha256_column)
-
-
 #: How an error names what a ratio tolerates.
 _RATIO_NOUNS = {
     "max_loss_ratio": "loss",
     "max_duplicate_ratio": "duplicates",
     "max_late_ratio": "late deliveries",
     "max_mismatched_ratio": "mismatched deliveries",
+    "max_out_of_order_ratio": "stale overwrites",
 }
 
 
-class TolerancesDecl(_Declaration):
+class TolerancesDecl(Declaration):
     """The ``tolerances:`` mapping. A tolerance the claimed semantic forbids is refused: the
     contract would ignore it, which is a misunderstanding worth stopping for. The semantic comes
     in the validation context (``{"semantics": ...}``), so the check runs even when other keys of
@@ -221,16 +127,18 @@ class TolerancesDecl(_Declaration):
     max_invalid: Count = 0
     max_late_ratio: Ratio = 0.0
     max_mismatched_ratio: Ratio = 0.0
+    max_out_of_order_ratio: Ratio = 0.0
 
     @field_validator(
-        "max_loss_ratio", "max_duplicate_ratio", "max_late_ratio", "max_mismatched_ratio"
-    )
+        "max_loss_ratio", "max_duplicate_ratio", "max_late_ratio", "max_mismatched_ratio",
+        "max_out_of_order_ratio",
+    )  # fmt: skip
     @classmethod
     def _ratio_allowed(cls, value: float, info: ValidationInfo) -> float:
         # Which semantic may tolerate which ratio is the contract's to say (recon.contract.table).
         from recon.contract.table import CONTRACT, Allowance
 
-        semantics = _context(info).get("semantics")
+        semantics = context(info).get("semantics")
         if value <= 0 or semantics not in CONTRACT:
             return value
         field = info.field_name
@@ -250,7 +158,7 @@ class TolerancesDecl(_Declaration):
     def _late_needs_latency(cls, value: float, info: ValidationInfo) -> float:
         # Without a bound no message is ever late: the ratio would silently allow nothing. 0 is
         # what leaving it out means, so it is not refused (a shared YAML anchor may carry it).
-        if value > 0 and _context(info).get("latency") is False:
+        if value > 0 and context(info).get("latency") is False:
             raise invalid(
                 "has no effect without latency: declare latency.max_seconds (with "
                 "sink.time_column), or remove it"
@@ -261,8 +169,15 @@ class TolerancesDecl(_Declaration):
     @classmethod
     def _mismatched_needs_payload(cls, value: float, info: ValidationInfo) -> float:
         # As for max_late_ratio: without a comparison no message is ever mismatched.
-        if value > 0 and _context(info).get("payload") is False:
+        if value > 0 and context(info).get("payload") is False:
             raise invalid("has no effect without payload: declare payload, or remove it")
+        return value
+
+    @field_validator("max_out_of_order_ratio")
+    @classmethod
+    def _out_of_order_needs_order(cls, value: float, info: ValidationInfo) -> float:
+        if value > 0 and context(info).get("order") is False:
+            raise invalid("has no effect without order: declare order, or remove it")
         return value
 
     def values(self) -> Tolerances:
@@ -270,7 +185,7 @@ class TolerancesDecl(_Declaration):
         return Tolerances(**self.model_dump())
 
 
-class PipelineDecl(_Declaration):
+class PipelineDecl(Declaration):
     """One entry under ``pipelines:``; its key order is the order error messages list them."""
 
     engine: Engine = "spark"
@@ -282,6 +197,7 @@ class PipelineDecl(_Declaration):
     tolerances: TolerancesDecl = Field(default_factory=TolerancesDecl)
     latency: Annotated[LatencyDecl | None, BeforeValidator(mapping_not_null)] = None
     payload: Annotated[PayloadDecl | None, BeforeValidator(mapping_not_null)] = None
+    order: Annotated[OrderDecl | None, BeforeValidator(mapping_not_null)] = None
     idempotent_producer: bool = False
     catchup: bool = False
     retries: Count = 2
@@ -302,6 +218,7 @@ class PipelineDecl(_Declaration):
             tolerances=self.tolerances.values(),
             latency=self.latency.spec() if self.latency is not None else None,
             payload=self.payload.spec() if self.payload is not None else None,
+            order=self.order.spec() if self.order is not None else None,
             idempotent_producer=self.idempotent_producer,
             catchup=self.catchup,
             retries=self.retries,

@@ -9,9 +9,17 @@ import math
 import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    model_validator,
+)
 
-from recon.config.model import ENGINES
+from recon.config.model import ENGINES, MESSAGE_ID_KINDS, MessageIdSpec
 from recon.config.problems import invalid, kind_of
 from recon.config.schedule import cron_problem
 from recon.verdicts import SEMANTICS
@@ -156,3 +164,44 @@ RecordKey = Annotated[bool | None, BeforeValidator(_record_key)]
 Partition = Annotated[int, BeforeValidator(_partition)]
 Offset = Annotated[int, BeforeValidator(_offset)]
 StartOffsets = Annotated[dict[Partition, Offset] | None, BeforeValidator(_offsets_shape)]
+
+
+class Declaration(BaseModel):
+    """A mapping of the declaration: unknown keys and values of the wrong type are refused."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+def context(info: ValidationInfo) -> dict[str, Any]:
+    """What the checks reading another key of the pipeline get
+    (``recon.config.explain.validation_context``)."""
+    return info.context if isinstance(info.context, dict) else {}
+
+
+class MessageIdDecl(Declaration):
+    """``{header: name}``, ``{json_field: name}`` or ``{key: true}``: exactly one of them."""
+
+    header: IdName = None
+    json_field: IdName = None
+    key: RecordKey = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _exactly_one(cls, data: Any) -> Any:
+        expected = f"expected one of {', '.join(MESSAGE_ID_KINDS)}"
+        if not isinstance(data, dict) or not data:
+            raise invalid(f"{expected}, as a mapping such as {{header: message_id}}")
+        unknown = [str(k) for k in data if k not in MESSAGE_ID_KINDS]
+        if unknown:
+            raise invalid(f"{expected}, got {', '.join(unknown)}")
+        if len(data) > 1:
+            raise invalid(f"{expected} (exactly one), got {', '.join(map(str, data))}")
+        return data
+
+    def spec(self) -> MessageIdSpec:
+        """The validated value."""
+        if self.key:
+            return MessageIdSpec("key", None)
+        if self.header is not None:
+            return MessageIdSpec("header", self.header)
+        return MessageIdSpec("json_field", self.json_field)

@@ -5,8 +5,8 @@ forbidden, allowed up to a ratio or a count tolerance, or forbidden for an idemp
 only); this module judges a run's counts by it. The Great Expectations suites of
 ``expectations/`` are generated from the same table, so both decide alike.
 
-Ratios are relative to the messages judged in the run (delivered + late +
-mismatched + lost + duplicated);
+Ratios are relative to the messages judged in the run (``recon.verdicts.JUDGED``: delivered,
+late, mismatched, out_of_order, lost, duplicated);
 ``late`` is allowed up to ``tolerances.max_late_ratio`` under every semantic (0 unless set).
 ``topic_duplicate`` fails only a pipeline that declares ``idempotent_producer: true``.
 ``unverifiable`` and ``invalid`` fail unless ``max_unverifiable`` / ``max_invalid`` (absolute
@@ -65,8 +65,7 @@ def _over(rule: Rule, count: int, judged: int, allowed: float, idempotent_produc
 
     :param rule: the verdict's cell of the contract table.
     :param count: the run's rows of the verdict.
-    :param judged: the run's judged messages (delivered + late + mismatched + lost +
-        duplicated).
+    :param judged: the run's judged messages (``recon.verdicts.JUDGED``).
     :param allowed: what the rule lets pass (:func:`_allowed`).
     :param idempotent_producer: whether the pipeline declares an idempotent producer.
     """

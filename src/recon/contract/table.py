@@ -10,8 +10,8 @@ contract reads it:
   a committed file differs from the generated one), and
   :func:`recon.validation.suites.suite_parameters` fills their placeholders by it.
 
-Ratios are relative to the messages judged in the run (delivered + late + mismatched + lost +
-duplicated).
+Ratios are relative to the messages judged in the run (delivered + late + mismatched +
+out_of_order + lost + duplicated).
 Verdicts absent from the table never fail a run: ``delivered``, and ``pending`` (judged in a later
 run). A verdict absent from a run's counts counts 0.
 
@@ -23,7 +23,9 @@ pipeline that declares no ``latency`` never has a ``late`` message.
 ``mismatched`` (a delivered message whose sink row's content differs from the record's, when the
 pipeline declares ``payload``) is forbidden under ``exactly_once``: a changed message was not
 delivered exactly once as produced. The other claims allow it up to
-``tolerances.max_mismatched_ratio`` (0 unless set).
+``tolerances.max_mismatched_ratio`` (0 unless set). ``out_of_order`` (an upsert sink whose row
+for a key holds an older record than the key's newest, when the pipeline declares ``order``) is
+alike: forbidden under ``exactly_once``, up to ``tolerances.max_out_of_order_ratio`` elsewhere.
 
 This module imports nothing of ``recon`` but the verdict vocabulary, so that any module (the
 configuration's validation too) may read the table without an import circle.
@@ -108,6 +110,7 @@ def unless_idempotent(reason: str) -> Rule:
 _FORBIDS = "{semantics} forbids {verdict} messages"
 _NO_RECORD = "sink rows without a committed record are forbidden under {semantics}"
 _CHANGED = "{semantics} forbids a delivery whose content changed on the way ({verdict})"
+_STALE = "{semantics} forbids a stale overwrite of an upsert sink ({verdict})"
 _RETRY = "the producer is declared idempotent, yet a messageId is at more than one offset"
 
 
@@ -147,6 +150,7 @@ CONTRACT: Final[Mapping[str, Mapping[str, Rule]]] = _checked(
             Verdict.DUPLICATED: forbidden(_FORBIDS),
             Verdict.LATE: up_to_ratio("max_late_ratio"),
             Verdict.MISMATCHED: up_to_ratio("max_mismatched_ratio"),
+            Verdict.OUT_OF_ORDER: up_to_ratio("max_out_of_order_ratio"),
             Verdict.PHANTOM: forbidden(_NO_RECORD),
             Verdict.ABORTED_READ: forbidden(_NO_RECORD),
             Verdict.TOPIC_DUPLICATE: unless_idempotent(_RETRY),
@@ -158,6 +162,7 @@ CONTRACT: Final[Mapping[str, Mapping[str, Rule]]] = _checked(
             Verdict.DUPLICATED: up_to_ratio("max_duplicate_ratio"),
             Verdict.LATE: up_to_ratio("max_late_ratio"),
             Verdict.MISMATCHED: up_to_ratio("max_mismatched_ratio"),
+            Verdict.OUT_OF_ORDER: up_to_ratio("max_out_of_order_ratio"),
             Verdict.PHANTOM: forbidden(_NO_RECORD),
             Verdict.ABORTED_READ: forbidden(_NO_RECORD),
             Verdict.TOPIC_DUPLICATE: unless_idempotent(_RETRY),
@@ -169,6 +174,7 @@ CONTRACT: Final[Mapping[str, Mapping[str, Rule]]] = _checked(
             Verdict.DUPLICATED: forbidden(_FORBIDS),
             Verdict.LATE: up_to_ratio("max_late_ratio"),
             Verdict.MISMATCHED: forbidden(_CHANGED),
+            Verdict.OUT_OF_ORDER: forbidden(_STALE),
             Verdict.PHANTOM: forbidden(_NO_RECORD),
             Verdict.ABORTED_READ: forbidden(_NO_RECORD),
             Verdict.TOPIC_DUPLICATE: unless_idempotent(_RETRY),

@@ -140,6 +140,8 @@ _NOTE_LEAD: dict[str, str] = {
     "its record's Kafka timestamp",
     Verdict.MISMATCHED: "A delivered message whose sink row's content (the payload fields or the "
     "value's SHA-256) differs from its record's",
+    Verdict.OUT_OF_ORDER: "An upsert sink's row for a key holding an older record than the "
+    "key's newest committed one (a stale overwrite)",
     Verdict.PHANTOM: "A sink row whose messageId is in no committed record of the topic",
     Verdict.ABORTED_READ: "A sink row written from a record of an aborted transaction "
     "(the consumer read read_uncommitted)",
@@ -160,6 +162,7 @@ _TOLERATED = {
     Verdict.DUPLICATED: "have more than one",
     Verdict.LATE: "arrive later than latency.max_seconds",
     Verdict.MISMATCHED: "reach the sink with a different payload",
+    Verdict.OUT_OF_ORDER: "be overwritten in an upsert sink by an older record",
 }
 _UNMATCHED = {Verdict.PHANTOM: "phantom", Verdict.ABORTED_READ: "aborted"}
 
