@@ -33,6 +33,11 @@ LATE = "delivered %d ms after its record's Kafka timestamp; the bound is %d ms"
 MISMATCHED = "payload differs from its record's in: %s"
 DUPLICATE_COPIES_DIFFER = "new sink rows that differ from the record: %d, in: %s"
 
+#: An ``out_of_order`` record: its key, the position its sink row holds, the record's (newest).
+OUT_OF_ORDER = "the sink row of key %s holds position %d, older than this newest record's %d"
+#: A record of an upsert sink without a row of its own: its key and the position its row holds.
+SUPERSEDED = "superseded: the sink row of key %s holds the record at position %d"
+
 # LATE read back by the format that wrote it, so that a change of the wording fails the tests
 # instead of silently dropping the figures.
 _LATE_READ = re.compile(r"(?:\A|; )" + re.escape(LATE).replace("%d", r"(-?\d+)"))

@@ -128,7 +128,7 @@ def snapshot_offsets(
         # The sink first: every row it sees was written from a record that is in the log by
         # the time Kafka is asked, so no row of a record past the snapshot becomes a phantom.
         with sink_db(cfg) as sink_pg:
-            table = inspect_sink(sink_pg, cfg.sink, cfg.name, cfg.payload)
+            table = inspect_sink(sink_pg, cfg.sink, cfg.name, cfg.payload, cfg.order)
             sink = (
                 take_sink_position(
                     sink_pg, table.identifier(), cfg.sink.ingest_seq_column, base.sink_position

@@ -58,6 +58,6 @@ def check_pipeline(cfg: PipelineConfig) -> None:
     except psycopg2.OperationalError as exc:
         raise ReconError(f"pipeline '{cfg.name}': sink.connection: {first_line(exc)}") from None
     try:
-        inspect_sink(pg, cfg.sink, cfg.name, cfg.payload)
+        inspect_sink(pg, cfg.sink, cfg.name, cfg.payload, cfg.order)
     finally:
         pg.close()

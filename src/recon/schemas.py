@@ -45,6 +45,9 @@ WINDOW = StructType(
         # the compared content (payload.fields as text, or the value's SHA-256); null when the
         # pipeline declares no payload
         StructField("payload", ArrayType(StringType()), True),
+        # the upsert key and position (order declared), else null
+        StructField("order_key", StringType(), True),
+        StructField("order_position", LongType(), True),
     ]
 )
 PENDING = WINDOW
@@ -59,6 +62,9 @@ SINK_ROWS = StructType(
         StructField("sink_time", TimestampType(), True),
         # payload's sink columns as text, in its order (null when it declares none)
         StructField("payload", ArrayType(StringType()), True),
+        # order.key_column as text and order.position_column (order declared), else null
+        StructField("order_key", StringType(), True),
+        StructField("order_position", LongType(), True),
     ]
 )
 

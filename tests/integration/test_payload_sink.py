@@ -14,7 +14,7 @@ import psycopg2
 import pyarrow.parquet as pq
 import pytest
 
-from recon.config import PayloadSpec, SinkSpec
+from recon.config import MessageIdSpec, OrderSpec, PayloadSpec, SinkSpec
 from recon.connections import postgres_connection
 from recon.read.sink import inspect_sink, read_sink_rows, sink_query
 from recon.read.sink_arrow import copy_sink_rows
@@ -31,6 +31,7 @@ COLUMNS = {
     "ref": "uuid",
     "digest": "bytea",
     "doc": "jsonb",
+    "pos": "bigint",
 }
 FIELDS = PayloadSpec(
     (("amount", "amount"), ("ok", "ok"), ("at", "at"), ("naive", "naive"), ("note", "note"),
@@ -56,8 +57,8 @@ def table(pg_kwargs: dict[str, Any]) -> Iterator[str]:
         cur.execute(
             f"INSERT INTO {name} VALUES (1, 'm1', 12.50, true, "
             "'2026-11-26 04:00:00.123+01', '2026-11-26 03:00:00', 'it''s', "
-            "'0b9e1c6a-1f2a-4c3b-9d4e-5f60718293a4', '\\xAB12'::bytea, '{\"a\": 1}'), "
-            "(2, 'm2', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)"
+            "'0b9e1c6a-1f2a-4c3b-9d4e-5f60718293a4', '\\xAB12'::bytea, '{\"a\": 1}', 41), "
+            "(2, 'm2', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)"
         )
     yield name
     with psycopg2.connect(**pg_kwargs) as pg, pg.cursor() as cur:
@@ -121,3 +122,27 @@ def test_a_column_the_comparison_cannot_read_is_refused(
     with psycopg2.connect(**pg_kwargs) as pg, pytest.raises(PayloadColumnError) as refused:
         inspect_sink(pg, _spec(table), "p", payload)
     assert str(refused.value) == error.format(t=table)
+
+
+def test_an_upsert_sinks_key_and_position_are_read_by_both_paths(
+    table: str, pg_kwargs: dict[str, Any], tmp_path: Path, spark: Any
+) -> None:
+    order = OrderSpec(MessageIdSpec("key"), "note", "pos")
+    with psycopg2.connect(**pg_kwargs) as pg:
+        inspected = inspect_sink(pg, _spec(table), "p", order=order)
+        copy_sink_rows(pg, _spec(table), inspected, None, str(tmp_path / "o.parquet"), order=order)
+        query = sink_query(pg, _spec(table), inspected, None, order=order)
+        with pytest.raises(PayloadColumnError, match="order.position_column: column 'note'"):
+            inspect_sink(
+                pg, _spec(table), "p", order=OrderSpec(MessageIdSpec("key"), "pos", "note")
+            )
+    copied = pq.read_table(tmp_path / "o.parquet").to_pylist()
+    assert {r["message_id"]: (r["order_key"], r["order_position"]) for r in copied} == {
+        "m1": ("it's", 41),
+        "m2": (None, None),
+    }
+    frame = read_sink_rows(spark, postgres_connection("postgres_sink"), query, None, None)
+    assert {r["message_id"]: (r["order_key"], r["order_position"]) for r in frame.collect()} == {
+        "m1": ("it's", 41),
+        "m2": (None, None),
+    }

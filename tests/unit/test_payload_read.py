@@ -10,10 +10,16 @@ from datetime import UTC, datetime
 import pyarrow as pa
 import pytest
 
-from recon.config import MessageIdSpec, PayloadSpec
-from recon.read.kafka_local.task import payload_from_json, payload_json
+from recon.config import MessageIdSpec, OrderSpec, PayloadSpec
+from recon.read.kafka_local.task import (
+    order_from_json,
+    order_json,
+    payload_from_json,
+    payload_json,
+)
 from recon.read.message_ids import extract_ids, raw_schema
 from recon.read.sink_arrow import _csv_schema, _shaped, sink_schema
+from recon.read.sink_order import check_order_columns
 from recon.read.sink_payload import PayloadColumnError, kind_of, payload_kinds
 
 pytestmark = pytest.mark.unit
@@ -117,11 +123,54 @@ def test_a_refused_or_missing_column_is_named() -> None:
 def test_the_copy_path_builds_one_list_per_row_in_declared_order() -> None:
     batch = pa.record_batch(
         [pa.array(["k1", "k2"]), pa.array(["m1", "m2"]), pa.array([0, None], pa.int64()),
+         pa.array(["A", None]), pa.array([7, None], pa.int64()),
          pa.array(["1", "2"]), pa.array(["a", None])],
         schema=_csv_schema(2),
     )  # fmt: skip
     shaped = _shaped(batch, 2)
     assert shaped.schema == sink_schema()
     assert shaped.column(3).to_pylist() == [["1", "a"], ["2", None]]
-    plain = _shaped(batch.select(["sink_key", "message_id", "sink_time"]), 0)
+    assert shaped.column(4).to_pylist() == ["A", None]
+    assert shaped.column(5).to_pylist() == [7, None]
+    plain = _shaped(batch.select(range(5)), 0)
     assert plain.column(3).to_pylist() == [None, None]
+
+
+def test_the_order_key_and_position_are_read_with_the_id() -> None:
+    values = [b'{"account": "A", "version": 9}', b'{"account": "B", "version": "x"}', b"{}"]
+    raw = _raw(values)
+    by_field = OrderSpec(MessageIdSpec("json_field", "account"), "k", "p", "version")
+    rows = extract_ids(raw, MessageIdSpec("header", "id"), order=by_field).to_pylist()
+    # A version that is no whole number takes no part: null, as a missing key.
+    assert [(r["order_key"], r["order_position"]) for r in rows] == [
+        ("A", 9),
+        ("B", None),
+        (None, None),
+    ]
+    keyed = raw.set_column(4, "key", pa.array([b"K1", b"K2", None], pa.binary()))
+    by_offset = OrderSpec(MessageIdSpec("key"), "k", "p")
+    rows = extract_ids(keyed, MessageIdSpec("header", "id"), order=by_offset).to_pylist()
+    assert [(r["order_key"], r["order_position"]) for r in rows] == [
+        ("K1", 0),
+        ("K2", 1),
+        (None, 2),
+    ]
+    assert order_from_json(order_json(by_field)) == by_field
+    assert order_from_json(order_json(None)) is None
+
+
+@pytest.mark.parametrize(
+    ("pg_type", "refused"),
+    [("bigint", False), ("integer", False), ("numeric(20,0)", False), ("text", True),
+     ("numeric(12,2)", True), ("timestamp with time zone", True)],
+)  # fmt: skip
+def test_an_order_position_must_be_a_whole_number(pg_type: str, refused: bool) -> None:
+    order = OrderSpec(MessageIdSpec("key"), "account", "pos")
+    columns = {"account": "text", "pos": pg_type}
+    if refused:
+        with pytest.raises(PayloadColumnError, match="order.position_column: column 'pos'"):
+            check_order_columns(columns, order, "public.t", "p")
+    else:
+        check_order_columns(columns, order, "public.t", "p")
+    with pytest.raises(PayloadColumnError, match="order.key_column: table public.t has no"):
+        check_order_columns({"pos": "bigint"}, order, "public.t", "p")

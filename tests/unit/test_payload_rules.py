@@ -7,29 +7,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fixtures.engines import spark_reconcile
 from fixtures.payload_scenarios import DETAILS
-from fixtures.relations import judge, rows
-from fixtures.scenarios import SCENARIOS, Scenario, frames, rec, sink
+from fixtures.relations import ENGINES, judged_rows
+from fixtures.scenarios import SCENARIOS, Scenario, rec, sink
 
 from recon.rules.judging import Judging
 
 pytestmark = pytest.mark.unit
 
-ENGINES = ("duckdb", "spark")
-
-
-def _judged(engine: str, spark: Any, s: Scenario) -> list[dict[str, Any]]:
-    if engine == "duckdb":
-        con, results = judge(s)
-        return rows(con, results)
-    return [r.asDict() for r in spark_reconcile(**frames(spark, s)).collect()]
-
 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("name", list(DETAILS))
 def test_each_discrepancy_names_the_differing_fields(spark: Any, engine: str, name: str) -> None:
-    found = _judged(engine, spark, SCENARIOS[name]())
+    found = judged_rows(engine, spark, SCENARIOS[name]())
     details = {r["message_id"]: r["detail"] for r in found if r["verdict"] != "delivered"}
     details = {m: d for m, d in details.items() if m in DETAILS[name]}
     assert details == DETAILS[name]
@@ -43,7 +33,7 @@ def test_no_value_ever_reaches_the_detail(spark: Any, engine: str) -> None:
         compared=("card", "email"),
         kinds=("text", "text"),
     )
-    (row,) = _judged(engine, spark, s)
+    (row,) = judged_rows(engine, spark, s)
     assert row["verdict"] == "mismatched"
     assert row["detail"] == "payload differs from its record's in: card, email"
 
@@ -76,7 +66,7 @@ def test_a_field_compares_by_its_kind(
         compared=("f",),
         kinds=(kind,),
     )
-    (row,) = _judged(engine, spark, s)
+    (row,) = judged_rows(engine, spark, s)
     assert row["verdict"] == ("delivered" if same else "mismatched")
 
 
@@ -91,7 +81,7 @@ def test_a_mismatched_delivery_over_the_bound_is_mismatched_with_its_latency(
         compared=("f",),
         kinds=("number",),
     )
-    (row,) = _judged(engine, spark, s)
+    (row,) = judged_rows(engine, spark, s)
     assert (row["verdict"], row["latency_ms"]) == ("mismatched", 5000)
 
 
@@ -99,7 +89,7 @@ def test_a_mismatched_delivery_over_the_bound_is_mismatched_with_its_latency(
 def test_without_payload_nothing_is_compared(spark: Any, engine: str) -> None:
     # The rows carry payloads, the pipeline declares none: every delivery is delivered.
     s = Scenario(window=[rec(0, "m1", payload=["1"])], sinks=[sink("k1", "m1", payload=["2"])])
-    assert [r["verdict"] for r in _judged(engine, spark, s)] == ["delivered"]
+    assert [r["verdict"] for r in judged_rows(engine, spark, s)] == ["delivered"]
 
 
 def test_the_comparison_is_built_once_per_field_in_declared_order() -> None:

@@ -166,7 +166,7 @@ def _payload_kinds(cfg: PipelineConfig) -> tuple[str, ...]:
     from recon.read.sink import inspect_sink
 
     with sink_db(cfg) as pg:
-        return inspect_sink(pg, cfg.sink, cfg.name, cfg.payload).payload_kinds
+        return inspect_sink(pg, cfg.sink, cfg.name, cfg.payload, cfg.order).payload_kinds
 
 
 class JudgedRun(NamedTuple):

@@ -78,7 +78,7 @@ def _copy_sink(cfg: PipelineConfig, record: store.RunRecord, path: str) -> int:
     from recon.read.sink_arrow import copy_sink_rows, sink_schema
 
     with sink_db(cfg) as pg:
-        table = inspect_sink(pg, cfg.sink, cfg.name, cfg.payload)
+        table = inspect_sink(pg, cfg.sink, cfg.name, cfg.payload, cfg.order)
         rows = record.sink_range if cfg.sink.ingest_seq_column else None
         if rows is not None and rows.seq_to is None:
             import pyarrow.parquet as pq
@@ -86,7 +86,7 @@ def _copy_sink(cfg: PipelineConfig, record: store.RunRecord, path: str) -> int:
             # The table was empty at snapshot time: nothing to read for this run.
             pq.write_table(sink_schema().empty_table(), path)
             return 0
-        return copy_sink_rows(pg, cfg.sink, table, rows, path, cfg.payload)
+        return copy_sink_rows(pg, cfg.sink, table, rows, path, cfg.payload, cfg.order)
 
 
 def snapshot_topic(
@@ -134,6 +134,7 @@ def snapshot_topic(
                 dict(kafka.config), ranges, cfg.kafka.message_id, f"{staging}/{part}",
                 isolation_level=isolation, workers=workers,
                 with_time=cfg.sink.time_column is not None, payload=cfg.payload,
+                order=cfg.order,
             )  # fmt: skip
         try:
             copier.start()

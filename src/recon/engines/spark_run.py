@@ -44,7 +44,7 @@ def _read_records(
     )  # fmt: skip
     if raw is None:
         return spark.createDataFrame([], schemas.WINDOW)
-    return extract_message_ids(raw, cfg.kafka.message_id, payload=cfg.payload)
+    return extract_message_ids(raw, cfg.kafka.message_id, payload=cfg.payload, order=cfg.order)
 
 
 def snapshot_topic(
@@ -79,8 +79,8 @@ def _sink_rows_for_run(
     conn = postgres_connection(cfg.sink.connection)
     rows = record.sink_range if cfg.sink.ingest_seq_column else None
     with sink_db(cfg) as pg:
-        table = inspect_sink(pg, cfg.sink, cfg.name, cfg.payload)
-        query = sink_query(pg, cfg.sink, table, rows, cfg.payload)
+        table = inspect_sink(pg, cfg.sink, cfg.name, cfg.payload, cfg.order)
+        query = sink_query(pg, cfg.sink, table, rows, cfg.payload, cfg.order)
     if rows is not None and rows.seq_to is None:
         # The table was empty at snapshot time: nothing to read for this run.
         from recon import schemas

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from recon.config import MessageIdSpec, PayloadSpec
+from recon.config import MessageIdSpec, OrderSpec, PayloadSpec
 from recon.connections import KafkaConnection
 from recon.read.message_ids import MAX_MESSAGE_ID_LENGTH as MAX_MESSAGE_ID_LENGTH
 from recon.snapshot.window import PartitionWindow
@@ -56,6 +56,7 @@ def extract_message_ids(
     spec: MessageIdSpec,
     max_length: int = MAX_MESSAGE_ID_LENGTH,
     payload: PayloadSpec | None = None,
+    order: OrderSpec | None = None,
 ) -> DataFrame:
     """Raw Kafka rows to one row per record with its messageId or the reason it has none:
     :func:`recon.read.message_ids.extract_ids` on each Arrow batch, the function the local engine
@@ -66,6 +67,7 @@ def extract_message_ids(
     :param spec: where the id lives: a header, a JSON field of the value, or the key.
     :param max_length: ids longer than this are quarantined as oversize.
     :param payload: what of each value the pipeline compares with its sink rows.
+    :param order: where each record's upsert key and position are.
     """
     from pyspark.sql import functions as F
 
@@ -86,12 +88,16 @@ def extract_message_ids(
         F.col("value").cast("binary").alias("value"),
         id_header.alias("id_header"),
     )
-    extract = functools.partial(_extract_batches, spec, max_length, payload)
+    extract = functools.partial(_extract_batches, spec, max_length, payload, order)
     return shaped.mapInArrow(extract, schemas.WINDOW)
 
 
 def _extract_batches(
-    spec: MessageIdSpec, max_length: int, payload: PayloadSpec | None, batches: Iterator[Any]
+    spec: MessageIdSpec,
+    max_length: int,
+    payload: PayloadSpec | None,
+    order: OrderSpec | None,
+    batches: Iterator[Any],
 ) -> Iterator[Any]:
     """One Spark task's Arrow batches through :func:`recon.read.message_ids.extract_ids`."""
     import duckdb
@@ -103,7 +109,7 @@ def _extract_batches(
     try:
         for batch in batches:
             yield from extract_ids(
-                pa.Table.from_batches([batch]), spec, max_length, con, payload
+                pa.Table.from_batches([batch]), spec, max_length, con, payload, order
             ).to_batches()
     finally:
         con.close()

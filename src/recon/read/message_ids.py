@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from recon.config import MessageIdSpec, PayloadSpec
+from recon.config import MessageIdSpec, OrderSpec, PayloadSpec
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -51,6 +51,8 @@ def window_schema() -> pa.Schema:
             ("invalid_reason", pa.string()),
             ("timestamp", pa.timestamp("us", tz="UTC")),
             ("payload", pa.list_(pa.string())),
+            ("order_key", pa.string()),
+            ("order_position", pa.int64()),
         ]
     )
 
@@ -64,10 +66,30 @@ def _payload_sql(payload: PayloadSpec | None, value_text: str) -> str:
         return "CAST(NULL AS VARCHAR[])"
     if payload.sha256_column is not None:
         return "CASE WHEN value IS NULL THEN NULL ELSE [sha256(value)] END"
-    paths = ", ".join("'" + _json_path(f).replace("'", "''") + "'" for f, _ in payload.fields)
+    paths = ", ".join(_literal_path(f) for f, _ in payload.fields)
     nulls = ", ".join("CAST(NULL AS VARCHAR)" for _ in payload.fields)
     fields = f"coalesce(TRY(json_extract_string({value_text}, [{paths}])), [{nulls}])"
     return f"CASE WHEN value IS NULL THEN NULL ELSE {fields} END"
+
+
+def _order_sql(order: OrderSpec | None, value_text: str) -> tuple[str, str]:
+    """The record's upsert key and position (``records.order_key``, ``order_position``): the
+    Kafka key as text or a JSON field of the value; the offset or an integer version field (a
+    version that is no whole number is NULL: that record takes no part in the order check)."""
+    if order is None:
+        return "CAST(NULL AS VARCHAR)", "CAST(NULL AS BIGINT)"
+    if order.record_key.kind == "key":
+        key = "TRY(decode(key))"
+    else:
+        key = f"TRY(json_extract_string({value_text}, {_literal_path(order.record_key.name)}))"
+    if order.version_field is None:
+        return key, '"offset"'
+    version = f"TRY(json_extract_string({value_text}, {_literal_path(order.version_field)}))"
+    return key, f"TRY_CAST({version} AS BIGINT)"
+
+
+def _literal_path(name: str | None) -> str:
+    return "'" + _json_path(str(name)).replace("'", "''") + "'"
 
 
 def _json_path(name: str) -> str:
@@ -84,7 +106,10 @@ def _blank(column: str) -> str:
 
 
 def _extraction_sql(
-    spec: MessageIdSpec, max_length: int, payload: PayloadSpec | None = None
+    spec: MessageIdSpec,
+    max_length: int,
+    payload: PayloadSpec | None = None,
+    order: OrderSpec | None = None,
 ) -> str:
     """The extraction rules in DuckDB SQL over ``raw`` (what :func:`extract_ids` runs)."""
     if spec.kind == "json_field":
@@ -110,17 +135,19 @@ def _extraction_sql(
         raise ValueError(f"unknown message_id kind {spec.kind!r}")
     # The value is decoded once: as the id's source, or for the payload's fields only.
     value_text = "text" if source == "value" else "TRY(decode(value))"
+    order_key, order_position = _order_sql(order, value_text)
     return f"""
         WITH decoded AS (
             SELECT value IS NULL AS tombstone, {source} IS NOT NULL AS has_source,
-                   TRY(decode({source})) AS text, value
+                   TRY(decode({source})) AS text, value, {order_key} AS order_key,
+                   {order_position} AS order_position
             FROM raw
         ), found AS (
             SELECT tombstone, text, has_source AND text IS NULL AS not_utf8, {found} AS found,
-                   {_payload_sql(payload, value_text)} AS payload
+                   {_payload_sql(payload, value_text)} AS payload, order_key, order_position
             FROM decoded
         ), judged AS (
-            SELECT found, payload, CASE
+            SELECT found, payload, order_key, order_position, CASE
                 WHEN tombstone THEN 'tombstone'
                 WHEN not_utf8 THEN '{not_utf8_reason}'
                 WHEN found IS NULL THEN 'message_id_missing'
@@ -133,7 +160,7 @@ def _extraction_sql(
             FROM found
         )
         SELECT CASE WHEN invalid_reason IS NULL THEN found END AS message_id, invalid_reason,
-               payload
+               payload, order_key, order_position
         FROM judged
     """
 
@@ -144,6 +171,7 @@ def extract_ids(
     max_length: int = MAX_MESSAGE_ID_LENGTH,
     con: Any = None,
     payload: PayloadSpec | None = None,
+    order: OrderSpec | None = None,
 ) -> pa.Table:
     """Raw records (:func:`raw_schema`) to one row per record with its id or why it has none.
 
@@ -153,6 +181,8 @@ def extract_ids(
     :param con: a DuckDB connection to reuse (a worker keeps one).
     :param payload: what of the value the pipeline compares with its sink rows (None: nothing;
         the ``payload`` column stays null).
+    :param order: where the pipeline's upsert key and position are (None: the ``order_*``
+        columns stay null).
     """
     import duckdb
     import pyarrow as pa
@@ -160,20 +190,22 @@ def extract_ids(
     db = con if con is not None else duckdb.connect()
     # Only the column the id is in goes through DuckDB (which copies every string it reads);
     # positions are put back beside the ids in the same order.
+    keyed = spec.kind == "key" or (order is not None and order.record_key.kind == "key")
     needed = (
-        ["value"]
-        + (["key"] if spec.kind == "key" else [])
+        ["value", "offset"]
+        + (["key"] if keyed else [])
         + (["id_header"] if spec.kind == "header" else [])
     )
     db.register("raw", raw.select(needed))
     try:
-        ids = db.execute(_extraction_sql(spec, max_length, payload)).to_arrow_table()
+        ids = db.execute(_extraction_sql(spec, max_length, payload, order)).to_arrow_table()
     finally:
         db.unregister("raw")
     schema = window_schema()
     return pa.table(
         [raw["topic"], raw["partition"], raw["offset"], ids["message_id"], ids["invalid_reason"],
          raw["timestamp"].cast(schema.field("timestamp").type),
-         ids["payload"].cast(schema.field("payload").type)],
+         ids["payload"].cast(schema.field("payload").type),
+         ids["order_key"].cast(pa.string()), ids["order_position"].cast(pa.int64())],
         schema=schema,
     )  # fmt: skip

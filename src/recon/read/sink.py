@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from recon.config import PayloadSpec, SinkSpec
+from recon.config import OrderSpec, PayloadSpec, SinkSpec
 from recon.connections import PostgresConnection
 from recon.errors import ReconError
+from recon.read.sink_order import check_order_columns, order_expressions
 from recon.read.sink_payload import payload_expression, payload_kinds
 from recon.snapshot.sink_position import SinkRange
 
@@ -57,7 +58,11 @@ def _split_table(table: str) -> tuple[str, str]:
 
 
 def inspect_sink(
-    pg: Any, spec: SinkSpec, pipeline: str, payload: PayloadSpec | None = None
+    pg: Any,
+    spec: SinkSpec,
+    pipeline: str,
+    payload: PayloadSpec | None = None,
+    order: OrderSpec | None = None,
 ) -> SinkTable:
     """Check that the table and its columns exist; read the primary key.
 
@@ -65,6 +70,7 @@ def inspect_sink(
     :param spec: the pipeline's sink declaration.
     :param pipeline: named in errors.
     :param payload: the pipeline's ``payload``: its columns are checked and their kinds read.
+    :param order: the pipeline's ``order``: its key and position columns are checked.
     :raises recon.read.sink_payload.PayloadColumnError: a payload column is missing or of a
         type the comparison cannot read.
     """
@@ -101,6 +107,8 @@ def inspect_sink(
     pg.rollback()
     time_type = _time_type(columns, spec, f"{schema}.{name}", pipeline)
     kinds = payload_kinds(columns, payload, f"{schema}.{name}", pipeline) if payload else ()
+    if order is not None:
+        check_order_columns(columns, order, f"{schema}.{name}", pipeline)
     return SinkTable(
         schema=schema, table=name, key_columns=keys, time_type=time_type,
         payload_types=tuple(columns[c] for c in payload.columns) if payload else (),
@@ -140,16 +148,18 @@ def sink_query(
     table: SinkTable,
     rows: SinkRange | None,
     payload: PayloadSpec | None = None,
+    order: OrderSpec | None = None,
 ) -> str:
-    """The subquery Spark reads: ``sink_key, message_id, ingest_seq, sink_time, payload`` for
-    the run's rows (``sink_time`` is null unless the pipeline declares ``sink.time_column``,
-    ``payload`` unless it declares ``payload``).
+    """The subquery Spark reads: ``sink_key, message_id, ingest_seq, sink_time, payload,
+    order_key, order_position`` for the run's rows (each optional column is null unless the
+    pipeline declares what it comes from: ``sink.time_column``, ``payload``, ``order``).
 
     :param pg: a psycopg2 connection (only used to quote identifiers).
     :param spec: the sink declaration.
     :param table: the inspected table.
     :param rows: the run's range of the ingest sequence (None: the whole table).
     :param payload: the pipeline's ``payload`` (``table`` inspected with it).
+    :param order: the pipeline's ``order`` (``table`` inspected with it).
     """
     from psycopg2 import sql
 
@@ -165,9 +175,12 @@ def sink_query(
         where.append(rows.where(seq))
     query = sql.SQL(
         "SELECT {key} AS sink_key, {mid}::text AS message_id, {seq} AS ingest_seq, "
-        "{time} AS sink_time, {payload} AS payload FROM {t}"
+        "{time} AS sink_time, {payload} AS payload, {order_key} AS order_key, "
+        "{order_position} AS order_position FROM {t}"
     ).format(
         key=key,
+        order_key=order_expressions(order)[0],
+        order_position=order_expressions(order)[1],
         payload=payload_expression(
             payload, dict(zip(payload.columns, table.payload_types, strict=True)) if payload else {}
         ),

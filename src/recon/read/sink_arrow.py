@@ -13,7 +13,7 @@ import os
 import threading
 from typing import Any
 
-from recon.config import PayloadSpec, SinkSpec
+from recon.config import OrderSpec, PayloadSpec, SinkSpec
 from recon.read.sink import SinkTable, sink_query
 from recon.snapshot.sink_position import SinkRange
 
@@ -28,6 +28,8 @@ def sink_schema() -> Any:
             ("message_id", pa.string()),
             ("sink_time", pa.timestamp("us", tz="UTC")),
             ("payload", pa.list_(pa.string())),
+            ("order_key", pa.string()),
+            ("order_position", pa.int64()),
         ]
     )
 
@@ -39,9 +41,10 @@ def _csv_schema(compared: int) -> Any:
     import pyarrow as pa
 
     return pa.schema(
-        [("sink_key", pa.string()), ("message_id", pa.string()), ("sink_time", pa.int64())]
+        [("sink_key", pa.string()), ("message_id", pa.string()), ("sink_time", pa.int64()),
+         ("order_key", pa.string()), ("order_position", pa.int64())]
         + [(f"payload_{i}", pa.string()) for i in range(compared)]
-    )
+    )  # fmt: skip
 
 
 def copy_sink_rows(
@@ -51,6 +54,7 @@ def copy_sink_rows(
     rows: SinkRange | None,
     path: str,
     payload: PayloadSpec | None = None,
+    order: OrderSpec | None = None,
 ) -> int:
     """Write the run's sink rows to the Parquet file ``path``; returns how many.
 
@@ -62,6 +66,7 @@ def copy_sink_rows(
     :param table: the inspected table (``recon.read.sink.inspect_sink``).
     :param rows: the run's range of the ingest sequence (None: the whole table).
     :param payload: the pipeline's ``payload`` (``table`` inspected with it).
+    :param order: the pipeline's ``order`` (``table`` inspected with it).
     """
     import pyarrow.parquet as pq
     from pyarrow import csv
@@ -70,8 +75,9 @@ def copy_sink_rows(
     csv_schema = _csv_schema(compared)
     items = "".join(f", payload[{i + 1}]" for i in range(compared))
     query = (
-        "SELECT sink_key, message_id, (extract(epoch FROM sink_time) * 1000000)::bigint"
-        f"{items} FROM ({sink_query(pg, spec, table, rows, payload)}) q"
+        "SELECT sink_key, message_id, (extract(epoch FROM sink_time) * 1000000)::bigint, "
+        f"order_key, order_position{items} "
+        f"FROM ({sink_query(pg, spec, table, rows, payload, order)}) q"
     )
     read_end, write_end = os.pipe()
     failure: list[BaseException] = []
@@ -121,8 +127,8 @@ def copy_sink_rows(
 
 
 def _shaped(batch: Any, compared: int) -> Any:
-    """A CSV batch in :func:`sink_schema`: the epoch microseconds as a UTC timestamp, the
-    payload columns as one list per row (null when none is compared)."""
+    """A CSV batch (:func:`_csv_schema`) in :func:`sink_schema`: the epoch microseconds as a
+    UTC timestamp, the payload columns as one list per row (null when none is compared)."""
     import numpy as np
     import pyarrow as pa
 
@@ -130,12 +136,11 @@ def _shaped(batch: Any, compared: int) -> Any:
     n = batch.num_rows
     if compared:
         # Row-major: row r's items are values[r * compared : (r + 1) * compared].
-        flat = pa.concat_arrays([batch.column(3 + i) for i in range(compared)])
+        flat = pa.concat_arrays([batch.column(5 + i) for i in range(compared)])
         order = (np.arange(n)[:, None] + np.arange(compared)[None, :] * n).ravel()
         offsets = pa.array(np.arange(0, n * compared + 1, compared, dtype=np.int32))
         payload = pa.ListArray.from_arrays(offsets, flat.take(pa.array(order)))
     else:
         payload = pa.nulls(n, pa.list_(pa.string()))
-    return pa.record_batch(
-        [batch.column(0), batch.column(1), stamps, payload], schema=sink_schema()
-    )
+    columns = [batch.column(0), batch.column(1), stamps, payload, batch.column(3), batch.column(4)]
+    return pa.record_batch(columns, schema=sink_schema())

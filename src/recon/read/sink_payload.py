@@ -23,7 +23,8 @@ _REFUSED_TYPES = ("json", "jsonb", "bytea", "xml")
 
 
 class PayloadColumnError(ReconError):
-    """A declared ``payload`` column is missing, or of a type the comparison cannot read."""
+    """A declared ``payload`` or ``order`` column is missing, or of a type the check cannot
+    read."""
 
 
 def kind_of(pg_type: str, hashed: bool) -> str | None:

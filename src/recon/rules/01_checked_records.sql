@@ -3,6 +3,7 @@
 -- becomes one `invalid` row (06_results.sql). CASE evaluates lazily: only an id that starts with
 -- a space is trimmed.
 SELECT message_id, topic, "partition", "offset", invalid_reason, "timestamp", payload,
+       order_key, order_position,
        CASE WHEN invalid_reason IS NOT NULL THEN false
             WHEN message_id IS NULL OR message_id = '' THEN false
             WHEN starts_with(message_id, ' ') THEN trim(message_id) <> ''

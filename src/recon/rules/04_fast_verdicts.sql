@@ -17,5 +17,6 @@ SELECT
          WHEN "offset" IS NOT NULL THEN 'lost'
          WHEN (SELECT count(*) > 0 FROM removed_ranges) THEN 'unverifiable'
          ELSE 'phantom' END AS verdict,
-    message_id, topic, "partition", "offset", sink_key, latency_ms, differs
+    message_id, topic, "partition", "offset", sink_key, latency_ms, differs,
+    CAST(NULL AS VARCHAR) AS order_detail
 FROM timed

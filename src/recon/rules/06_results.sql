@@ -2,14 +2,17 @@
 -- (their lists built here, as they are read), the general path's, one `invalid` row per record
 -- or sink row without a usable messageId, and one `unverifiable` row per partition whose window
 -- starts below its log-start offset (the removed range: records that cannot be judged).
--- latency_ms: a judged message's delivery latency, when the run knows both times.
+-- latency_ms: a judged message's delivery latency, when the run knows both times. The fast and
+-- general paths' verdicts are read as judged (05_*_judged: with an upsert sink's order applied;
+-- the verdicts themselves otherwise).
 SELECT verdict, message_id, topic, "partition",
        CASE WHEN "offset" IS NOT NULL THEN ["offset"] ELSE CAST([] AS BIGINT[]) END AS offsets,
        "offset" AS first_offset,
        CAST(CASE WHEN sink_key IS NOT NULL THEN 1 ELSE 0 END AS BIGINT) AS sink_count,
        CASE WHEN sink_key IS NOT NULL THEN [sink_key] ELSE CAST([] AS VARCHAR[]) END AS sink_keys,
        false AS topic_duplicate,
-       CASE verdict WHEN 'delivered' THEN NULL
+       CASE verdict WHEN 'delivered' THEN order_detail
+            WHEN 'out_of_order' THEN order_detail
             WHEN 'late' THEN printf(${LATE_DETAIL}, latency_ms, ${LATE_AFTER_MS})
             WHEN 'mismatched' THEN printf(${MISMATCHED_DETAIL}, array_to_string(differs, ', '))
             WHEN 'lost' THEN 'no sink row for a committed record'
@@ -17,11 +20,11 @@ SELECT verdict, message_id, topic, "partition",
             ELSE ${PHANTOM} END AS detail,
        CASE WHEN "offset" IS NOT NULL THEN [${POS}] ELSE ${EMPTY_POSITIONS} END AS positions,
        latency_ms
-FROM fast_verdicts
+FROM fast_judged
 UNION ALL
 SELECT verdict, message_id, topic, "partition", offsets, first_offset, sink_count, sink_keys,
        topic_duplicate, detail, positions, latency_ms
-FROM general_verdicts
+FROM general_judged
 UNION ALL
 SELECT 'invalid' AS verdict, message_id, topic, "partition", ["offset"] AS offsets,
        "offset" AS first_offset, CAST(0 AS BIGINT) AS sink_count,

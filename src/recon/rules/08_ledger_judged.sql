@@ -3,5 +3,5 @@
 SELECT message_id, verdict AS n_verdict, sink_count AS n_sink_count,
        CASE WHEN verdict IN ${UNMATCHED} THEN ${EMPTY_POSITIONS} ELSE positions END
            AS n_positions
-FROM general_verdicts
+FROM general_judged
 WHERE message_id IS NOT NULL AND verdict IN ${LEDGER_VERDICTS}

@@ -22,7 +22,9 @@ message has a delivery latency, and ``${LATE_AFTER_MS}`` (the pipeline's bound, 
 declares none) turns the slow deliveries into ``late``. Both may carry a ``payload`` (the
 compared content, as text, in the pipeline's order; null when it declares no ``payload``):
 ``${PAYLOAD_DIFF}`` (``recon.rules.judging``) names the fields a sink row changed, which makes a
-delivery ``mismatched``.
+delivery ``mismatched``. And both may carry ``order_key`` and ``order_position`` (an upsert sink's
+key and position, ``order`` declared), judged against input ``sink_all`` (the sink as a whole) by
+:data:`ORDER_STEPS`.
 
 Outputs: ``results`` (``schemas.RESULT``), ``verdict_counts``, ``latency_stats`` and
 ``ledger_next``
@@ -59,7 +61,9 @@ class Step:
         return self.file.split("_", 1)[1]
 
 
-#: The steps that judge a run, in order.
+#: The steps that judge a run's messages, in order; then :data:`ORDER_STEPS` (an upsert sink's
+#: order declared) or plain views ``fast_judged``/``general_judged`` over ``fast_verdicts``/
+#: ``general_verdicts``; then :data:`RESULT_STEPS`.
 VERDICT_STEPS: tuple[Step, ...] = (
     Step("01_checked_records", keep=True),
     Step("01_checked_sink_rows", keep=True),
@@ -70,9 +74,18 @@ VERDICT_STEPS: tuple[Step, ...] = (
     Step("03_general_ids", keep=True),
     Step("04_fast_verdicts"),
     Step("05_general_verdicts", keep=True),
-    Step("06_results"),
-    Step("07_verdict_counts", keep=True),
 )
+
+#: An upsert sink's order (``order`` declared): how each record stands against its key's sink
+#: row, applied to the messages the verdict steps found lost.
+ORDER_STEPS: tuple[Step, ...] = (
+    Step("05_order_keys", keep=True),
+    Step("05_fast_judged"),
+    Step("05_general_judged", keep=True),
+)
+
+#: The run's result rows and their counts.
+RESULT_STEPS: tuple[Step, ...] = (Step("06_results"), Step("07_verdict_counts", keep=True))
 
 #: A judged run's delivery latencies, per partition and overall (``latency_stats``): run when
 #: the pipeline declares ``sink.time_column``.
@@ -156,8 +169,18 @@ LEDGER_INPUTS = ("ledger", "ledger_all", "ledger_stored")
 
 #: The columns an input may have: a source without one reads it as null.
 OPTIONAL_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
-    "records": (("timestamp", "TIMESTAMPTZ"), ("payload", "VARCHAR[]")),
-    "sink_rows": (("sink_time", "TIMESTAMPTZ"), ("payload", "VARCHAR[]")),
+    "records": (
+        ("timestamp", "TIMESTAMPTZ"),
+        ("payload", "VARCHAR[]"),
+        ("order_key", "VARCHAR"),
+        ("order_position", "BIGINT"),
+    ),
+    "sink_rows": (
+        ("sink_time", "TIMESTAMPTZ"),
+        ("payload", "VARCHAR[]"),
+        ("order_key", "VARCHAR"),
+        ("order_position", "BIGINT"),
+    ),
 }
 OPTIONAL_COLUMNS["pending"] = OPTIONAL_COLUMNS["readable"] = OPTIONAL_COLUMNS["records"]
 OPTIONAL_COLUMNS["inflight"] = OPTIONAL_COLUMNS["every"] = OPTIONAL_COLUMNS["records"]

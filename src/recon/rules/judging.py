@@ -36,11 +36,13 @@ class Judging:
         bound; latencies are still measured when both times are known).
     :param compared: the compared fields' names, as a ``mismatched`` row's detail lists them.
     :param kinds: how each compared field is compared, in the same order.
+    :param ordered: the sink is an upsert sink whose order is checked (``order`` declared).
     """
 
     late_after_ms: int | None = None
     compared: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
+    ordered: bool = False
 
     @classmethod
     def of(cls, cfg: PipelineConfig, kinds: tuple[str, ...] = ()) -> Judging:
@@ -53,7 +55,7 @@ class Judging:
         if len(kinds) != len(compared):
             raise ValueError(f"pipeline '{cfg.name}': {len(compared)} payload fields, {kinds=}")
         bound = cfg.latency.max_ms if cfg.latency else None
-        return cls(late_after_ms=bound, compared=compared, kinds=kinds)
+        return cls(bound, compared, kinds, ordered=cfg.order is not None)
 
     def params(self) -> dict[str, str]:
         """The placeholders of the verdict steps, as SQL."""

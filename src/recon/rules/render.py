@@ -62,6 +62,8 @@ def _vocabulary() -> dict[str, str]:
         "LATE_DETAIL": literal(details.LATE),
         "MISMATCHED_DETAIL": literal(details.MISMATCHED),
         "COPIES_DIFFER": literal(details.DUPLICATE_COPIES_DIFFER),
+        "OUT_OF_ORDER_DETAIL": literal(details.OUT_OF_ORDER),
+        "SUPERSEDED_DETAIL": literal(details.SUPERSEDED),
         "MAX_POSITIONS_IN_DETAIL": str(MAX_POSITIONS_IN_DETAIL),
         "JUDGED": in_list(JUDGED),
         "UNMATCHED": in_list(UNMATCHED),

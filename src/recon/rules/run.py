@@ -16,6 +16,8 @@ from recon.rules import (
     LEDGER_INPUTS,
     LEDGER_STEPS,
     OPTIONAL_COLUMNS,
+    ORDER_STEPS,
+    RESULT_STEPS,
     VERDICT_STEPS,
     Step,
 )
@@ -154,6 +156,8 @@ def judge_inputs(
     """
     for name in ("records", "sink_rows", "ledger", "pending", "uncommitted"):
         engine.use(name, inputs.get(name))
+    # The sink as a whole: what an upsert sink's order is judged against (the run's rows here).
+    engine.use("sink_all", inputs.get("sink_all", inputs.get("sink_rows")))
     register_parameters(engine, unverifiable, partition_ends)
     return judge(engine, judging)
 
@@ -166,7 +170,15 @@ def judge(engine: RuleEngine, judging: Judging | None = None) -> dict[str, int]:
     :returns: rows per verdict (every verdict present, 0 when absent) and the number of rows
         flagged ``topic_duplicate``.
     """
-    run_steps(engine, VERDICT_STEPS, (judging or Judging()).params())
+    judging = judging or Judging()
+    params = judging.params()
+    run_steps(engine, VERDICT_STEPS, params)
+    if judging.ordered:
+        run_steps(engine, ORDER_STEPS, params)
+    else:
+        engine.define("fast_judged", "SELECT * FROM fast_verdicts")
+        engine.define("general_judged", "SELECT * FROM general_verdicts")
+    run_steps(engine, RESULT_STEPS, params)
     counts = dict.fromkeys(ALL_VERDICTS, 0)
     flagged = 0
     for verdict, n, duplicates in engine.rows("verdict_counts"):

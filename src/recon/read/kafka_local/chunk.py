@@ -24,7 +24,9 @@ class Chunk:
 
         self.task = task
         self.header = task.spec.name if task.spec.kind == "header" else None
-        self.with_key = task.spec.kind == "key"
+        self.with_key = task.spec.kind == "key" or (
+            task.order is not None and task.order.record_key.kind == "key"
+        )
         # One thread keeps the rows in the order they came in (and a core for the consumer).
         self.db = duckdb.connect(config={"threads": 1, "preserve_insertion_order": True})
         self.writer: Any = None
@@ -105,7 +107,8 @@ class Chunk:
              column("value"), column("id_header")],
             schema=raw_schema(),
         )  # fmt: skip
-        rows = extract_ids(raw, self.task.spec, con=self.db, payload=self.task.payload)
+        task = self.task
+        rows = extract_ids(raw, task.spec, con=self.db, payload=task.payload, order=task.order)
         if self.writer is None:
             # Ids are unique: a dictionary would only be built to be thrown away.
             self.writer = pq.ParquetWriter(

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from recon import settings
-from recon.config import MessageIdSpec, PayloadSpec
+from recon.config import MessageIdSpec, OrderSpec, PayloadSpec
 from recon.errors import ServiceUnavailable
 from recon.read.kafka_local.reader import KafkaReadFailed
-from recon.read.kafka_local.task import payload_json
+from recon.read.kafka_local.task import order_json, payload_json
 from recon.read.kafka_spark import OffsetRange
 from recon.snapshot.offsets import KafkaAuthFailed
 
@@ -112,6 +112,7 @@ def read_ranges(
     workers: int | None = None,
     with_time: bool = False,
     payload: PayloadSpec | None = None,
+    order: OrderSpec | None = None,
 ) -> Readers:
     """Start reading ``ranges`` into ``directory`` (one Parquet file per reader process).
 
@@ -128,6 +129,7 @@ def read_ranges(
     :param workers: processes to use (default :func:`default_workers`).
     :param with_time: read each record's Kafka timestamp too (else it is left null).
     :param payload: what of each value the pipeline compares (else the column stays null).
+    :param order: where each record's upsert key and position are (else they stay null).
     """
     os.makedirs(directory, exist_ok=True)
     groups = spread(ranges, workers or default_workers()) or [[]]
@@ -141,6 +143,7 @@ def read_ranges(
             "path": f"{directory}/part-{i}.parquet",
             "with_time": with_time,
             "payload": payload_json(payload),
+            "order": order_json(order),
         }
         proc = subprocess.Popen(
             [sys.executable, "-m", READER_MODULE],

@@ -17,7 +17,7 @@ from typing import Any
 from recon.config import MessageIdSpec
 from recon.errors import ServiceUnavailable
 from recon.read.kafka_local.chunk import CHUNK_RECORDS, Chunk
-from recon.read.kafka_local.task import ReadTask, payload_from_json
+from recon.read.kafka_local.task import ReadTask, order_from_json, payload_from_json
 from recon.read.kafka_spark import OffsetRange
 from recon.snapshot.offsets import KafkaAuthFailed, error_kind
 
@@ -161,6 +161,7 @@ def main() -> int:
         path=task["path"],
         with_time=bool(task.get("with_time", False)),
         payload=payload_from_json(task.get("payload")),
+        order=order_from_json(task.get("order")),
     )
     try:
         records = read_task(read)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from recon.config import MessageIdSpec, PayloadSpec
+from recon.config import MessageIdSpec, OrderSpec, PayloadSpec
 from recon.read.kafka_spark import OffsetRange
 
 
@@ -23,6 +23,8 @@ class ReadTask:
     with_time: bool = False
     #: what of each value the pipeline compares with its sink rows (``records.payload``).
     payload: PayloadSpec | None = None
+    #: where each record's upsert key and position are (``records.order_*``).
+    order: OrderSpec | None = None
 
 
 def payload_json(payload: PayloadSpec | None) -> list[Any] | None:
@@ -38,3 +40,19 @@ def payload_from_json(value: list[Any] | None) -> PayloadSpec | None:
         return None
     fields, sha256_column = value
     return PayloadSpec(tuple((str(f), str(c)) for f, c in fields), sha256_column)
+
+
+def order_json(order: OrderSpec | None) -> list[Any] | None:
+    """``order`` as a reader process receives it on its standard input (JSON)."""
+    if order is None:
+        return None
+    key = order.record_key
+    return [[key.kind, key.name], order.key_column, order.position_column, order.version_field]
+
+
+def order_from_json(value: list[Any] | None) -> OrderSpec | None:
+    """The reverse of :func:`order_json`."""
+    if value is None:
+        return None
+    (kind, name), key_column, position_column, version_field = value
+    return OrderSpec(MessageIdSpec(kind, name), key_column, position_column, version_field)

@@ -1,0 +1,66 @@
+"""An upsert sink's order and ``out_of_order`` (issue 19) on tiny relations, on both engines: the
+words of each row (the key and both positions), and the ledger entries the run leaves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fixtures.declarations import doc
+from fixtures.order_scenarios import DETAILS
+from fixtures.relations import ENGINES, judge, judged_rows, rows
+from fixtures.scenarios import SCENARIOS, Scenario, rec, sink
+
+from recon.config import parse_pipelines
+from recon.engines.duckdb import DuckDBRules
+from recon.rules.judging import Judging
+from recon.rules.run import next_ledger
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("name", list(DETAILS))
+def test_each_row_says_where_its_key_stands(spark: Any, engine: str, name: str) -> None:
+    found = judged_rows(engine, spark, SCENARIOS[name]())
+    assert {r["message_id"]: r["detail"] for r in found if r["message_id"] in DETAILS[name]} == (
+        DETAILS[name]
+    )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_without_order_a_superseded_record_stays_lost(spark: Any, engine: str) -> None:
+    # The rows carry keys and positions, the pipeline declares no order: per message only.
+    s = SCENARIOS["stale_overwrite"]()
+    s.ordered = False
+    verdicts = {r["message_id"]: r["verdict"] for r in judged_rows(engine, spark, s)}
+    assert verdicts == {"a1": "delivered", "a2": "lost", "a3": "lost", "b1": "lost",
+                        "b2": "delivered", "c1": "lost"}  # fmt: skip
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_record_without_a_position_takes_no_part(spark: Any, engine: str) -> None:
+    # A version that is no whole number reads as null: the record is judged per message only.
+    s = Scenario(
+        window=[rec(0, "a1", key="A"), (*rec(1, "a2", key="A")[:-1], None)],
+        sinks=[sink("A", "a1", upsert=("A", 0))],
+        ordered=True,
+    )
+    verdicts = {r["message_id"]: r["verdict"] for r in judged_rows(engine, spark, s)}
+    assert verdicts == {"a1": "delivered", "a2": "lost"}
+
+
+def test_the_ledger_keeps_the_judged_verdicts() -> None:
+    con, _ = judge(SCENARIOS["stale_overwrite"]())
+    next_ledger(DuckDBRules(con), "run-2")
+    ledger = {r["message_id"]: (r["verdict"], r["sink_count"]) for r in rows(con, "ledger_next")}
+    assert ledger == {
+        "a1": ("delivered", 1), "a2": ("delivered", 0), "a3": ("out_of_order", 0),
+        "b1": ("delivered", 0), "b2": ("delivered", 1), "c1": ("lost", 0),
+    }  # fmt: skip
+
+
+def test_judging_is_ordered_only_when_declared() -> None:
+    order = {"key_column": "account", "position_column": "applied_offset"}
+    assert Judging.of(parse_pipelines(doc(order=order))["payments"]).ordered
+    assert not Judging.of(parse_pipelines(doc())["payments"]).ordered
