@@ -53,6 +53,9 @@ class RunSummary:
     validation_url: str | None = None
     #: delivery latency in ms (:func:`latency_figures`); None unless the pipeline measures it.
     latency: dict[str, Any] | None = None
+    #: an upsert sink's records and rows without a key or position (``records``,
+    #: ``sink_rows``): they take no part in the order check; None unless ``order`` is declared.
+    unordered: dict[str, int] | None = None
 
 
 def latency_figures(

@@ -14,7 +14,7 @@ from fixtures.scenarios import SCENARIOS, Scenario, rec, sink
 from recon.config import parse_pipelines
 from recon.engines.duckdb import DuckDBRules
 from recon.rules.judging import Judging
-from recon.rules.run import next_ledger
+from recon.rules.run import next_ledger, unordered
 
 pytestmark = pytest.mark.unit
 
@@ -48,6 +48,16 @@ def test_a_record_without_a_position_takes_no_part(spark: Any, engine: str) -> N
     )
     verdicts = {r["message_id"]: r["verdict"] for r in judged_rows(engine, spark, s)}
     assert verdicts == {"a1": "delivered", "a2": "lost"}
+
+
+def test_records_and_rows_without_a_key_or_position_are_counted() -> None:
+    s = Scenario(
+        window=[rec(0, "a1", key="A"), rec(1, "a2"), (*rec(2, "a3", key="A")[:-1], None)],
+        sinks=[sink("A", "a1", upsert=("A", 0)), sink("x", "a2")],
+        ordered=True,
+    )
+    con, _ = judge(s)
+    assert unordered(DuckDBRules(con)) == (2, 1)
 
 
 def test_the_ledger_keeps_the_judged_verdicts() -> None:

@@ -52,6 +52,7 @@ from recon.rules.run import (
     next_ledger,
     register_parameters,
     run_steps,
+    unordered,
     untimed,
 )
 from recon.services import Progress, default_data_dir, noop, results_db, sink_db
@@ -147,7 +148,11 @@ def reconcile_run(
     progress(
         f"run {run_id}: committed {written} discrepancy rows in {outcome.duration_seconds:.1f} s"
     )
-    return run_summary(cfg, record, outcome, written, judged.samples)
+    summary = run_summary(cfg, record, outcome, written, judged.samples)
+    if cfg.order:
+        records, sink_rows = judged.unordered
+        summary.unordered = {"records": records, "sink_rows": sink_rows}
+    return summary
 
 
 def _timestamp_type(cfg: PipelineConfig) -> str | None:
@@ -185,6 +190,8 @@ class JudgedRun(NamedTuple):
     untimed: tuple[int, int] = (0, 0)
     #: the declared checks the run applied (its latency bound, its payload comparison).
     judging: Judging = Judging()
+    #: usable records and sink rows without an upsert key or position (``order`` declared).
+    unordered: tuple[int, int] = (0, 0)
 
 
 def judge_run(
@@ -244,6 +251,11 @@ def judge_run(
         progress(f"run {run_id}: no latency for the messages of {no_time[0]} records without a "
                  f"Kafka timestamp and {no_time[1]} sink rows with a null "
                  f"{cfg.sink.time_column}")  # fmt: skip
+    no_order = unordered(rules) if cfg.order else (0, 0)
+    if cfg.order and any(no_order):
+        progress(f"run {run_id}: no order check for {no_order[0]} records without an upsert key "
+                 f"or position and {no_order[1]} sink rows with a null {cfg.order.key_column} "
+                 f"or {cfg.order.position_column}")  # fmt: skip
     next_ledger(rules, run_id)
     ledger_path = io.write_version(base_entries, ledger is not None)
     progress(f"run {run_id}: ledger and results written at {time.monotonic() - started:.1f} s")
@@ -259,6 +271,7 @@ def judge_run(
         latency,
         no_time,
         judging,
+        no_order,
     )
 
 

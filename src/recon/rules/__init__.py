@@ -84,6 +84,9 @@ ORDER_STEPS: tuple[Step, ...] = (
     Step("05_general_judged", keep=True),
 )
 
+#: A judged run's records and sink rows without an upsert key or position (``order`` declared).
+UNORDERED_STEPS: tuple[Step, ...] = (Step("07_unordered"),)
+
 #: The run's result rows and their counts.
 RESULT_STEPS: tuple[Step, ...] = (Step("06_results"), Step("07_verdict_counts", keep=True))
 

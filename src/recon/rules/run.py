@@ -18,6 +18,7 @@ from recon.rules import (
     OPTIONAL_COLUMNS,
     ORDER_STEPS,
     RESULT_STEPS,
+    UNORDERED_STEPS,
     VERDICT_STEPS,
     Step,
 )
@@ -207,6 +208,14 @@ def latency_stats(engine: RuleEngine) -> list[LatencyRow]:
 def untimed(engine: RuleEngine) -> tuple[int, int]:
     """After :func:`latency_stats`: the usable records and sink rows without a time."""
     ((records, sink_rows),) = engine.rows("untimed")
+    return int(records), int(sink_rows)
+
+
+def unordered(engine: RuleEngine) -> tuple[int, int]:
+    """After :func:`judge` of an ordered run: the usable records and the sink rows without an
+    upsert key or position (``07_unordered``)."""
+    run_steps(engine, UNORDERED_STEPS)
+    ((records, sink_rows),) = engine.rows("unordered")
     return int(records), int(sink_rows)
 
 
