@@ -28,6 +28,8 @@ from typing import Any
 from bench import progress
 
 PARTITIONS = 8
+#: The layout of a stored dataset: a dataset of another layout is generated again.
+FORMAT = 2
 PAYLOADS = 1024
 CHUNK_ROWS = 200_000
 
@@ -125,6 +127,8 @@ def load(name: str) -> Dataset | None:
         return None
     if sum(ends.values()) != raw["records"] or rows != raw["sink_rows"]:
         return None
+    if raw.get("format") != FORMAT:  # written before the sink rows carried seq and payload
+        return None
     return ds
 
 
@@ -132,7 +136,7 @@ def _save(ds: Dataset, records: int, sink_rows: int) -> None:
     with open(_meta_path(ds.name), "w", encoding="utf-8") as fh:
         json.dump(
             {"name": ds.name, "chunks": ds.chunks, "expected": ds.expected,
-             "records": records, "sink_rows": sink_rows},
+             "records": records, "sink_rows": sink_rows, "format": FORMAT},
             fh,
         )  # fmt: skip
 
@@ -201,7 +205,10 @@ def append_chunk(ds: Dataset, messages: int) -> dict[str, int]:
     table = f"public.{ds.table}"
     pg = sink_connect()
     cur = pg.cursor()
-    copy_sql = f"COPY {table} (message_id, kafka_topic, kafka_partition, kafka_offset) FROM STDIN"
+    copy_sql = (
+        f"COPY {table} (message_id, kafka_topic, kafka_partition, kafka_offset, seq, payload) "
+        "FROM STDIN"
+    )
 
     def flush_sink() -> None:
         buf.seek(0)
@@ -232,7 +239,8 @@ def append_chunk(ds: Dataset, messages: int) -> dict[str, int]:
             counts["lost"] += 1
         else:
             rows = 1 if fault >= 10 else (3 if fault == 5 else 2)
-            line = f"{mid}\t{topic}\t{part}\t{offset}\n"
+            # seq and payload as the value holds them: a pipeline comparing them finds no change
+            line = f"{mid}\t{topic}\t{part}\t{offset}\t{i}\t{payloads[i % PAYLOADS]}\n"
             buf.write(line * rows)
             counts["duplicated" if rows > 1 else "delivered"] += 1
         if fault == 10:  # a producer retry: the same message again, later, in the next partition
@@ -240,7 +248,7 @@ def append_chunk(ds: Dataset, messages: int) -> dict[str, int]:
             counts["topic_duplicate"] += 1
         if i % 1000 == 999:
             phantom = f"{prefix}-ph-{i // 1000:07d}"
-            buf.write(f"{phantom}\t{topic}\t{part}\t{offset}\n")
+            buf.write(f"{phantom}\t{topic}\t{part}\t{offset}\t\\N\t\\N\n")
             counts["phantom"] += 1
         if i % CHUNK_ROWS == CHUNK_ROWS - 1:
             producer.poll(0)
@@ -280,8 +288,24 @@ def _commit_group(ds: Dataset, ends: dict[int, int]) -> None:
     alter_offsets(kafka_conf(), ds.group, {(ds.topic, p): o for p, o in ends.items()})
 
 
-def pipeline_yaml(ds: Dataset, name: str | None = None, engine: str = "spark") -> dict[str, Any]:
-    """The product's declaration of this dataset's pipeline (the messageId is the JSON ``id``)."""
+def pipeline_yaml(
+    ds: Dataset, name: str | None = None, engine: str = "spark", checks: bool = False
+) -> dict[str, Any]:
+    """The product's declaration of this dataset's pipeline (the messageId is the JSON ``id``).
+
+    :param checks: declare the optional checks too: latency from ``written_at`` (a bound of a day:
+        nothing is late) and the payload's ``seq`` and ``payload`` fields (the sink holds them as
+        written: nothing is mismatched), so that only their cost differs.
+    """
+    declared = _plain_yaml(ds, engine)
+    if checks:
+        declared["sink"]["time_column"] = "written_at"
+        declared["latency"] = {"max_seconds": 86400}
+        declared["payload"] = {"fields": {"seq": "seq", "payload": "payload"}}
+    return declared
+
+
+def _plain_yaml(ds: Dataset, engine: str) -> dict[str, Any]:
     return {
         "engine": engine,
         "semantics": "at_least_once",

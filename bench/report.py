@@ -322,6 +322,10 @@ def write(results: dict[str, Any], root: str | None = None) -> str:
         "",
         *_p5(results),
         "",
+        "## P6: the optional checks",
+        "",
+        *_p6(results),
+        "",
         "## Engine changes for speed",
         "",
         _engine_changes(),
@@ -474,3 +478,22 @@ def _p5(results: dict[str, Any]) -> list[str]:
         f"({', '.join(p5['alerts'])}); the reconcile step alone took "
         f"{p5['reconcile_seconds']:.1f} s.",
     ]
+
+
+def _p6(results: dict[str, Any]) -> list[str]:
+    p6 = results.get("p6")
+    if not p6:
+        return ["(not run)"]
+    runs = p6["runs"]
+    lines = [
+        f"The same {p6['size']:,}-message dataset, run by each engine as declared in P1 and with "
+        "`latency` (from `written_at`) and `payload` (`seq` and `payload`) declared, one run "
+        "each, side by side (target: at most 1.25x):",
+        "",
+        "| engine | without | with the checks | ratio |",
+        "|---|---|---|---|",
+    ]
+    for key, name in (("local", "local engine"), ("spark", "Spark engine")):
+        plain, checked = runs[key]["seconds"], runs[f"{key}_checks"]["seconds"]
+        lines.append(f"| {name} | {plain:.1f} s | {checked:.1f} s | {checked / plain:.2f}x |")
+    return lines

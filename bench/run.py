@@ -50,9 +50,12 @@ class Bench:
 
     def declare(self, name: str, ds: generate.Dataset, engine: str = "spark") -> str:
         self.pipelines[name] = generate.pipeline_yaml(ds, engine=engine)
+        self.declare_all()
+        return name
+
+    def declare_all(self) -> None:
         with open(self.pipelines_file, "w", encoding="utf-8") as fh:
             yaml.safe_dump({"pipelines": self.pipelines}, fh)
-        return name
 
     def product(self, pipeline: str, run_id: str, fresh: bool, env: dict[str, str] | None = None,
                 watch: tuple[int, ...] = ()) -> Measured:  # fmt: skip
@@ -139,6 +142,29 @@ class Bench:
         self.results["p4"] = {"size": size, "label": label, "local": asdict(m_local),
                               "cluster": asdict(m_cluster), "identical": same}  # fmt: skip
 
+    # --- P6 -------------------------------------------------------------------------------------
+    def checks(self) -> None:
+        """The cost of the optional checks (latency and payload declared) at the largest size,
+        per engine, against the same run without them, measured side by side."""
+        size = self.sizes[-1]
+        label = _label(size)
+        ds = generate.ensure(f"p1-{label.lower()}", size)
+        runs: dict[str, Measured] = {}
+        for engine in ("local", "spark"):
+            for checked in (False, True):
+                key = f"{engine}{'_checks' if checked else ''}"
+                name = f"bench_p6_{label.lower()}_{key}"
+                self.pipelines[name] = generate.pipeline_yaml(ds, engine=engine, checks=checked)
+                self.declare_all()
+                runs[key] = self.product(name, f"p6-{label}", fresh=True)
+                progress(f"P6 {label} {key}: {runs[key].seconds:.1f}s")
+        for engine in ("local", "spark"):
+            plain, checked = runs[engine], runs[f"{engine}_checks"]
+            if plain.output.get("counts") != checked.output.get("counts"):
+                raise SystemExit(f"P6 {engine}: the verdicts differ with the checks declared")
+        self.results["p6"] = {"size": size, "label": label,
+                              "runs": {k: asdict(m) for k, m in runs.items()}}  # fmt: skip
+
     # --- P5 -------------------------------------------------------------------------------------
     def latency(self) -> None:
         from bench import latency
@@ -196,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     # 3 runs at 1M, one at 3M and 10M: what fits the 40-minute budget on two cores.
     parser.add_argument("--reps", default=os.environ.get("RECON_BENCH_REPS", "3,1,1"))
-    parser.add_argument("--only", default=os.environ.get("RECON_BENCH_ONLY", "P1,P2,P4,P5"))
+    parser.add_argument("--only", default=os.environ.get("RECON_BENCH_ONLY", "P1,P2,P4,P5,P6"))
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     reps = [int(r) for r in args.reps.split(",")][: len(sizes)]
@@ -206,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     # P4 needs P1 (its local reference run); P1 runs first.
     steps = (("P1", bench.throughput), ("P4", bench.scale_out), ("P2", bench.incremental),
-             ("P5", bench.latency))  # fmt: skip
+             ("P5", bench.latency), ("P6", bench.checks))  # fmt: skip
     if "P4" in only:
         only.add("P1")
     from bench import report
