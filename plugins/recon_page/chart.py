@@ -13,6 +13,7 @@ VERDICT_COLORS: dict[str, str] = {
     "delivered": "#4caf50",
     "late": "#1e88e5",
     "mismatched": "#00897b",
+    "out_of_order": "#3949ab",
     "pending": "#b0bec5",
     "lost": "#d32f2f",
     "duplicated": "#f57c00",
@@ -27,6 +28,7 @@ ALL_SERIES = (
     "delivered",
     "late",
     "mismatched",
+    "out_of_order",
     "pending",
     "lost",
     "duplicated",
@@ -40,6 +42,7 @@ PROBLEM_SERIES = (
     "lost",
     "duplicated",
     "mismatched",
+    "out_of_order",
     "late",
     "aborted_read",
     "phantom",
@@ -146,6 +149,14 @@ def stacked_bars(
         f'<line class="axis" x1="{left}" x2="{left + pw}" y1="{top + ph}" y2="{top + ph}"/></svg>'
     )
     return "".join(out)
+
+
+def verdict_label(name: str) -> str:
+    """A verdict's name behind its chart colour's swatch: the tables name a verdict the way the
+    legends colour it (unknown verdicts grey)."""
+    color = VERDICT_COLORS.get(name, "#999")
+    swatch = f'<span class="swatch" style="background:{color}"></span>'
+    return f'<span class="verdict">{swatch}{escape(name)}</span>'
 
 
 def legend(series: Sequence[str]) -> str:

@@ -25,6 +25,9 @@ VERDICT_ORDER = (
     "aborted_read",
     "phantom",
     "invalid",
+    # the newest record of a key missing from its upsert row, an older one's data there instead
+    # (a stale overwrite): wrong data in the sink, the whole record's, so before mismatched
+    "out_of_order",
     # delivered, but its sink row's content differs from the record's: wrong data in the sink,
     # so before late (right data, only slow)
     "mismatched",

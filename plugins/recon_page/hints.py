@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from recon.details import differing_fields, late_figures
+from recon.details import differing_fields, late_figures, out_of_order_positions
 from recon_page.data import Discrepancy
 
 #: The general advice, shown once per verdict above the table.
@@ -29,6 +29,13 @@ VERDICT_HINTS: dict[str, str] = {
         "or a sink column type that rounds (numeric scale, timestamp precision). With "
         "payload.sha256_column: check that the consumer hashes the record's raw value bytes, not "
         "a decoded or re-serialised value. Then rewrite the rows from their records."
+    ),
+    "out_of_order": (
+        "The upsert sink's row of the key holds an older record than the key's newest committed "
+        "one (a stale overwrite; order declared): check for a consumer replaying or retrying old "
+        "records without a version check, two consumers or writers racing on one key, or an "
+        "upsert without a WHERE excluded.position > row.position guard. Then re-apply the "
+        "newest record of each key, at these positions."
     ),
     "invalid": "The messageId is missing or unparseable at this position: fix the record or row.",
     "unverifiable": (
@@ -95,6 +102,28 @@ def _mismatched_hint(d: Discrepancy, offsets: str) -> str:
     )
 
 
+def _out_of_order_hint(d: Discrepancy, offsets: str) -> str:
+    # The key and both positions are only in the row's detail (recon.details.OUT_OF_ORDER); the
+    # table shows no detail. A position is an offset or the pipeline's version field: named
+    # "position", while where to re-apply from is the record's own Kafka offset.
+    record = f"this record at {_where(d, offsets)}"
+    found = out_of_order_positions(d.detail)
+    if found is None:
+        return f"the row of its key holds an older record: re-apply {record}"
+    key, held, newest = found
+    return (
+        f"the row of key {key} holds position {held}, older than this record's {newest}: check "
+        "for a replay or retry without a version check, or writers racing on the key; then "
+        f"re-apply {record}"
+    )
+
+
+def stale_keys(rows: Sequence[Discrepancy]) -> list[str]:
+    """The keys the rows' details name as stale (``out_of_order``), each once, in order."""
+    found = (out_of_order_positions(d.detail) for d in rows)
+    return list(dict.fromkeys(f[0] for f in found if f is not None))
+
+
 def differing(rows: Sequence[Discrepancy]) -> list[str]:
     """The fields the rows' details name as differing (``mismatched``), each once, in order."""
     return list(dict.fromkeys(f for d in rows for f in differing_fields(d.detail) or ()))
@@ -138,6 +167,8 @@ def row_hint(d: Discrepancy) -> str:
         hint = _late_hint(d, offsets)
     elif d.verdict == "mismatched":
         hint = _mismatched_hint(d, offsets)
+    elif d.verdict == "out_of_order":
+        hint = _out_of_order_hint(d, offsets)
     elif d.verdict == "unverifiable":
         hint = "removed by retention or compaction: check upstream"
     elif d.verdict == "pending":

@@ -1,5 +1,8 @@
 """The page, rendered on the server: self-contained HTML (inline CSS, SVG charts, no script).
 
+The overview and each pipeline's facts, charts and runs are drawn here; its discrepancies ("What
+to do" and the table) by :mod:`.discrepancies`, its latency by :mod:`.latency`.
+
 Every value from the database passes through :func:`html.escape` (``_e``) on its way out.
 """
 
@@ -11,9 +14,9 @@ from datetime import UTC, datetime
 from html import escape
 from urllib.parse import quote
 
-from recon_page import chart, hints, latency
+from recon_page import chart, discrepancies, latency
 from recon_page.auth import dag_id
-from recon_page.data import MAX_DISCREPANCIES, MAX_RUNS, Discrepancy, Latency, Run
+from recon_page.data import MAX_RUNS, Discrepancy, Latency, Run
 from recon_page.docs import docs_href
 
 TITLE = "Delivery reconciliation"
@@ -80,12 +83,6 @@ def _status(run: Run) -> str:
     return f'<span class="status status-{_e(run.status)}">{_e(run.status)}</span>'
 
 
-def _verdict(name: str) -> str:
-    color = chart.VERDICT_COLORS.get(name, "#999")
-    swatch = f'<span class="swatch" style="background:{color}"></span>'
-    return f'<span class="verdict">{swatch}{_e(name)}</span>'
-
-
 def _counts(run: Run, names: Sequence[str]) -> int:
     return sum(run.counts.get(n, 0) for n in names)
 
@@ -106,6 +103,7 @@ def overview(latest: Sequence[Run], links: Links) -> str:
             + _num(_counts(run, ("lost",)))
             + _num(_counts(run, ("duplicated",)))
             + _num(_counts(run, ("mismatched",)))
+            + _num(_counts(run, ("out_of_order",)))
             + _num(_counts(run, ("late",)))
             + _num(_counts(run, ("phantom", "aborted_read")))
             + _num(_counts(run, ("unverifiable", "invalid")))
@@ -115,7 +113,8 @@ def overview(latest: Sequence[Run], links: Links) -> str:
     head = (
         "<tr><th>Pipeline</th><th>Claimed semantic</th><th>Latest run</th><th>Started (UTC)</th>"
         '<th class="num">Delivered</th><th class="num">Lost</th><th class="num">Duplicated</th>'
-        '<th class="num">Mismatched</th><th class="num">Late</th>'
+        '<th class="num">Mismatched</th><th class="num">Out of order</th>'
+        '<th class="num">Late</th>'
         '<th class="num">Phantom / aborted</th><th class="num">Unverifiable / invalid</th>'
         '<th class="num">Pending</th><th></th></tr>'
     )
@@ -143,7 +142,7 @@ def _facts(view: PipelineView, links: Links) -> str:
     out = [f'<dl class="facts">{dl}</dl>']
     if run.violations:
         items = "".join(
-            f"<li>{_verdict(str(v.get('verdict') or v.get('rule') or '?'))} "
+            f"<li>{chart.verdict_label(str(v.get('verdict') or v.get('rule') or '?'))} "
             f"{_e(v.get('observed', v.get('count')))} "
             f"(allowed {_e(v.get('allowed'))}): "
             f"{_e(v.get('reason') or v.get('expectation') or '')}</li>"
@@ -187,75 +186,6 @@ def _charts(view: PipelineView) -> str:
     )
 
 
-#: Verdicts whose "What to do" names the records (topic, partition, offsets), not sink keys.
-_BY_POSITION = ("lost", "mismatched", "late", "aborted_read", "unverifiable", "topic_duplicate")
-
-
-def _todo(view: PipelineView) -> str:
-    by_verdict: dict[str, list[Discrepancy]] = {}
-    for d in view.discrepancies:
-        by_verdict.setdefault(d.verdict, []).append(d)
-    if any(d.topic_duplicate for d in view.discrepancies):
-        by_verdict["topic_duplicate"] = [d for d in view.discrepancies if d.topic_duplicate]
-    if not by_verdict:
-        return ""
-    items = []
-    for verdict, rows in by_verdict.items():
-        if verdict in _BY_POSITION:
-            parts: dict[str, list[int]] = {}
-            for d in rows:
-                key = f"{d.topic or '?'}[{'?' if d.partition is None else d.partition}]"
-                parts.setdefault(key, []).extend(d.offsets)
-            where = "; ".join(f"{k} @ {hints._list(sorted(v), 12)}" for k, v in parts.items())
-            if verdict == "mismatched" and (fields := hints.differing(rows)):
-                where = f"fields {hints._list(fields, 12)}; {where}"
-        else:
-            keys = [
-                k
-                for d in rows
-                for k in (d.sink_keys[1:] if verdict == "duplicated" else d.sink_keys)
-            ]
-            where = ("sink keys " + hints._list(keys, 12)) if keys else ""
-        items.append(
-            f'<li>{_verdict(verdict)} <span class="n">{len(rows)} shown</span> '
-            f"{_e(hints.VERDICT_HINTS.get(verdict, ''))}"
-            + (f' <span class="where">{_e(where)}</span>' if where else "")
-            + "</li>"
-        )
-    return f'<h3>What to do</h3><ul class="todo">{"".join(items)}</ul>'
-
-
-def _discrepancy_table(view: PipelineView) -> str:
-    if not view.discrepancies:
-        return (
-            '<h3>Latest discrepancies</h3><p class="none">No discrepancies in the latest runs.</p>'
-        )
-    rows = "".join(
-        "<tr>"
-        f'<td class="run"><code>{_e(d.run_id)}</code></td><td>{_verdict(d.verdict)}'
-        + (' <span class="flag">topic dup</span>' if d.topic_duplicate else "")
-        + f"</td><td><code>{_e(d.message_id)}</code></td>"
-        f'<td class="t">{_e(d.topic)}</td><td class="num">{_e(d.partition)}</td>'
-        f"<td><code>{_e(hints._list(d.offsets))}</code></td>"
-        f"<td><code>{_e(hints._list(d.sink_keys))}</code></td>"
-        f'<td class="num">{d.sink_count:,}</td>'
-        f'<td class="hint">{_e(hints.row_hint(d))}</td>'
-        f'<td class="t">{_time(d.detected_at)}</td></tr>'
-        for d in view.discrepancies
-    )
-    head = (
-        "<tr><th>Run</th><th>Verdict</th><th>messageId</th><th>Topic</th><th>Partition</th>"
-        "<th>Offsets</th><th>Sink keys</th><th>Sink rows</th><th>Repair hint</th>"
-        "<th>Detected (UTC)</th></tr>"
-    )
-    return (
-        f"<h3>Latest discrepancies <small>({len(view.discrepancies)} shown, at most "
-        f"{MAX_DISCREPANCIES}, newest run first)</small></h3>"
-        f'<div class="scroll"><table class="discrepancies"><thead>{head}</thead>'
-        f"<tbody>{rows}</tbody></table></div>"
-    )
-
-
 def _runs_table(view: PipelineView, links: Links) -> str:
     rows = []
     for r in view.runs:
@@ -288,8 +218,8 @@ def pipeline_section(view: PipelineView, links: Links) -> str:
         f"<h2>{_e(name)} {_status(view.latest)}</h2>"
         + _facts(view, links)
         + _charts(view)
-        + _todo(view)
-        + _discrepancy_table(view)
+        + discrepancies.todo(view.discrepancies)
+        + discrepancies.table(view.discrepancies)
         + _runs_table(view, links)
         + "</section>"
     )

@@ -19,9 +19,10 @@ from typing import Any
 from recon.errors import ReconError, RunFailed, SparkDriverLost, first_line
 
 EXIT_OK, EXIT_CONTRACT_BROKEN, EXIT_USER_ERROR = 0, 1, 2
-#: Verdicts whose sample lines end in the row's detail: the figures (late) or the differing
-#: field names (mismatched) are the whole point of the line; other details repeat the verdict.
-_DETAILED = ("late", "mismatched")
+#: Verdicts whose sample lines end in the row's detail: the figures (late), the differing field
+#: names (mismatched) or the key and both positions (out_of_order) are the whole point of the
+#: line; other details repeat the verdict.
+_DETAILED = ("late", "mismatched", "out_of_order")
 
 
 def _progress(line: str) -> None:
@@ -99,7 +100,8 @@ def _format_summary(summary: Any) -> str:
     for verdict, sample in summary.samples.items():
         for s in sample[:5]:
             where = f"{s['topic']}[{s['partition']}]@{','.join(map(str, s['offsets']))}"
-            # late: its latency and bound; mismatched: the differing fields (names, never values)
+            # late: its latency and bound; mismatched: the differing fields (names, never values);
+            # out_of_order: the key, the position its row holds and the newest record's
             said = f"; {s['detail']}" if verdict in _DETAILED and s.get("detail") else ""
             lines.append(
                 f"  {verdict}: {s['message_id']} at {where} sink rows {s['sink_count']}{said}"

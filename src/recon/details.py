@@ -70,3 +70,23 @@ def differing_fields(detail: object) -> tuple[str, ...] | None:
         return None
     names = next(group for group in found.groups() if group is not None)
     return tuple(names.split(", "))
+
+
+# OUT_OF_ORDER read back by the format that wrote it, as one of the "; "-joined parts of a detail.
+# The key is the user's data and may hold anything (a "; ", a line break, the format's own words):
+# it is matched greedily up to the last "holds position <n>, older than ... <n>" that ends a part,
+# so only the figures the reconciler wrote after it are taken as the positions.
+_OUT_OF_ORDER_READ = re.compile(
+    r"(?:\A|; )"
+    + re.escape(OUT_OF_ORDER).replace("%s", r"(.*)").replace("%d", r"(-?\d+)")
+    + r"(?:; |\Z)",
+    re.DOTALL,
+)
+
+
+def out_of_order_positions(detail: object) -> tuple[str, int, int] | None:
+    """``(key, held_position, newest_position)`` of an ``out_of_order`` row's detail
+    (:data:`OUT_OF_ORDER`): the key, the position its sink row holds and the newest committed
+    record's; ``None`` for any other text. The key is data: whoever shows it escapes it."""
+    found = _OUT_OF_ORDER_READ.search(detail) if isinstance(detail, str) else None
+    return (found[1], int(found[2]), int(found[3])) if found else None

@@ -13,7 +13,7 @@ from recon import settings
 from recon.alert.hints import field_names, full_list_sql, repair_hint, sample_keys
 from recon.alert.text import shown, value
 from recon.contract.table import CONTRACT, Allowance
-from recon.details import differing_fields, late_figures
+from recon.details import differing_fields, late_figures, out_of_order_positions
 from recon.validation import ValidationOutcome, data_docs_url
 from recon.verdicts import JUDGED, Verdict
 
@@ -113,6 +113,12 @@ def _sample_line(verdict: str, sample: Mapping[str, Any]) -> str:
         if fields:
             what = "differs in" if verdict == Verdict.MISMATCHED else "copies differ in"
             parts.append(f"{what} {field_names(fields)}")
+    # The key and both positions, read back the same way; the key is the user's data, escaped
+    # like a messageId.
+    stale = out_of_order_positions(sample.get("detail"))
+    if verdict == Verdict.OUT_OF_ORDER and stale is not None:
+        key, held, newest = stale
+        parts.append(f"key {value(key)}  row holds position {held}, newest {newest}")
     return "  ".join(parts)
 
 
@@ -186,8 +192,9 @@ def build_alert(
 
     :param summary: the run's summary (``dataclasses.asdict(RunSummary)``): ``counts``,
         ``samples`` (per verdict: message_id, topic, partition, offsets, sink_keys, sink_count;
-        a ``late``, ``mismatched`` or ``duplicated`` one also its ``detail``, of which only the
-        figures or field names are shown) and optionally ``latency`` (:func:`latency_line`).
+        a ``late``, ``mismatched``, ``duplicated`` or ``out_of_order`` one also its ``detail``,
+        of which only the figures, field names or key and positions are shown) and optionally
+        ``latency`` (:func:`latency_line`).
     :param outcome: the checkpoint's decision; its failures name the violated rules.
     :param sample_size: at most this many sample messages per verdict.
     :param dag_id: the pipeline's DAG id for the run link (default: the pipeline name).

@@ -39,7 +39,8 @@ def _samples(cur: Any, pipeline: str, run_id: str, verdicts: list[str]) -> dict[
                 (pipeline, run_id, verdict, SAMPLE_SIZE),
             )
         # detail: a late row's latency and bound, a mismatched (or duplicated) row's differing
-        # fields: the alert shows only those, read back by recon.details
+        # fields, an out_of_order row's key and positions: the alert shows only those, read
+        # back by recon.details
         samples[verdict] = [
             {
                 "message_id": m, "topic": t, "partition": p, "offsets": list(o or []),

@@ -7,7 +7,7 @@ from typing import Any
 
 from recon.alert.text import shown, sql_literal, value
 from recon.config.model import SHA256_FIELD
-from recon.details import differing_fields
+from recon.details import differing_fields, out_of_order_positions
 from recon.verdicts import Verdict
 
 
@@ -115,6 +115,31 @@ def _mismatched_hint(positions: str, fields: Sequence[str]) -> str:
     )
 
 
+def _reapply(samples: Sequence[Mapping[str, Any]]) -> str:
+    """Per sample, the newest record of its key to re-apply (topic/partition offset, as the other
+    hints name positions) and the position the key's row holds instead; the key is data, escaped
+    like a messageId. Empty when no sample's detail names its key."""
+    items = []
+    for s in samples:
+        found = out_of_order_positions(s.get("detail"))
+        if found is None:
+            continue
+        key, held, _newest = found
+        where = _by_partition([s]) or "see the full list"
+        items.append(f"key {value(key)}: {where} (its row holds position {held})")
+    return "; ".join(items)
+
+
+def _out_of_order_hint(positions: str, samples: Sequence[Mapping[str, Any]]) -> str:
+    return (
+        "the upsert sink's row of a key holds an older record than the key's newest committed "
+        "one (a stale overwrite): check for a consumer replaying or retrying old records "
+        "without a version check, two consumers or writers racing on one key, and an upsert "
+        "without a `WHERE excluded.position > row.position` guard. Then re-apply the newest "
+        f"record of each key: {_reapply(samples) or positions or 'see the full list'}."
+    )
+
+
 def repair_hint(verdict: str | None, samples: Sequence[Mapping[str, Any]]) -> str:
     """What to do about ``verdict``, naming the samples' positions and sink keys."""
     keys = [k for s in samples for k in sample_keys(s)]
@@ -160,6 +185,8 @@ def repair_hint(verdict: str | None, samples: Sequence[Mapping[str, Any]]) -> st
         )
     if verdict == Verdict.MISMATCHED:
         return _mismatched_hint(positions, _differing(samples))
+    if verdict == Verdict.OUT_OF_ORDER:
+        return _out_of_order_hint(positions, samples)
     if verdict == Verdict.TOPIC_DUPLICATE:
         return (
             "the producer wrote the same messageId at several offsets (a retry without "
