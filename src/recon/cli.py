@@ -97,6 +97,11 @@ def _format_summary(summary: Any) -> str:
             f"  no latency for {summary.latency['untimed_records']} records without a Kafka "
             f"timestamp and {summary.latency['untimed_sink_rows']} sink rows without a time"
         )
+    if summary.unordered and any(summary.unordered.values()):
+        lines.append(
+            f"  no order check for {summary.unordered['records']} records without an upsert key "
+            f"or position and {summary.unordered['sink_rows']} sink rows without one"
+        )
     for verdict, sample in summary.samples.items():
         for s in sample[:5]:
             where = f"{s['topic']}[{s['partition']}]@{','.join(map(str, s['offsets']))}"
