@@ -20,9 +20,11 @@ from recon_workload.latency import (
 )
 from recon_workload.ledger import VERDICTS
 from recon_workload.names import RunNames
+from recon_workload.registry import SCENARIOS
 from recon_workload.runner import ScenarioResult, finish, make_run, reset
-from recon_workload.scenarios import SCENARIOS
 from recon_workload.sink import PAYLOAD_COLUMNS, SHA256_COLUMN, TIME_COLUMN
+from recon_workload.upsert_sink import KEY_COLUMN as UPSERT_KEY_COLUMN
+from recon_workload.upsert_sink import POSITION_COLUMN as UPSERT_POSITION_COLUMN
 
 __all__ = [
     "LATE_BOUND_SECONDS",
@@ -32,6 +34,8 @@ __all__ = [
     "SCENARIOS",
     "SHA256_COLUMN",
     "TIME_COLUMN",
+    "UPSERT_KEY_COLUMN",
+    "UPSERT_POSITION_COLUMN",
     "HoldGate",
     "VERDICTS",
     "ScenarioResult",

@@ -16,6 +16,10 @@ Expected verdict rules (per messageId):
   holds other content than its record is ``mismatched`` instead (see
   :mod:`recon_workload.payload`), and every delivered or duplicated one keeps its
   ``payload_diff``;
+  in a run over an upsert sink (the upsert consumer), the verdicts of the committed messages
+  are judged per key instead (see :mod:`recon_workload.order`): the newest record of a key
+  whose row holds an older one is ``out_of_order``, a record overwritten by a later one
+  ``delivered``;
 - committed, but only at or past the committed offset -> ``pending``;
 - not committed, yet in the sink -> ``aborted_read`` if an aborted record carries the id, else
   ``phantom``;
@@ -42,6 +46,7 @@ VERDICTS = (
     "delivered",
     "late",  # delivered, over the run's latency bound (only runs designed around one)
     "mismatched",  # delivered, its row's content not its record's (only runs comparing payloads)
+    "out_of_order",  # a key's newest record, its upsert row holding an older one (upsert sinks)
     "lost",
     "duplicated",
     "phantom",
@@ -201,17 +206,24 @@ class Summary:
     unseen: int
     late_bound: float | None = None  # the latency bound ``late`` is judged by, if the run has one
     payload_fields: tuple[str, ...] | None = None  # the JSON fields ``mismatched`` compares, if any
+    # the upsert sink's key and position columns ``out_of_order`` is judged by, if any
+    order_columns: tuple[str, str] | None = None
 
     def line(self, scenario_run: str) -> str:
         # ``late`` only where a bound was declared, ``mismatched`` only where payloads were
-        # compared: elsewhere late=0 or mismatched=0 would claim a judgement.
+        # compared, ``out_of_order`` only over an upsert sink: elsewhere late=0, mismatched=0
+        # or out_of_order=0 would claim a judgement.
         hidden = {"late"} if self.late_bound is None else set()
         hidden |= {"mismatched"} if self.payload_fields is None else set()
+        hidden |= {"out_of_order"} if self.order_columns is None else set()
         verdicts = " ".join(f"{v}={self.counts[v]}" for v in VERDICTS if v not in hidden)
         if self.late_bound is not None:
             verdicts += f" (late: over {self.late_bound:g} s)"
         if self.payload_fields is not None:
             verdicts += f" (mismatched: in {', '.join(self.payload_fields)} or the value's hash)"
+        if self.order_columns is not None:
+            key, position = self.order_columns
+            verdicts += f" (out_of_order: a row per {key} holding an older {position})"
         return (
             f"{scenario_run}: produced={self.produced} committed_in_topic="
             f"{self.committed_in_topic} sink_rows={self.sink_rows} | {verdicts} | "
@@ -228,6 +240,7 @@ class Summary:
             "unseen_by_product": self.unseen,
             "late_bound_seconds": self.late_bound,
             "payload_fields": None if self.payload_fields is None else list(self.payload_fields),
+            "order_columns": None if self.order_columns is None else list(self.order_columns),
         }
 
 
@@ -238,12 +251,15 @@ def summarize(
     sink_rows: int,
     late_bound: float | None = None,
     payload_fields: Sequence[str] | None = None,
+    order_columns: tuple[str, str] | None = None,
 ) -> Summary:
     """Counts per expected verdict plus the run's totals.
 
     :param late_bound: the latency bound the run's ``late`` verdicts were judged by, if any.
     :param payload_fields: the JSON fields the run's ``mismatched`` verdicts compared (beside
         the value's hash), if any.
+    :param order_columns: the upsert sink's key and position columns the run's
+        ``out_of_order`` verdicts were judged by, if any.
     """
     counts = {v: 0 for v in VERDICTS}
     for r in rows:
@@ -258,6 +274,7 @@ def summarize(
         sum(r.expected_verdict is None for r in rows),
         late_bound,
         None if payload_fields is None else tuple(payload_fields),
+        order_columns,
     )
 
 

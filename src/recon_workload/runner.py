@@ -6,13 +6,14 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from recon_workload import kafka_io, latency, ledger, payload, sink
+from recon_workload import kafka_io, latency, ledger, order, payload, sink, upsert, upsert_sink
 from recon_workload.errors import WorkloadError
 from recon_workload.hold import HoldGate
 from recon_workload.kafka_io import ReadRecord
 from recon_workload.latency import LatencyPlan
 from recon_workload.ledger import LedgerRow, Produced
 from recon_workload.names import RunNames, new_run_tag
+from recon_workload.order import OrderPlan
 from recon_workload.payload import PayloadPlan
 from recon_workload.progress import Progress
 
@@ -55,6 +56,9 @@ class Outcome:
     :param payload: the messages the run's consumer mangled (the mangling consumer); the runner
         then compares every delivered message's sink row with its record and judges
         ``mismatched``.
+    :param order: the accounts whose upsert row the run's consumer left stale (the upsert
+        consumer); the runner then reads the sink as an upsert sink (one row per key) and
+        judges every committed message per key: ``out_of_order``, ``delivered`` or ``lost``.
     """
 
     topic: str
@@ -63,6 +67,7 @@ class Outcome:
     produced: list[Produced]
     latency: LatencyPlan | None = None
     payload: PayloadPlan | None = None
+    order: OrderPlan | None = None
 
 
 @dataclass
@@ -84,6 +89,12 @@ class ScenarioResult:
     :param mismatched_ids: the messageIds expected ``mismatched`` (sorted).
     :param mangled_copy_ids: the messageIds expected ``duplicated`` whose later copy differs
         from the record (sorted).
+    :param order_columns: in a run over an upsert sink, its key column and position column
+        (``order.key_column``, ``order.position_column``; empty: no message is judged
+        out_of_order); the positions are the records' Kafka offsets.
+    :param out_of_order_ids: the messageIds expected ``out_of_order`` (sorted).
+    :param stale_keys: per key whose row holds an older record than its newest: ``newest``,
+        ``newest_id``, ``held`` and ``held_id`` (positions and messageIds).
     """
 
     scenario_run: str
@@ -108,6 +119,9 @@ class ScenarioResult:
     sha256_column: str = sink.SHA256_COLUMN
     mismatched_ids: list[str] = field(default_factory=list)
     mangled_copy_ids: list[str] = field(default_factory=list)
+    order_columns: dict[str, str] = field(default_factory=dict)
+    out_of_order_ids: list[str] = field(default_factory=list)
+    stale_keys: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -156,8 +170,13 @@ def finish(run: Run, outcome: Outcome, started: float) -> ScenarioResult:
     rc = kafka_io.scan_topic(run.conf, outcome.topic, run.partitions, "read_committed")
     ru = kafka_io.scan_topic(run.conf, outcome.topic, run.partitions, "read_uncommitted")
     offsets = kafka_io.committed_offsets(run.conf, outcome.group, outcome.topic, run.partitions)
+    upserts: list[upsert_sink.UpsertRow] = []
     with sink.transaction() as cur:
-        rows = sink.read_rows(cur, names.table)
+        if outcome.order is None:
+            rows = sink.read_rows(cur, names.table)
+        else:  # one row per key: each counts as one row of the messageId it names
+            upserts = upsert_sink.read_rows(cur, names.table)
+            rows = [u.as_sink_row(outcome.topic) for u in upserts]
     entries = ledger.build(outcome.produced, rc, ru, rows, offsets)
     late: set[str] = set()
     bound = None
@@ -169,7 +188,15 @@ def finish(run: Run, outcome: Outcome, started: float) -> ScenarioResult:
     if outcome.payload is not None:
         compared = list(outcome.payload.fields)
         mismatched = judge_payload(outcome.payload, entries, rc, rows, run.faults)
-    summary = ledger.summarize(entries, len(outcome.produced), len(rc), len(rows), bound, compared)
+    stale: dict[str, dict[str, Any]] = {}
+    columns = None
+    if outcome.order is not None:
+        columns = (outcome.order.key_column, outcome.order.position_column)
+        keys = upsert.read_keys(outcome.topic, run.partitions)
+        stale = judge_order(outcome.order, entries, rc, keys, upserts, run.faults)
+    summary = ledger.summarize(
+        entries, len(outcome.produced), len(rc), len(rows), bound, compared, columns
+    )
     line = summary.line(names.scenario_run)
     run.faults["group_committed_offsets"] = {str(p): o for p, o in sorted(offsets.items())}
     params = {"messages": run.messages, "partitions": run.partitions, "seed": run.seed}
@@ -210,6 +237,9 @@ def finish(run: Run, outcome: Outcome, started: float) -> ScenarioResult:
         payload_fields=dict(outcome.payload.fields) if outcome.payload else {},
         mismatched_ids=mismatched,
         mangled_copy_ids=sorted(outcome.payload.mangled_copies) if outcome.payload else [],
+        order_columns=dict(zip(("key", "position"), columns, strict=True)) if columns else {},
+        out_of_order_ids=sorted(s["newest_id"] for s in stale.values()),
+        stale_keys=stale,
     )
 
 
@@ -272,3 +302,32 @@ def judge_payload(
         "mangled_copies": len(plan.mangled_copies),
     }
     return mismatched
+
+
+def judge_order(
+    plan: OrderPlan,
+    entries: list[LedgerRow],
+    records: list[ReadRecord],
+    keys: dict[kafka_io.Position, str | None],
+    rows: list[upsert_sink.UpsertRow],
+    faults: dict[str, Any],
+) -> dict[str, dict[str, Any]]:
+    """Judge every committed message per key of the upsert sink, mark the verdicts in
+    ``entries`` and return the stale keys (see :meth:`recon_workload.order.KeyTruth.as_json`).
+
+    :param keys: the Kafka record key per position (the ledger's read-back keeps none).
+    :raises WorkloadError: when the run broke the scenario's promise (see
+        :func:`recon_workload.order.check_plan`): such truth is never stored.
+    """
+    truth = order.measure(entries, records, keys, rows)
+    order.check_plan(entries, truth, plan)
+    order.apply(entries, truth)
+    stale = {k: t.as_json() for k, t in truth.stale.items()}
+    faults["order"] = {
+        "key_column": plan.key_column,
+        "position_column": plan.position_column,
+        "keys": len(truth.keys),
+        "stale_keys": len(stale),
+        "superseded": sum(1 for e in entries if (e.detail or "").startswith("superseded")),
+    }
+    return stale

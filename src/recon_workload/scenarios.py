@@ -3,7 +3,8 @@
 Every scenario function sets up its topic(s) and sink, produces, consumes (in killable child
 processes) and returns an :class:`~recon_workload.runner.Outcome`; the runner then reads back
 what actually happened and writes the ledger. Fault parameters are per scenario (see
-:data:`SCENARIOS`); a rate > 0 also forces one fault early, so a small run always shows it.
+:data:`recon_workload.registry.SCENARIOS`); a rate > 0 also forces one fault early, so a small
+run always shows it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka.admin import AdminClient
@@ -20,7 +20,6 @@ from confluent_kafka.admin import AdminClient
 from recon_workload import kafka_io, sink
 from recon_workload.consumer import ConsumerSpec
 from recon_workload.errors import WorkloadError
-from recon_workload.latency import HOLD_BACK_SECONDS
 from recon_workload.messages import BAD_KINDS
 from recon_workload.processor import ProcessorSpec
 from recon_workload.producers import (
@@ -34,18 +33,7 @@ from recon_workload.producers import (
 )
 from recon_workload.proxy import DropPolicy, FaultProxy
 from recon_workload.runner import Outcome, Run
-from recon_workload.scenarios_latency import slow_consumer
-from recon_workload.scenarios_payload import MANGLING_DEFAULTS, mangling_consumer
 from recon_workload.supervisor import KillPlan, Supervised, supervise
-
-
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    description: str
-    defaults: dict[str, float]
-    body: Callable[[Run], Outcome]
-    takes_hold: bool = False  # holds a transaction open a caller can wait on (Run.hold)
 
 
 def _setup(run: Run, topics: list[str], aux: tuple[str, ...] = ()) -> None:
@@ -369,32 +357,3 @@ class _LongTransaction:
             )
             run.faults["hold_released"] = run.hold.hold()
         run.faults.setdefault("held_seconds", []).append(round(time.monotonic() - started, 1))
-
-
-def _scenario(
-    body: Callable[[Run], Outcome], takes_hold: bool = False, **defaults: float
-) -> Scenario:
-    doc = " ".join((body.__doc__ or "").split())
-    return Scenario(body.__name__, doc, defaults, body, takes_hold)
-
-
-SCENARIOS: dict[str, Scenario] = {
-    s.name: s
-    for s in (
-        _scenario(at_most_once, kill_rate=0.15, bounce=1),
-        _scenario(at_least_once, ack_loss_rate=0.15, max_ack_drops=3, kill_rate=0.15),
-        _scenario(
-            exactly_once_idempotent_consumer, ack_loss_rate=0.1, max_ack_drops=2, kill_rate=0.2
-        ),
-        _scenario(
-            exactly_once_transactional_sink, ack_loss_rate=0.1, max_ack_drops=2, kill_rate=0.2
-        ),
-        _scenario(exactly_once_read_process_write, kill_rate=0.2, sink_kill_rate=0.1),
-        _scenario(broken_exactly_once, abort_rate=0.3, txn_size=10, kill_rate=0.15),
-        _scenario(consumer_group_rewind, stop_fraction=0.6, rewind_fraction=0.5, kill_rate=0.0),
-        _scenario(bad_records, kill_rate=0.0),
-        _scenario(concurrent_writers, takes_hold=True, hold_seconds=3, kill_rate=0.0),
-        _scenario(slow_consumer, late_fraction=0.1, hold_seconds=HOLD_BACK_SECONDS),
-        _scenario(mangling_consumer, False, **MANGLING_DEFAULTS),
-    )
-}

@@ -1,6 +1,6 @@
 """Scenarios for the verdicts beyond lost and duplicated: here, the slow consumer (``late``).
 
-Registered in :data:`recon_workload.scenarios.SCENARIOS` like the others; kept apart because
+Registered in :data:`recon_workload.registry.SCENARIOS` like the others; kept apart because
 they need a consumer that is fetching before the producer starts (latency is counted from the
 record's Kafka timestamp, so a consumer that starts late makes every message late).
 """

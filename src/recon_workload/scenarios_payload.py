@@ -1,6 +1,6 @@
 """Scenarios for payload consistency (``mismatched``): here, the mangling consumer.
 
-Registered in :data:`recon_workload.scenarios.SCENARIOS` like the others; kept apart like the
+Registered in :data:`recon_workload.registry.SCENARIOS` like the others; kept apart like the
 slow consumer's, because its consumer is a process of its own (a buggy transformation, not a
 delivery order).
 """

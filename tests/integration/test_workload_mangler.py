@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
-import psycopg2
 import pytest
 from fixtures.kafka_read import read_topic
+from fixtures.workload_runs import fresh_run, query
 
 pytestmark = pytest.mark.integration
 
@@ -27,23 +26,8 @@ SCENARIO = "mangling_consumer"
 
 @pytest.fixture
 def run_tag(kafka_config: dict[str, str], pg_kwargs: dict[str, Any]) -> Iterator[str]:
-    """A fresh run tag; the run's topic, group, tables and ledger rows are removed afterwards."""
-    from recon_workload import remove_run
-
-    tag = "t" + uuid.uuid4().hex[:10]
-    yield tag
-    remove_run(SCENARIO, tag)
-
-
-def _query(pg: dict[str, Any], sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    db = psycopg2.connect(**pg)
-    try:
-        with db, db.cursor() as cur:
-            cur.execute(sql, args)
-            rows: list[tuple[Any, ...]] = cur.fetchall()
-            return rows
-    finally:
-        db.close()
+    with fresh_run(SCENARIO) as tag:
+        yield tag
 
 
 def _cut(value: bytes) -> tuple[str, str]:
@@ -85,7 +69,7 @@ def test_the_sink_holds_exactly_what_the_ledger_says(
 
     # PostgreSQL: every row at its record's position; its columns what was written.
     schema, table = result.sink_table.split(".")
-    rows = _query(
+    rows = query(
         pg_kwargs,
         "SELECT message_id, kafka_partition, kafka_offset, seq, payload, payload_sha256"
         f' FROM {schema}."{table}" ORDER BY id',
@@ -117,7 +101,7 @@ def test_the_sink_holds_exactly_what_the_ledger_says(
     assert found_copied == copied
 
     # The ledger says the same, message by message, with what differs.
-    ledger = _query(
+    ledger = query(
         pg_kwargs,
         "SELECT message_id, expected_verdict, sink_rows, topic_duplicate, payload_diff"
         " FROM workload.ledger WHERE scenario_run = %s",

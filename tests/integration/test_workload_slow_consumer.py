@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-import psycopg2
 import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, KafkaError, TopicPartition
+from fixtures.workload_runs import query
 
 pytestmark = pytest.mark.integration
 
@@ -62,17 +62,6 @@ def _records(conf: dict[str, str], topic: str) -> dict[str, tuple[int, int, int,
     return out
 
 
-def _query(pg: dict[str, Any], sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    db = psycopg2.connect(**pg)
-    try:
-        with db, db.cursor() as cur:
-            cur.execute(sql, args)
-            rows: list[tuple[Any, ...]] = cur.fetchall()
-            return rows
-    finally:
-        db.close()
-
-
 def test_held_back_messages_are_late_and_the_rest_well_on_time(
     run_tag: str, kafka_config: dict[str, str], pg_kwargs: dict[str, Any]
 ) -> None:
@@ -109,7 +98,7 @@ def test_held_back_messages_are_late_and_the_rest_well_on_time(
     # PostgreSQL: each row's write time minus its record's Kafka timestamp, per message.
     schema, table = result.sink_table.split(".")
     mids = sorted(records)
-    rows = _query(
+    rows = query(
         pg_kwargs,
         f"SELECT s.message_id, s.kafka_partition, s.kafka_offset,"
         f" extract(epoch FROM s.{TIME_COLUMN} - to_timestamp(k.ts / 1000.0))::float8,"
@@ -132,7 +121,7 @@ def test_held_back_messages_are_late_and_the_rest_well_on_time(
     assert fast[0][0] >= 0, f"written before it was produced: {fast[:3]}"
 
     # The ledger says the same, message by message: late (with its latency) or delivered.
-    ledger = _query(
+    ledger = query(
         pg_kwargs,
         "SELECT message_id, expected_verdict, sink_rows, latency_seconds FROM workload.ledger"
         " WHERE scenario_run = %s",

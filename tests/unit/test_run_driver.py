@@ -129,6 +129,7 @@ def run(engine: str, spark: Any, inputs: Inputs) -> tuple[JudgedRun, FakeIO, set
         ),
         latency=None,
         payload=None,
+        order=None,
     )
     record = SimpleNamespace(
         run_id="r1", windows=inputs.windows, base_run_id=None,

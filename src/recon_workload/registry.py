@@ -1,0 +1,65 @@
+"""Every scenario by name, with its fault parameters' defaults (what ``python -m recon_workload``
+and the tests run). The scenario functions live in :mod:`recon_workload.scenarios` and, for the
+verdicts beyond lost and duplicated, in ``scenarios_latency``, ``scenarios_payload`` and
+``scenarios_order``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from recon_workload.latency import HOLD_BACK_SECONDS
+from recon_workload.runner import Outcome, Run
+from recon_workload.scenarios import (
+    at_least_once,
+    at_most_once,
+    bad_records,
+    broken_exactly_once,
+    concurrent_writers,
+    consumer_group_rewind,
+    exactly_once_idempotent_consumer,
+    exactly_once_read_process_write,
+    exactly_once_transactional_sink,
+)
+from recon_workload.scenarios_latency import slow_consumer
+from recon_workload.scenarios_order import ORDER_DEFAULTS, upsert_replay
+from recon_workload.scenarios_payload import MANGLING_DEFAULTS, mangling_consumer
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    defaults: dict[str, float]
+    body: Callable[[Run], Outcome]
+    takes_hold: bool = False  # holds a transaction open a caller can wait on (Run.hold)
+
+
+def _scenario(
+    body: Callable[[Run], Outcome], takes_hold: bool = False, **defaults: float
+) -> Scenario:
+    doc = " ".join((body.__doc__ or "").split())
+    return Scenario(body.__name__, doc, defaults, body, takes_hold)
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        _scenario(at_most_once, kill_rate=0.15, bounce=1),
+        _scenario(at_least_once, ack_loss_rate=0.15, max_ack_drops=3, kill_rate=0.15),
+        _scenario(
+            exactly_once_idempotent_consumer, ack_loss_rate=0.1, max_ack_drops=2, kill_rate=0.2
+        ),
+        _scenario(
+            exactly_once_transactional_sink, ack_loss_rate=0.1, max_ack_drops=2, kill_rate=0.2
+        ),
+        _scenario(exactly_once_read_process_write, kill_rate=0.2, sink_kill_rate=0.1),
+        _scenario(broken_exactly_once, abort_rate=0.3, txn_size=10, kill_rate=0.15),
+        _scenario(consumer_group_rewind, stop_fraction=0.6, rewind_fraction=0.5, kill_rate=0.0),
+        _scenario(bad_records, kill_rate=0.0),
+        _scenario(concurrent_writers, takes_hold=True, hold_seconds=3, kill_rate=0.0),
+        _scenario(slow_consumer, late_fraction=0.1, hold_seconds=HOLD_BACK_SECONDS),
+        _scenario(mangling_consumer, False, **MANGLING_DEFAULTS),
+        _scenario(upsert_replay, False, **ORDER_DEFAULTS),
+    )
+}
