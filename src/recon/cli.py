@@ -97,10 +97,16 @@ def _format_summary(summary: Any) -> str:
             f"  no latency for {summary.latency['untimed_records']} records without a Kafka "
             f"timestamp and {summary.latency['untimed_sink_rows']} sink rows without a time"
         )
-    if summary.unordered and any(summary.unordered.values()):
+    unordered = summary.unordered or {}
+    if unordered.get("records") or unordered.get("sink_rows"):
         lines.append(
-            f"  no order check for {summary.unordered['records']} records without an upsert key "
-            f"or position and {summary.unordered['sink_rows']} sink rows without one"
+            f"  no order check for {unordered['records']} records without an upsert key "
+            f"or position and {unordered['sink_rows']} sink rows without one"
+        )
+    if unordered.get("shared_keys"):
+        lines.append(
+            f"  {unordered['shared_keys']} keys have more than one row in the upsert sink: "
+            "each is judged by its row with the highest position"
         )
     for verdict, sample in summary.samples.items():
         for s in sample[:5]:

@@ -54,7 +54,8 @@ class RunSummary:
     #: delivery latency in ms (:func:`latency_figures`); None unless the pipeline measures it.
     latency: dict[str, Any] | None = None
     #: an upsert sink's records and rows without a key or position (``records``,
-    #: ``sink_rows``): they take no part in the order check; None unless ``order`` is declared.
+    #: ``sink_rows``: they take no part in the order check) and its keys with more than one row
+    #: (``shared_keys``); None unless ``order`` is declared.
     unordered: dict[str, int] | None = None
 
 

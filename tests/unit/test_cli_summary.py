@@ -27,6 +27,12 @@ def test_records_without_an_upsert_key_are_said() -> None:
     )
 
 
+def test_keys_with_several_rows_are_said() -> None:
+    text = _format_summary(_summary(unordered={"records": 0, "sink_rows": 0, "shared_keys": 3}))
+    assert "3 keys have more than one row in the upsert sink" in text
+    assert "no order check" not in text
+
+
 def test_nothing_is_said_when_every_record_has_one() -> None:
     assert "order check" not in _format_summary(_summary(unordered={"records": 0, "sink_rows": 0}))
     assert "order check" not in _format_summary(_summary())

@@ -150,8 +150,10 @@ def reconcile_run(
     )
     summary = run_summary(cfg, record, outcome, written, judged.samples)
     if cfg.order:
-        records, sink_rows = judged.unordered
-        summary.unordered = {"records": records, "sink_rows": sink_rows}
+        records, sink_rows, shared_keys = judged.unordered
+        summary.unordered = {
+            "records": records, "sink_rows": sink_rows, "shared_keys": shared_keys
+        }  # fmt: skip
     return summary
 
 
@@ -190,8 +192,9 @@ class JudgedRun(NamedTuple):
     untimed: tuple[int, int] = (0, 0)
     #: the declared checks the run applied (its latency bound, its payload comparison).
     judging: Judging = Judging()
-    #: usable records and sink rows without an upsert key or position (``order`` declared).
-    unordered: tuple[int, int] = (0, 0)
+    #: usable records and sink rows without an upsert key or position, and keys with more than
+    #: one sink row (``order`` declared).
+    unordered: tuple[int, int, int] = (0, 0, 0)
 
 
 def judge_run(
@@ -251,11 +254,15 @@ def judge_run(
         progress(f"run {run_id}: no latency for the messages of {no_time[0]} records without a "
                  f"Kafka timestamp and {no_time[1]} sink rows with a null "
                  f"{cfg.sink.time_column}")  # fmt: skip
-    no_order = unordered(rules) if cfg.order else (0, 0)
-    if cfg.order and any(no_order):
+    no_order = unordered(rules) if cfg.order else (0, 0, 0)
+    if cfg.order and any(no_order[:2]):
         progress(f"run {run_id}: no order check for {no_order[0]} records without an upsert key "
                  f"or position and {no_order[1]} sink rows with a null {cfg.order.key_column} "
                  f"or {cfg.order.position_column}")  # fmt: skip
+    if cfg.order and no_order[2]:
+        progress(f"run {run_id}: {no_order[2]} keys have more than one row in the upsert sink "
+                 f"(no unique {cfg.order.key_column}?): each is judged by its highest "
+                 f"{cfg.order.position_column}")  # fmt: skip
     next_ledger(rules, run_id)
     ledger_path = io.write_version(base_entries, ledger is not None)
     progress(f"run {run_id}: ledger and results written at {time.monotonic() - started:.1f} s")

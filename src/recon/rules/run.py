@@ -211,12 +211,12 @@ def untimed(engine: RuleEngine) -> tuple[int, int]:
     return int(records), int(sink_rows)
 
 
-def unordered(engine: RuleEngine) -> tuple[int, int]:
+def unordered(engine: RuleEngine) -> tuple[int, int, int]:
     """After :func:`judge` of an ordered run: the usable records and the sink rows without an
-    upsert key or position (``07_unordered``)."""
+    upsert key or position, and the keys with more than one sink row (``07_unordered``)."""
     run_steps(engine, UNORDERED_STEPS)
-    ((records, sink_rows),) = engine.rows("unordered")
-    return int(records), int(sink_rows)
+    ((records, sink_rows, shared_keys),) = engine.rows("unordered")
+    return int(records), int(sink_rows), int(shared_keys)
 
 
 def next_ledger(engine: RuleEngine, run_id: str) -> None:
