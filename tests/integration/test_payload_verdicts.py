@@ -86,8 +86,11 @@ def _write_yaml(
     return path
 
 
-@pytest.mark.parametrize("mode", sorted(MODES))
-@pytest.mark.parametrize("engine", ["spark", "local"])
+# Spark once: the engines judge alike by construction (one rule set, a parity test per named
+# scenario); what differs is how each reads the sink, and the fields mode reads the most of it.
+@pytest.mark.parametrize(
+    ("engine", "mode"), [("spark", "fields"), ("local", "fields"), ("local", "sha256")]
+)
 def test_mismatched_verdicts_and_details_equal_the_ground_truth(
     engine: str,
     mode: str,
