@@ -57,7 +57,25 @@ def window_schema() -> pa.Schema:
     )
 
 
-def _payload_sql(payload: PayloadSpec | None, value_text: str) -> str:
+class _Fields:
+    """The JSON fields of the value a record's extraction reads: the value is parsed once, for
+    all of them (``json_extract_string`` with a list of paths), and each is one slot of the
+    list ``fields`` (NULL when the value is no JSON, the field is absent or a JSON null)."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+
+    def slot(self, name: str | None) -> str:
+        self.paths.append(_literal_path(name))
+        return f"fields[{len(self.paths)}]"
+
+    def sql(self, value_text: str) -> str:
+        if not self.paths:
+            return "CAST(NULL AS VARCHAR[])"
+        return f"TRY(json_extract_string({value_text}, [{', '.join(self.paths)}]))"
+
+
+def _payload_sql(payload: PayloadSpec | None, fields: _Fields) -> str:
     """The record's compared content (``records.payload``): each declared JSON field of the value
     as text (JSON null or absent: NULL; a value that is no JSON object: every field NULL, so a
     sink row holding them differs), or the hex SHA-256 of the raw value bytes; NULL when the
@@ -66,26 +84,22 @@ def _payload_sql(payload: PayloadSpec | None, value_text: str) -> str:
         return "CAST(NULL AS VARCHAR[])"
     if payload.sha256_column is not None:
         return "CASE WHEN value IS NULL THEN NULL ELSE [sha256(value)] END"
-    paths = ", ".join(_literal_path(f) for f, _ in payload.fields)
-    nulls = ", ".join("CAST(NULL AS VARCHAR)" for _ in payload.fields)
-    fields = f"coalesce(TRY(json_extract_string({value_text}, [{paths}])), [{nulls}])"
-    return f"CASE WHEN value IS NULL THEN NULL ELSE {fields} END"
+    items = ", ".join(fields.slot(f) for f, _ in payload.fields)
+    return f"CASE WHEN value IS NULL THEN NULL ELSE [{items}] END"
 
 
-def _order_sql(order: OrderSpec | None, value_text: str) -> tuple[str, str]:
+def _order_sql(order: OrderSpec | None, fields: _Fields) -> tuple[str, str]:
     """The record's upsert key and position (``records.order_key``, ``order_position``): the
     Kafka key as text or a JSON field of the value; the offset or an integer version field (a
     version that is no whole number is NULL: that record takes no part in the order check)."""
     if order is None:
         return "CAST(NULL AS VARCHAR)", "CAST(NULL AS BIGINT)"
-    if order.record_key.kind == "key":
-        key = "TRY(decode(key))"
-    else:
-        key = f"TRY(json_extract_string({value_text}, {_literal_path(order.record_key.name)}))"
+    key = (
+        "TRY(decode(key))" if order.record_key.kind == "key" else fields.slot(order.record_key.name)
+    )
     if order.version_field is None:
         return key, '"offset"'
-    version = f"TRY(json_extract_string({value_text}, {_literal_path(order.version_field)}))"
-    return key, f"TRY_CAST({version} AS BIGINT)"
+    return key, f"TRY_CAST({fields.slot(order.version_field)} AS BIGINT)"
 
 
 def _literal_path(name: str | None) -> str:
@@ -112,13 +126,14 @@ def _extraction_sql(
     order: OrderSpec | None = None,
 ) -> str:
     """The extraction rules in DuckDB SQL over ``raw`` (what :func:`extract_ids` runs)."""
+    fields = _Fields()
     if spec.kind == "json_field":
         path = _json_path(str(spec.name)).replace("'", "''")
         source = "value"
         # Not JSON at all, no such field, or a JSON null: missing, as get_json_object says. Only
         # a value that looks like an object or array is parsed again to tell it from a string
         # such as "[a" (CASE evaluates lazily).
-        found = f"TRY(json_extract_string(text, '{path}'))"
+        found = fields.slot(spec.name)
         nested = (
             "CASE WHEN starts_with(found, '{') OR starts_with(found, '[') "
             "OR starts_with(found, ' ') THEN (CASE WHEN left(ltrim(found), 1) IN ('{', '[') "
@@ -133,19 +148,23 @@ def _extraction_sql(
         not_utf8_reason = "message_id_not_utf8"
     else:  # pragma: no cover - config validation rejects other kinds
         raise ValueError(f"unknown message_id kind {spec.kind!r}")
-    # The value is decoded once: as the id's source, or for the payload's fields only.
+    compared = _payload_sql(payload, fields)
+    order_key, order_position = _order_sql(order, fields)
+    keyed = ", key" if order is not None and order.record_key.kind == "key" else ""
+    # The value is decoded once (as the id's source, or for its fields only) and parsed once.
     value_text = "text" if source == "value" else "TRY(decode(value))"
-    order_key, order_position = _order_sql(order, value_text)
     return f"""
         WITH decoded AS (
             SELECT value IS NULL AS tombstone, {source} IS NOT NULL AS has_source,
-                   TRY(decode({source})) AS text, value, {order_key} AS order_key,
-                   {order_position} AS order_position
+                   TRY(decode({source})) AS text, value, "offset"{keyed}
             FROM raw
+        ), parsed AS (
+            SELECT *, {fields.sql(value_text)} AS fields FROM decoded
         ), found AS (
             SELECT tombstone, text, has_source AND text IS NULL AS not_utf8, {found} AS found,
-                   {_payload_sql(payload, value_text)} AS payload, order_key, order_position
-            FROM decoded
+                   {compared} AS payload, {order_key} AS order_key,
+                   {order_position} AS order_position
+            FROM parsed
         ), judged AS (
             SELECT found, payload, order_key, order_position, CASE
                 WHEN tombstone THEN 'tombstone'

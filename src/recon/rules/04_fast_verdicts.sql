@@ -4,9 +4,7 @@
 -- or `unverifiable` when records of this run's window were removed below the log-start offset
 -- (it may be one of them).
 WITH timed AS (
-    SELECT *, epoch_ms(sink_time) - epoch_ms(record_time) AS latency_ms,
-           ${PAYLOAD_DIFF} AS differs
-    FROM fast_joined
+    SELECT *, epoch_ms(sink_time) - epoch_ms(record_time) AS latency_ms FROM fast_joined
 )
 SELECT
     CASE WHEN "offset" IS NOT NULL AND sink_key IS NOT NULL

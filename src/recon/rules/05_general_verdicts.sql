@@ -7,10 +7,10 @@
 --     delivered (1) or duplicated (>1); topic_duplicate when it sits at more than one position.
 --     A delivery with a record in the window and its sink row new in this run has a latency
 --     (its first sink row's time minus its first record's timestamp, when both are known):
---     over the pipeline's bound, it is late rather than delivered. Each new sink row's payload
---     is compared with the record's at the message's first position in the window: a delivery
---     whose one sink row changed a field is mismatched (before late); a duplicated message
---     whose changed copies are counted says so.
+--     over the pipeline's bound, it is late rather than delivered. Each new sink row counts as
+--     changed by the fields it differs in from the record at the message's first position in
+--     the window (02_joined compared each pair): a delivery whose one sink row changed a field
+--     is mismatched (before late); a duplicated message says how many copies changed.
 --   pending (a pending record, or pending in the ledger and not expired): pending.
 --   expired (pending in the ledger, no record now, every position it was seen at behind the
 --     window's end or the log-start offset): aborted_read if the uncommitted pass found it,
@@ -20,27 +20,27 @@
 --   judged before and nothing new: no row.
 WITH facts AS (
     SELECT DISTINCT message_id, 'w' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
-           record_time AS at_time, record_payload AS payload, ${NO_LEDGER}
+           record_time AS at_time, ${NO_LEDGER}
     FROM general_joined WHERE "offset" IS NOT NULL
     UNION ALL
     SELECT DISTINCT message_id, 's' AS src, ${NULL_POS} AS pos, sink_key, sink_time AS at_time,
-           sink_payload AS payload, ${NO_LEDGER}
+           ${NO_LEDGER}
     FROM general_joined WHERE sink_key IS NOT NULL
     UNION ALL
     SELECT message_id, 'p' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
-           ${NO_TIME}, ${NO_PAYLOAD}, ${NO_LEDGER}
+           ${NO_TIME}, ${NO_LEDGER}
     FROM pending
     WHERE invalid_reason IS NULL AND message_id IS NOT NULL AND trim(message_id) <> ''
       AND message_id IN (SELECT message_id FROM general_ids)
     UNION ALL
     SELECT message_id, 'u' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
-           ${NO_TIME}, ${NO_PAYLOAD}, ${NO_LEDGER}
+           ${NO_TIME}, ${NO_LEDGER}
     FROM uncommitted
     WHERE message_id IS NOT NULL AND trim(message_id) <> ''
       AND message_id IN (SELECT message_id FROM general_ids)
     UNION ALL
     SELECT message_id, 'l' AS src, ${NULL_POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
-           ${NO_TIME}, ${NO_PAYLOAD}, CAST(sink_count AS BIGINT) AS l_sink_count, verdict AS l_verdict,
+           ${NO_TIME}, CAST(sink_count AS BIGINT) AS l_sink_count, verdict AS l_verdict,
            first_run_id AS l_first_run_id, positions AS l_positions
     FROM ledger WHERE message_id IN (SELECT message_id FROM general_ids)
 ),
@@ -63,15 +63,11 @@ grouped AS (
     FROM facts
     GROUP BY message_id
 ),
--- The payload each new sink row is compared with: the record's at the first position.
-reference AS (
-    SELECT message_id, arg_min(payload, pos) AS record_payload
-    FROM facts WHERE src = 'w' GROUP BY message_id
-),
+-- What each new sink row changed: its pair with the record at the message's first position.
 copies AS (
-    SELECT s.message_id, ${PAYLOAD_DIFF} AS differs
-    FROM (SELECT message_id, payload AS sink_payload FROM facts WHERE src = 's') s
-    JOIN reference r ON r.message_id = s.message_id
+    SELECT message_id, sink_key, arg_min(differs, ${POS}) AS differs
+    FROM general_joined WHERE "offset" IS NOT NULL AND sink_key IS NOT NULL
+    GROUP BY message_id, sink_key
 ),
 changed_raw AS (
     SELECT message_id, count(*) FILTER (WHERE array_length(differs) > 0) AS n_changed,

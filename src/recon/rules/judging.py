@@ -2,7 +2,8 @@
 comparison, as the parameters the rule files name.
 
 ``${LATE_AFTER_MS}`` is the bound (NULL: none). ``${PAYLOAD_DIFF}`` is an expression over the
-columns ``record_payload`` and ``sink_payload`` (``records.payload`` and ``sink_rows.payload``)
+columns ``record_payload`` and ``sink_payload`` (``records.payload`` and ``sink_rows.payload``,
+where ``02_joined`` pairs them)
 giving the names of the compared fields whose values differ, in declared order: an empty list
 when none does, NULL when either side has no payload (nothing was compared). ``${COMPARED}`` is
 the list of every compared field's name, in that order. Each field is compared by its kind

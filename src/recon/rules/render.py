@@ -57,7 +57,6 @@ def _vocabulary() -> dict[str, str]:
             "AS l_positions"
         ),
         "NO_TIME": "CAST(NULL AS TIMESTAMPTZ) AS at_time",
-        "NO_PAYLOAD": "CAST(NULL AS VARCHAR[]) AS payload",
         "NO_LATENCY": "CAST(NULL AS BIGINT) AS latency_ms",
         "LATE_DETAIL": literal(details.LATE),
         "MISMATCHED_DETAIL": literal(details.MISMATCHED),
