@@ -122,7 +122,6 @@ def test_scenario(batch: dict[str, list[Any]], name: str) -> None:
     assert {as_tuple(r, name) for r in batch[name]} == SCENARIOS[name]().expected
 
 
-
 # --- shapes, counts, ledger ---------------------------------------------------------------------
 
 
