@@ -10,10 +10,11 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from fixtures.page_fakes import FakeConn, page_run
 from psycopg2 import errors
 
 from recon import details
@@ -30,49 +31,8 @@ EVIL = '<script>alert("x")</script>&'
 # --- stand-ins ----------------------------------------------------------------------------------
 
 
-class _Cursor:
-    def __init__(self, conn: FakeConn) -> None:
-        self.conn = conn
-        self.rows: list[tuple[Any, ...]] = []
-
-    def __enter__(self) -> _Cursor:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def execute(self, sql: str, params: Any = None) -> None:
-        self.conn.queries.append((sql, params))
-        answer = self.conn.answers.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        self.rows = answer
-
-    def fetchall(self) -> list[tuple[Any, ...]]:
-        return self.rows
-
-
-class FakeConn:
-    """A psycopg2 connection as far as ``recon_page.data`` uses it: each query gets the next
-    answer (rows, or an exception to raise)."""
-
-    def __init__(self, *answers: list[tuple[Any, ...]] | Exception) -> None:
-        self.answers = list(answers)
-        self.queries: list[tuple[str, Any]] = []
-
-    def cursor(self) -> _Cursor:
-        return _Cursor(self)
-
-
 def _run(i: int, **counts: int) -> Run:
-    return Run(
-        pipeline="payments",
-        run_id=f"scheduled__r{i}",
-        semantics="exactly_once",
-        status="failed" if counts.get("late") else "passed",
-        started_at=T0 + timedelta(minutes=i),
-        counts={"delivered": 100, **counts},
-    )
+    return page_run(i, "payments", "exactly_once", "late", T0, **counts)
 
 
 def _lat(

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from fixtures.page_fakes import FakeConn, page_run
 
 from recon import details
 from recon.config.model import SHA256_FIELD
@@ -27,42 +28,8 @@ LINKS = render.Links(prefix="/recon", airflow="")
 EVIL = '<script>alert("x")</script>&'
 
 
-class _Cursor:
-    def __init__(self, conn: FakeConn) -> None:
-        self.conn = conn
-
-    def __enter__(self) -> _Cursor:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def execute(self, sql: str, params: Any = None) -> None:
-        self.conn.queries.append((sql, params))
-
-    def fetchall(self) -> list[tuple[Any, ...]]:
-        return []
-
-
-class FakeConn:
-    """A psycopg2 connection that answers every query with no rows (and records it)."""
-
-    def __init__(self) -> None:
-        self.queries: list[tuple[str, Any]] = []
-
-    def cursor(self) -> _Cursor:
-        return _Cursor(self)
-
-
 def _run(i: int, **counts: int) -> Run:
-    return Run(
-        pipeline="payments",
-        run_id=f"scheduled__r{i}",
-        semantics="exactly_once",
-        status="failed" if counts.get("mismatched") else "passed",
-        started_at=T0 + timedelta(minutes=i),
-        counts={"delivered": 100, **counts},
-    )
+    return page_run(i, "payments", "exactly_once", "mismatched", T0, **counts)
 
 
 def _row(*fields: str, verdict: str = "mismatched", **kw: Any) -> Discrepancy:
