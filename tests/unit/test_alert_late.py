@@ -6,15 +6,12 @@ bound, the repair hint, the tolerance in words, and the run's latency line in ev
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from fixtures.alert_results import FakeResults, alert_from, run_row
 
 from recon import details
-from recon.alert import for_run
 from recon.alert.content import Alert, build_alert, latency_line
 from recon.alert.formats import email_message, webhook_payload
 from recon.alert.hints import repair_hint
@@ -132,73 +129,17 @@ def test_only_the_numbers_of_a_detail_reach_the_alert() -> None:
 # --- alert_for_run: what it reads from the results tables ---------------------------------------
 
 
-class _Cursor:
-    """Answers the queries of ``alert_for_run`` from fixed rows (and records them)."""
-
-    def __init__(self, db: FakeResults) -> None:
-        self.db, self.rows = db, [tuple()]
-
-    def __enter__(self) -> _Cursor:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def execute(self, sql: str, params: Any = None) -> None:
-        self.db.queries.append(sql)
-        if "FROM recon.runs" in sql:
-            failures = [{"verdict": "late", "rule": "late_ratio", "observed": 1, "allowed": 0.0}]
-            self.rows = [("failed", False, {"delivered": 9, "late": 1}, failures, None, None,
-                          [], 1.5)]  # fmt: skip
-        elif "FROM recon.discrepancies" in sql:
-            self.rows = [("slow-1", "orders", 0, [40], ["s40"], 1, details.LATE % (2500, 2000))]
-        elif "FROM recon.latency" in sql:
-            assert params == ("payments", "r1")
-            measured = [(1000, 2, -30, 150, 1900, 2400, 3100, 2000, "CreateTime")]
-            self.rows = measured if self.db.measured else [None]
-        else:
-            raise AssertionError(f"unexpected statement: {sql}")
-
-    def fetchone(self) -> tuple[Any, ...]:
-        return self.rows[0]
-
-    def fetchall(self) -> list[tuple[Any, ...]]:
-        return self.rows
-
-
-class FakeResults:
-    def __init__(self, measured: bool) -> None:
-        self.measured = measured
-        self.queries: list[str] = []
-
-    def cursor(self) -> _Cursor:
-        return _Cursor(self)
-
-    def commit(self) -> None:
-        return None
-
-
 def _for_run(monkeypatch: pytest.MonkeyPatch, measured: bool) -> tuple[dict[str, Any], Alert]:
-    db = FakeResults(measured)
-    sent: dict[str, Any] = {}
-
-    @contextmanager
-    def results_db() -> Iterator[FakeResults]:
-        yield db
-
-    def send_alerts(pg: Any, **kwargs: Any) -> dict[str, str]:
-        sent.update(kwargs)
-        return {"webhook": "skipped"}
-
-    monkeypatch.setattr("recon.services.results_db", results_db)
-    monkeypatch.setattr("recon.alert.send.send_alerts", send_alerts)
-    cfg = SimpleNamespace(name="payments", semantics="exactly_once")
-    for_run.alert_for_run(cfg, "r1")  # type: ignore[arg-type]
-    alert = build_alert(
-        pipeline="payments", semantics="exactly_once", run_id="r1", summary=sent["summary"],
-        outcome=sent["outcome"],
-    )  # fmt: skip
-    return sent["summary"], alert
+    failures = [{"verdict": "late", "rule": "late_ratio", "observed": 1, "allowed": 0.0}]
+    latency = (1000, 2, -30, 150, 1900, 2400, 3100, 2000, "CreateTime")
+    db = FakeResults(
+        run_row({"delivered": 9, "late": 1}, failures),
+        [("slow-1", "orders", 0, [40], ["s40"], 1, details.LATE % (2500, 2000))],
+        latency if measured else None,
+    )
+    summary, alert = alert_from(monkeypatch, db, "payments", "exactly_once")
+    assert [p for q, p in db.queries if "FROM recon.latency" in q] == [("payments", "r1")]
+    return summary, alert
 
 
 def test_alert_for_run_reads_the_run_latency_and_the_late_details(

@@ -8,15 +8,12 @@ detail; and ``alert_for_run`` carries the details from the results tables to the
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from fixtures.alert_results import FakeResults, alert_from, run_row
 
 from recon import cli, details
-from recon.alert import for_run
 from recon.alert.content import Alert, build_alert
 from recon.alert.formats import email_message, webhook_payload
 from recon.alert.hints import repair_hint
@@ -198,69 +195,15 @@ def test_recon_run_prints_an_out_of_order_samples_detail() -> None:
 # --- alert_for_run: the details from the results tables -----------------------------------------
 
 
-class _Cursor:
-    """Answers the queries of ``alert_for_run`` from fixed rows."""
-
-    def __init__(self) -> None:
-        self.rows: list[Any] = [tuple()]
-
-    def __enter__(self) -> _Cursor:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def execute(self, sql: str, params: Any = None) -> None:
-        if "FROM recon.runs" in sql:
-            # the contract's own violation: the rule is the bare verdict
-            failures = [{"verdict": "out_of_order", "rule": "out_of_order", "observed": 1,
-                         "allowed": 0.0}]  # fmt: skip
-            self.rows = [("failed", False, {"delivered": 9, "out_of_order": 1}, failures, None,
-                          None, [], 1.5)]  # fmt: skip
-        elif "FROM recon.discrepancies" in sql:
-            self.rows = [("o-1", "accounts", 0, [2], [], 0, details.OUT_OF_ORDER % ("A", 0, 2))]
-        elif "FROM recon.latency" in sql:
-            self.rows = [None]
-        else:
-            raise AssertionError(f"unexpected statement: {sql}")
-
-    def fetchone(self) -> Any:
-        return self.rows[0]
-
-    def fetchall(self) -> list[Any]:
-        return self.rows
-
-
-class _Results:
-    def cursor(self) -> _Cursor:
-        return _Cursor()
-
-    def commit(self) -> None:
-        return None
-
-
 def test_alert_for_run_carries_the_out_of_order_details(monkeypatch: pytest.MonkeyPatch) -> None:
-    sent: dict[str, Any] = {}
-
-    @contextmanager
-    def results_db() -> Iterator[_Results]:
-        yield _Results()
-
-    def send_alerts(pg: Any, **kwargs: Any) -> dict[str, str]:
-        sent.update(kwargs)
-        return {"webhook": "skipped"}
-
-    monkeypatch.setattr("recon.services.results_db", results_db)
-    monkeypatch.setattr("recon.alert.send.send_alerts", send_alerts)
-    cfg = SimpleNamespace(name="payments", semantics="at_least_once")
-    for_run.alert_for_run(cfg, "r1")  # type: ignore[arg-type]
-    alert = build_alert(
-        pipeline="payments", semantics="at_least_once", run_id="r1", summary=sent["summary"],
-        outcome=sent["outcome"],
-    )  # fmt: skip
-    assert sent["summary"]["samples"]["out_of_order"][0]["detail"] == (
-        details.OUT_OF_ORDER % ("A", 0, 2)
+    # the contract's own violation: the rule is the bare verdict
+    failures = [{"verdict": "out_of_order", "rule": "out_of_order", "observed": 1, "allowed": 0.0}]
+    db = FakeResults(
+        run_row({"delivered": 9, "out_of_order": 1}, failures),
+        [("o-1", "accounts", 0, [2], [], 0, details.OUT_OF_ORDER % ("A", 0, 2))],
     )
+    summary, alert = alert_from(monkeypatch, db, "payments", "at_least_once")
+    assert summary["samples"]["out_of_order"][0]["detail"] == (details.OUT_OF_ORDER % ("A", 0, 2))
     assert "  - o-1  at accounts/0@2  key A  row holds position 0, newest 2\n" in alert.text()
     (report,) = alert.reports
     assert report.allowed == "allowed up to 0.00% of 10 judged messages"
