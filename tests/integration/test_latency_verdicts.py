@@ -16,7 +16,7 @@ import psycopg2
 import pytest
 from fixtures.kafka_read import read_topic
 from fixtures.pipelines import LATENCY_PIPELINE
-from fixtures.verdicts import actual_verdicts, expected_verdicts
+from fixtures.verdicts import actual_verdicts, assert_same_verdicts, expected_verdicts
 
 from recon.config import load_pipelines
 from recon.engine import results_db, run_pipeline
@@ -105,11 +105,7 @@ def test_late_verdicts_and_percentiles_equal_the_ground_truth(
         summary = run_pipeline(cfg, "run-1", spark, data_dir=data_dir)
         expected = expected_verdicts(pg_kwargs, truth.scenario_run)
         actual, _ = actual_verdicts(spark, data_dir, name, "run-1", pg_kwargs, truth.sink_table)
-        wrong = {k: (expected.get(k), actual.get(k)) for k in set(expected) | set(actual)
-                 if expected.get(k) != actual.get(k)}  # fmt: skip
-        assert not wrong, (
-            f"{len(wrong)} verdicts differ (expected, actual): {sorted(wrong.items())[:10]}"
-        )
+        assert_same_verdicts(expected, actual)
         late = sorted(k for k, (verdict, _) in actual.items() if verdict == "late")
         assert late == truth.late_ids
         assert summary.counts["late"] == len(truth.late_ids)

@@ -19,7 +19,7 @@ import psycopg2
 import pytest
 from fixtures.kafka_read import read_topic
 from fixtures.pipelines import ORDER_PIPELINE
-from fixtures.verdicts import actual_verdicts, expected_verdicts
+from fixtures.verdicts import actual_verdicts, assert_same_verdicts, expected_verdicts
 
 from recon.config import load_pipelines
 from recon.details import OUT_OF_ORDER, SUPERSEDED
@@ -103,11 +103,7 @@ def test_out_of_order_verdicts_and_details_equal_the_ground_truth(
             spark, data_dir, name, "run-1", pg_kwargs, truth.sink_table
         )
         assert not invalid_sink
-        wrong = {k: (expected.get(k), actual.get(k)) for k in set(expected) | set(actual)
-                 if expected.get(k) != actual.get(k)}  # fmt: skip
-        assert not wrong, (
-            f"{len(wrong)} verdicts differ (expected, actual): {sorted(wrong.items())[:10]}"
-        )
+        assert_same_verdicts(expected, actual)
         out_of_order = sorted(k for k, (verdict, _) in actual.items() if verdict == "out_of_order")
         assert out_of_order == truth.out_of_order_ids
         stale = len(truth.stale_keys)

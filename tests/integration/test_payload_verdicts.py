@@ -17,7 +17,7 @@ import psycopg2
 import pytest
 from fixtures.kafka_read import read_topic
 from fixtures.pipelines import PAYLOAD_FIELDS_PIPELINE, PAYLOAD_SHA256_PIPELINE, WORKLOAD_PIPELINE
-from fixtures.verdicts import actual_verdicts, expected_verdicts
+from fixtures.verdicts import actual_verdicts, assert_same_verdicts, expected_verdicts
 
 from recon.config import load_pipelines
 from recon.config.model import SHA256_FIELD
@@ -109,11 +109,7 @@ def test_mismatched_verdicts_and_details_equal_the_ground_truth(
         summary = run_pipeline(cfg, "run-1", spark, data_dir=data_dir)
         expected = expected_verdicts(pg_kwargs, truth.scenario_run)
         actual, _ = actual_verdicts(spark, data_dir, name, "run-1", pg_kwargs, truth.sink_table)
-        wrong = {k: (expected.get(k), actual.get(k)) for k in set(expected) | set(actual)
-                 if expected.get(k) != actual.get(k)}  # fmt: skip
-        assert not wrong, (
-            f"{len(wrong)} verdicts differ (expected, actual): {sorted(wrong.items())[:10]}"
-        )
+        assert_same_verdicts(expected, actual)
         mismatched = sorted(k for k, (verdict, _) in actual.items() if verdict == "mismatched")
         assert mismatched == truth.mismatched_ids
         counts = {v: n for v, n in summary.counts.items() if n}
