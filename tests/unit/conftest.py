@@ -6,7 +6,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -45,3 +45,12 @@ def spark() -> Iterator[SparkSession]:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+@pytest.fixture(scope="session")
+def spark_judged(spark: SparkSession) -> Any:
+    """Each named scenario's Spark rows, judged a group of scenarios at a time
+    (``fixtures.spark_batches``)."""
+    from fixtures.spark_batches import SparkJudged
+
+    return SparkJudged(spark)

@@ -7,46 +7,26 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fixtures.engines import spark_reconcile
 from fixtures.latency_scenarios import LATENCIES
-from fixtures.relations import judge, rows
-from fixtures.scenarios import SCENARIOS, Scenario, frames, rec, sink
+from fixtures.relations import ENGINES, judged, named_rows
+from fixtures.scenarios import SCENARIOS, Scenario, rec, sink
 
-from recon.engines.duckdb import DuckDBRules
-from recon.engines.spark import SparkRules
 from recon.rules.run import latency_stats, untimed
 
 pytestmark = pytest.mark.unit
 
 
-def _duckdb(s: Scenario) -> tuple[list[dict[str, Any]], Any]:
-    con, results = judge(s)
-    return rows(con, results), DuckDBRules(con)
-
-
-def _spark(spark: Any, s: Scenario) -> tuple[list[dict[str, Any]], Any]:
-    found = [r.asDict() for r in spark_reconcile(**frames(spark, s)).collect()]
-    return found, SparkRules(spark)
-
-
-ENGINES = ("duckdb", "spark")
-
-
-def _judged(engine: str, spark: Any, s: Scenario) -> tuple[list[dict[str, Any]], Any]:
-    return _duckdb(s) if engine == "duckdb" else _spark(spark, s)
-
-
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("name", list(LATENCIES))
-def test_each_message_gets_its_latency(spark: Any, engine: str, name: str) -> None:
-    found, _ = _judged(engine, spark, SCENARIOS[name]())
+def test_each_message_gets_its_latency(spark_judged: Any, engine: str, name: str) -> None:
+    found = named_rows(engine, spark_judged, name)
     latencies = {r["message_id"]: r["latency_ms"] for r in found if r["latency_ms"] is not None}
     assert latencies == LATENCIES[name]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_a_late_row_says_by_how_much(spark: Any, engine: str) -> None:
-    found, _ = _judged(engine, spark, SCENARIOS["late_and_on_time"]())
+def test_a_late_row_says_by_how_much(spark_judged: Any, engine: str) -> None:
+    found = named_rows(engine, spark_judged, "late_and_on_time")
     late = [r for r in found if r["verdict"] == "late"]
     assert [r["detail"] for r in late] == [
         "delivered 2500 ms after its record's Kafka timestamp; the bound is 2000 ms"
@@ -54,8 +34,8 @@ def test_a_late_row_says_by_how_much(spark: Any, engine: str) -> None:
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_no_time_column_no_latency(spark: Any, engine: str) -> None:
-    found, _ = _judged(engine, spark, SCENARIOS["all_delivered"]())
+def test_no_time_column_no_latency(spark_judged: Any, engine: str) -> None:
+    found = named_rows(engine, spark_judged, "all_delivered")
     assert {r["verdict"] for r in found} == {"delivered"}
     assert all(r["latency_ms"] is None for r in found)
 
@@ -70,7 +50,7 @@ def percentiles_scenario() -> Scenario:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_percentiles_per_partition_and_overall(spark: Any, engine: str) -> None:
-    _, rules = _judged(engine, spark, percentiles_scenario())
+    _, rules = judged(engine, spark, percentiles_scenario())
     # (partition, messages, negative, min, p50, p95, p99, max); nearest rank: pN is the value
     # at rank ceil(N% of n). Overall, sorted: -50 100 200 300 300 400 500 ... 1000 (n = 12):
     # p50 = 6th = 400, p95 = 12th (11.4 up) = 1000.
@@ -83,13 +63,13 @@ def test_percentiles_per_partition_and_overall(spark: Any, engine: str) -> None:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_late_counts_only_over_the_bound(spark: Any, engine: str) -> None:
-    found, _ = _judged(engine, spark, percentiles_scenario())
+    found, _ = judged(engine, spark, percentiles_scenario())
     assert sorted(r["message_id"] for r in found if r["verdict"] == "late") == ["a9"]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_no_latency_no_stats(spark: Any, engine: str) -> None:
-    _, rules = _judged(engine, spark, SCENARIOS["one_lost"]())
+    _, rules = judged(engine, spark, SCENARIOS["one_lost"]())
     assert latency_stats(rules) == []
 
 
@@ -100,7 +80,7 @@ def test_rows_without_a_time_are_counted_not_judged(spark: Any, engine: str) -> 
         sinks=[sink("k1", "m1", after_ms=40), sink("k2", "m2")],  # k2: a null time column
         late_after_ms=10,
     )
-    found, rules = _judged(engine, spark, s)
+    found, rules = judged(engine, spark, s)
     assert {r["message_id"]: (r["verdict"], r["latency_ms"]) for r in found} == {
         "m1": ("late", 40),
         "m2": ("delivered", None),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fixtures.engines import duckdb_ledger, duckdb_reconcile, spark_ledger_next, spark_reconcile
+from fixtures.engines import duckdb_ledger, duckdb_reconcile
 from fixtures.relations import (
     ARROW_LEDGER,
     ARROW_SINK,
@@ -21,7 +21,8 @@ from fixtures.relations import (
     row_key,
     rows,
 )
-from fixtures.scenarios import LEDGER_NO_POSITIONS, SCENARIOS, T, frames
+from fixtures.scenarios import LEDGER_NO_POSITIONS, SCENARIOS, T
+from fixtures.spark_batches import SparkJudged
 
 from recon import schemas
 from recon.verdicts import ALL_VERDICTS
@@ -42,23 +43,17 @@ def test_scenario_gives_the_hand_computed_rows(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_every_column_equals_the_spark_engine(spark: Any, name: str) -> None:
-    s = SCENARIOS[name]()
-    con, results = judge(s)
+def test_every_column_equals_the_spark_engine(spark_judged: SparkJudged, name: str) -> None:
+    con, results = judge(SCENARIOS[name]())
     local = sorted((plain(r) for r in rows(con, results)), key=row_key)
-    theirs = sorted((plain(r) for r in spark_reconcile(**frames(spark, s)).collect()), key=row_key)
-    assert local == theirs
+    assert local == sorted(spark_judged.results(name), key=row_key)
 
 
-@pytest.mark.parametrize("name", ["one_duplicate", "duplicate_in_later_run", "pending",
-                                  "late_delivery", "rewind", "phantom"])  # fmt: skip
-def test_ledger_entries_equal_the_spark_engine(spark: Any, name: str) -> None:
-    s = SCENARIOS[name]()
-    con, _ = judge(s)
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_ledger_entries_equal_the_spark_engine(spark_judged: SparkJudged, name: str) -> None:
+    con, _ = judge(SCENARIOS[name]())
     local = sorted((plain(r) for r in rows(con, duckdb_ledger(con, "run-2"))), key=row_key)
-    spark_reconcile(**frames(spark, s))
-    theirs = spark_ledger_next(spark, "run-2").collect()
-    assert local == sorted((plain(r) for r in theirs), key=row_key)
+    assert local == sorted(spark_judged.ledger(name), key=row_key)
 
 
 def test_counts_name_every_verdict() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fixtures.declarations import doc
 from fixtures.order_scenarios import DETAILS
-from fixtures.relations import ENGINES, judge, judged_rows, rows
+from fixtures.relations import ENGINES, judge, judged_rows, named_rows, rows
 from fixtures.scenarios import SCENARIOS, Scenario, rec, sink
 
 from recon.config import parse_pipelines
@@ -21,8 +21,8 @@ pytestmark = pytest.mark.unit
 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("name", list(DETAILS))
-def test_each_row_says_where_its_key_stands(spark: Any, engine: str, name: str) -> None:
-    found = judged_rows(engine, spark, SCENARIOS[name]())
+def test_each_row_says_where_its_key_stands(spark_judged: Any, engine: str, name: str) -> None:
+    found = named_rows(engine, spark_judged, name)
     assert {r["message_id"]: r["detail"] for r in found if r["message_id"] in DETAILS[name]} == (
         DETAILS[name]
     )

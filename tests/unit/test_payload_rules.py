@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 from fixtures.payload_scenarios import DETAILS
-from fixtures.relations import ENGINES, judged_rows
-from fixtures.scenarios import SCENARIOS, Scenario, rec, sink
+from fixtures.relations import ENGINES, judged_rows, named_rows
+from fixtures.scenarios import Scenario, rec, sink
 
 from recon.rules.judging import Judging
 
@@ -18,8 +18,10 @@ pytestmark = pytest.mark.unit
 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("name", list(DETAILS))
-def test_each_discrepancy_names_the_differing_fields(spark: Any, engine: str, name: str) -> None:
-    found = judged_rows(engine, spark, SCENARIOS[name]())
+def test_each_discrepancy_names_the_differing_fields(
+    spark_judged: Any, engine: str, name: str
+) -> None:
+    found = named_rows(engine, spark_judged, name)
     details = {r["message_id"]: r["detail"] for r in found if r["verdict"] != "delivered"}
     details = {m: d for m, d in details.items() if m in DETAILS[name]}
     assert details == DETAILS[name]

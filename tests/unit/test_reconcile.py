@@ -5,13 +5,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import pytest
 from fixtures.engines import spark_counts, spark_ledger_next
 from fixtures.engines import spark_reconcile as reconcile
 from fixtures.scenarios import SCENARIOS, Expected, Scenario, T, frames, rec, sink
+from fixtures.spark_batches import SparkJudged
 from pyspark.sql import DataFrame, SparkSession
 
 from recon import schemas
@@ -21,19 +21,15 @@ from recon.verdicts import ALL_VERDICTS
 pytestmark = pytest.mark.unit
 
 
-def as_tuple(row: Any, name: str | None = None) -> Expected:
-    """A result row in the scenarios' terms; ``name`` strips that scenario's prefixes."""
-
-    def plain(value: str | None) -> str | None:
-        return _strip(name, value) if name else value
-
+def as_tuple(row: Any) -> Expected:
+    """A result row in the scenarios' terms."""
     return (
         row["verdict"],
-        plain(row["message_id"]),
+        row["message_id"],
         row["partition"],
         tuple(row["offsets"]),
         row["sink_count"],
-        tuple(str(plain(k)) for k in row["sink_keys"]),
+        tuple(str(k) for k in row["sink_keys"]),
         row["topic_duplicate"],
     )
 
@@ -42,84 +38,20 @@ def as_set(results: DataFrame) -> set[Expected]:
     return {as_tuple(r) for r in results.collect()}
 
 
-# --- running the named scenarios -------------------------------------------------------------
+# --- the named scenarios ---------------------------------------------------------------------
 #
-# Spark's fixed cost per job dominates on frames this small, so the scenarios without a run-wide
-# input (unverifiable partitions) are judged together in one job. Each gets its own topic and
-# prefixes its ids and sink keys with its name, so they cannot see each other; the rows are
-# split back and the prefixes stripped before comparing.
+# Judged a group at a time (fixtures.spark_batches): Spark's fixed cost per job dominates on
+# frames this small.
 
 
-def _ns(name: str, value: str | None) -> str | None:
-    # Blank ids stay blank: they must remain invalid. They are told apart by topic or sink key.
-    return f"{name}:{value}" if value is not None and value.strip() else value
+@pytest.fixture
+def batch(spark_judged: SparkJudged) -> Callable[[str], list[dict[str, Any]]]:
+    return spark_judged.results
 
 
-def namespaced(name: str, s: Scenario) -> Scenario:
-    def record(r: tuple) -> tuple:
-        return (name, r[1], r[2], _ns(name, r[3]), *r[4:])
-
-    def maybe(rows: list[tuple] | None, fn: Callable[[tuple], tuple]) -> list[tuple] | None:
-        return None if rows is None else [fn(r) for r in rows]
-
-    return replace(
-        s,
-        window=[record(r) for r in s.window],
-        sinks=[(f"{name}:{k}", _ns(name, m), *rest) for k, m, *rest in s.sinks],
-        pending=maybe(s.pending, record),
-        ledger=maybe(s.ledger, lambda r: (_ns(name, r[0]), name, *r[2:])),
-        uncommitted=maybe(s.uncommitted, lambda r: (_ns(name, r[0]), name, *r[2:])),
-    )
-
-
-def _strip(name: str, value: str | None) -> str | None:
-    prefix = f"{name}:"
-    return value[len(prefix) :] if value is not None and value.startswith(prefix) else value
-
-
-def belongs_to(name: str, row: Any) -> bool:
-    prefix = f"{name}:"
-    return (
-        row["topic"] == name
-        or (row["message_id"] or "").startswith(prefix)
-        or any(k.startswith(prefix) for k in row["sink_keys"])
-    )
-
-
-def _concat(parts: list[list[tuple] | None]) -> list[tuple] | None:
-    present = [p for p in parts if p is not None]
-    return None if not present else [row for p in present for row in p]
-
-
-def _shareable(s: Scenario) -> bool:
-    return not s.unverifiable and not s.ends and s.plain
-
-
-#: The scenarios judged together in one Spark run. The others (a run-wide input, or a declared
-#: check) are judged one by one in tests/unit/test_local_verdicts.py, which holds the local
-#: engine to the hand-computed rows and Spark to the local engine column by column: judging them
-#: here again would only run the same Spark job twice.
-SHARED = [name for name, make in SCENARIOS.items() if _shareable(make())]
-
-
-@pytest.fixture(scope="module")
-def batch(spark: SparkSession) -> dict[str, list[Any]]:
-    """Rows per scenario, from one reconcile over every scenario that can share a run."""
-    shared = {name: namespaced(name, make()) for name, make in SCENARIOS.items() if name in SHARED}
-    everything = Scenario(
-        window=[r for s in shared.values() for r in s.window],
-        sinks=[r for s in shared.values() for r in s.sinks],
-        ledger=_concat([s.ledger for s in shared.values()]),
-        pending=_concat([s.pending for s in shared.values()]),
-        uncommitted=_concat([s.uncommitted for s in shared.values()]),
-    )
-    rows = reconcile(**frames(spark, everything)).collect()
-    return {name: [r for r in rows if belongs_to(name, r)] for name in shared}
-
-
-@pytest.mark.parametrize("name", SHARED)
-def test_scenario(batch: dict[str, list[Any]], name: str) -> None:
-    assert {as_tuple(r, name) for r in batch[name]} == SCENARIOS[name]().expected
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_scenario(batch: Callable[[str], list[Any]], name: str) -> None:
+    assert {as_tuple(r) for r in batch(name)} == SCENARIOS[name]().expected
 
 
 # --- shapes, counts, ledger ---------------------------------------------------------------------
@@ -131,11 +63,13 @@ def test_result_has_the_documented_schema(spark: SparkSession) -> None:
     assert got == [(f.name, f.dataType.simpleString()) for f in schemas.RESULT.fields]
 
 
-def test_cross_partition_duplicate_names_every_position(batch: dict[str, list[Any]]) -> None:
+def test_cross_partition_duplicate_names_every_position(
+    batch: Callable[[str], list[Any]],
+) -> None:
     name = "topic_duplicate"
-    m3 = next(r for r in batch[name] if r["message_id"] == f"{name}:m3")
+    m3 = next(r for r in batch(name) if r["message_id"] == "m3")
     assert [(p["partition"], p["offset"]) for p in m3["positions"]] == [(0, 3), (1, 0)]
-    assert f"{name}/0@3, {name}/1@0" in m3["detail"]
+    assert f"{T}/0@3, {T}/1@0" in m3["detail"]
 
 
 def test_verdict_counts(spark: SparkSession) -> None:
@@ -195,12 +129,12 @@ def test_pending_sink_rows_count_when_the_message_is_judged(spark: SparkSession)
     }
 
 
-def test_plain_delivery_has_no_detail(batch: dict[str, list[Any]]) -> None:
-    assert [r["detail"] for r in batch["all_delivered"]] == [None, None, None]
+def test_plain_delivery_has_no_detail(batch: Callable[[str], list[Any]]) -> None:
+    assert [r["detail"] for r in batch("all_delivered")] == [None, None, None]
 
 
-def test_late_delivery_says_so(batch: dict[str, list[Any]]) -> None:
-    (row,) = [r for r in batch["late_delivery"] if r["message_id"] == "late_delivery:m1"]
+def test_late_delivery_says_so(batch: Callable[[str], list[Any]]) -> None:
+    (row,) = [r for r in batch("late_delivery") if r["message_id"] == "m1"]
     assert "judged lost (first seen in run run-1)" in row["detail"]
 
 
