@@ -289,6 +289,22 @@ def test_empty_run_passes_and_revalidation_replaces_the_run(
     assert second.validation_id.startswith("exactly_once/again/")
 
 
+def test_the_data_docs_index_lists_only_the_newest_validations(
+    request: pytest.FixtureRequest, gx_dir: str
+) -> None:
+    """GX reads back every result the index lists, on every run: the index is bounded, so a
+    run's cost does not grow with every run ever validated."""
+    import yaml
+
+    from recon.validation.checkpoint import INDEX_LIMIT
+
+    cfg = _cfg("exactly_once", Tolerances(), idempotent=True, name="bounded_index")
+    _validate(request, "pandas", gx_dir, cfg, [], "bounded")
+    project = yaml.safe_load(Path(gx_dir, "great_expectations.yml").read_text(encoding="utf-8"))
+    index = project["data_docs_sites"]["local_site"]["site_index_builder"]
+    assert index["validation_results_limit"] == INDEX_LIMIT
+
+
 def test_revalidation_on_the_other_engine_replaces_the_run(
     request: pytest.FixtureRequest, gx_dir: str
 ) -> None:

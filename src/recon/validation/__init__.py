@@ -24,7 +24,8 @@ The GX project is a file-mode project in ``$RECON_STATE/gx`` (or ``gx_dir``)::
     gx/validation_definitions/<pipeline>.json       results of <pipeline> x its semantic's suite
     gx/checkpoints/<pipeline>.json                  that definition + UpdateDataDocsAction
     gx/uncommitted/validations/<semantic>/<run id>/<time>/<batch>.json   validation results
-    gx/uncommitted/data_docs/local_site/index.html  Data Docs; one page per validated run:
+    gx/uncommitted/data_docs/local_site/index.html  Data Docs: the newest INDEX_LIMIT (200)
+        validations, and a page per validated run:
         validations/<semantic>/<run id>/<time>/<data source>-<pipeline>.html
 
 GX validates the run's results with the pipeline's engine: ``engine: spark`` runs where the results

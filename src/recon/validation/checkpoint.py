@@ -36,6 +36,10 @@ SITE_NAME = "local_site"
 #: repeat the verdict name, and each sample costs a Spark job, so none is taken.
 RESULT_FORMAT: dict[str, Any] = {"result_format": "BASIC", "partial_unexpected_count": 0}
 _LOCK_FILE = ".recon-validation.lock"
+#: The Data Docs index lists the newest validations only: GX reads every listed result back on each
+#: run, so an unbounded index costs each run time in proportion to every run ever validated
+#: (about 1 s per 600 results here). Older runs keep their pages, linked from the UI page.
+INDEX_LIMIT = 200
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,8 @@ class ValidationOutcome:
         for ``lost_ratio`` / ``duplicated_ratio``, else a count).
     :param data_docs_path: the run's Data Docs page (an HTML file inside the site, on disk).
     :param validation_id: ``<suite>/<run id>/<run time>/<batch id>``: the stored result's key.
-    :param data_docs_index: the site's ``index.html``, listing every validated run.
+    :param data_docs_index: the site's ``index.html``, listing the newest :data:`INDEX_LIMIT`
+        validated runs.
     :param suite_name: the suite that was run (the claimed semantic).
     :param parameters: the values given to the suite's ``$PARAMETER`` placeholders.
     """
@@ -101,10 +106,15 @@ def _context(gx_dir: str) -> Any:
         changed = True
     sites = context.variables.data_docs_sites or {}
     site = sites.get(SITE_NAME)
-    if site is not None and site.get("show_how_to_buttons", True):
-        site["show_how_to_buttons"] = False
-        context.variables.data_docs_sites = sites
-        changed = True
+    if site is not None:
+        index = site.setdefault("site_index_builder", {"class_name": "DefaultSiteIndexBuilder"})
+        if site.get("show_how_to_buttons", True) or index.get("validation_results_limit") != (
+            INDEX_LIMIT
+        ):
+            site["show_how_to_buttons"] = False
+            index["validation_results_limit"] = INDEX_LIMIT
+            context.variables.data_docs_sites = sites
+            changed = True
     if changed:
         context.variables.save()
     return context
