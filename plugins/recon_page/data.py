@@ -61,6 +61,8 @@ class Run:
     error: str | None = None
     #: rows of this run a later run proved wrong, per verdict (a late sink row for a ``lost``)
     corrections: dict[str, int] = field(default_factory=dict)
+    #: what a declared check could not use, by reason (``recon.runs.unchecked``)
+    unchecked: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,8 @@ MAX_LATENCY_PARTITIONS = 100
 
 _RUN_COLUMNS = (
     "pipeline, run_id, semantics, status, started_at, finished_at, counts, contract_passed, "
-    "violations, validation_url, window_spec, rewinds, duration_seconds, error, corrections"
+    "violations, validation_url, window_spec, rewinds, duration_seconds, error, corrections, "
+    "unchecked"
 )
 _DISCREPANCY_COLUMNS = (
     "d.pipeline, d.run_id, d.verdict, d.message_id, d.topic, d.partition, d.offsets, d.sink_keys, "
@@ -193,7 +196,7 @@ def _fetch(conn: Any, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
 
 def _run(row: tuple[Any, ...]) -> Run:
     (pipeline, run_id, semantics, status, started, finished, counts, passed, violations, url,
-     window, rewinds, duration, error, corrections) = row  # fmt: skip
+     window, rewinds, duration, error, corrections, unchecked) = row  # fmt: skip
     return Run(
         pipeline=pipeline,
         run_id=run_id,
@@ -210,6 +213,7 @@ def _run(row: tuple[Any, ...]) -> Run:
         duration_seconds=duration,
         error=redact(error),
         corrections={str(k): int(v or 0) for k, v in (corrections or {}).items()},
+        unchecked={str(k): int(v or 0) for k, v in (unchecked or {}).items()},
     )
 
 

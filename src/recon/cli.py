@@ -16,6 +16,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from recon.details import unchecked_phrases
 from recon.errors import ReconError, RunFailed, SparkDriverLost, first_line
 
 EXIT_OK, EXIT_CONTRACT_BROKEN, EXIT_USER_ERROR = 0, 1, 2
@@ -90,24 +91,8 @@ def _format_summary(summary: Any) -> str:
             + (f"; bound {bound}" if bound is not None else "")
             + (f"; {o['negative']} negative (sink clock behind Kafka)" if o["negative"] else "")
         )
-    if summary.latency and (
-        summary.latency["untimed_records"] or summary.latency["untimed_sink_rows"]
-    ):
-        lines.append(
-            f"  no latency for {summary.latency['untimed_records']} records without a Kafka "
-            f"timestamp and {summary.latency['untimed_sink_rows']} sink rows without a time"
-        )
-    unordered = summary.unordered or {}
-    if unordered.get("records") or unordered.get("sink_rows"):
-        lines.append(
-            f"  no order check for {unordered['records']} records without an upsert key "
-            f"or position and {unordered['sink_rows']} sink rows without one"
-        )
-    if unordered.get("shared_keys"):
-        lines.append(
-            f"  {unordered['shared_keys']} keys have more than one row in the upsert sink: "
-            "each is judged by its row with the highest position"
-        )
+    if summary.unchecked:
+        lines.append(f"  not checked: {'; '.join(unchecked_phrases(summary.unchecked))}")
     for verdict, sample in summary.samples.items():
         for s in sample[:5]:
             where = f"{s['topic']}[{s['partition']}]@{','.join(map(str, s['offsets']))}"
@@ -267,6 +252,8 @@ def _runs(args: argparse.Namespace) -> int:
     for r in rows:
         counts = " ".join(f"{k}={v}" for k, v in (r["counts"] or {}).items() if v)
         print(f"{r['started_at']:%F %T}  {r['run_id']}  {r['status']:<7}  {counts}")
+        if r.get("unchecked"):
+            print(f"    not checked: {'; '.join(unchecked_phrases(r['unchecked']))}")
     return EXIT_OK
 
 

@@ -90,3 +90,20 @@ def out_of_order_positions(detail: object) -> tuple[str, int, int] | None:
     record's; ``None`` for any other text. The key is data: whoever shows it escapes it."""
     found = _OUT_OF_ORDER_READ.search(detail) if isinstance(detail, str) else None
     return (found[1], int(found[2]), int(found[3])) if found else None
+
+
+#: What a declared check could not use in a run (``recon.runs.unchecked``), in words, by reason.
+UNCHECKED = {
+    "untimed_records": "records without a Kafka timestamp (no latency)",
+    "untimed_sink_rows": "sink rows with a null time column (no latency)",
+    "unordered_records": "records without an upsert key or position (no order check)",
+    "unordered_sink_rows": "sink rows without an upsert key or position (no order check)",
+    "shared_keys": "upsert keys with more than one sink row (the newest position is checked)",
+}
+
+
+def unchecked_phrases(unchecked: dict[str, int]) -> list[str]:
+    """``recon.runs.unchecked`` as phrases such as ``"3 sink rows with a null time column (no
+    latency)"``, in :data:`UNCHECKED` order; an unknown reason is named as stored."""
+    known = [f"{unchecked[r]} {words}" for r, words in UNCHECKED.items() if unchecked.get(r)]
+    return known + [f"{n} {r}" for r, n in unchecked.items() if r not in UNCHECKED and n]

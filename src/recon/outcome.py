@@ -57,6 +57,8 @@ class RunSummary:
     #: ``sink_rows``: they take no part in the order check) and its keys with more than one row
     #: (``shared_keys``); None unless ``order`` is declared.
     unordered: dict[str, int] | None = None
+    #: what a declared check could not use, by reason (``recon.store.RunOutcome.unchecked``)
+    unchecked: dict[str, int] = field(default_factory=dict)
 
 
 def latency_figures(
@@ -92,6 +94,7 @@ def judged_outcome(
     timestamp_type: str | None = None,
     untimed: tuple[int, int] = (0, 0),
     late_after_ms: int | None = None,
+    unordered: tuple[int, int, int] | None = None,
 ) -> store.RunOutcome:
     """What a run commits besides its discrepancy rows: its counts judged by the claimed contract.
 
@@ -120,6 +123,7 @@ def judged_outcome(
         late_after_ms=late_after_ms,
         timestamp_type=timestamp_type,
         untimed=untimed,
+        unordered=unordered,
     )
 
 
@@ -149,6 +153,10 @@ def run_summary(
         latency=latency_figures(
             outcome.latency, outcome.late_after_ms, outcome.timestamp_type, outcome.untimed
         ),
+        unordered=None
+        if outcome.unordered is None
+        else dict(zip(("records", "sink_rows", "shared_keys"), outcome.unordered, strict=True)),
+        unchecked=outcome.unchecked,
     )
 
 

@@ -114,6 +114,11 @@ def test_out_of_order_verdicts_and_details_equal_the_ground_truth(
         assert summary.contract_passed, summary.violations  # the ratio tolerated up to 1
         # Every record has a key and every row a key and position: all take part.
         assert summary.unordered == {"records": 0, "sink_rows": 0, "shared_keys": 0}
+        assert summary.unchecked == {}
+        with results_db() as pg, pg.cursor() as cur:
+            cur.execute("SELECT unchecked FROM recon.runs WHERE pipeline = %s AND run_id = 'run-1'",
+                        (name,))  # fmt: skip
+            assert cur.fetchone() == ({},)
 
         details = {
             r.message_id: r.detail or ""

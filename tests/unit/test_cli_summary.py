@@ -19,20 +19,29 @@ def _summary(**extra: object) -> RunSummary:
     )  # fmt: skip
 
 
-def test_records_without_an_upsert_key_are_said() -> None:
-    text = _format_summary(_summary(unordered={"records": 2, "sink_rows": 1}))
+def test_what_was_not_checked_is_said_in_words() -> None:
+    text = _format_summary(
+        _summary(unchecked={"unordered_records": 2, "unordered_sink_rows": 1, "shared_keys": 3,
+                            "untimed_sink_rows": 4})
+    )  # fmt: skip
     assert (
-        "no order check for 2 records without an upsert key or position and 1 sink rows "
-        "without one" in text
+        "not checked: 4 sink rows with a null time column (no latency); 2 records without an "
+        "upsert key or position (no order check); 1 sink rows without an upsert key or position "
+        "(no order check); 3 upsert keys with more than one sink row" in text
     )
 
 
-def test_keys_with_several_rows_are_said() -> None:
-    text = _format_summary(_summary(unordered={"records": 0, "sink_rows": 0, "shared_keys": 3}))
-    assert "3 keys have more than one row in the upsert sink" in text
-    assert "no order check" not in text
+def test_nothing_is_said_when_everything_was_checked() -> None:
+    assert "not checked" not in _format_summary(_summary(unchecked={}))
+    assert "not checked" not in _format_summary(_summary())
 
 
-def test_nothing_is_said_when_every_record_has_one() -> None:
-    assert "order check" not in _format_summary(_summary(unordered={"records": 0, "sink_rows": 0}))
-    assert "order check" not in _format_summary(_summary())
+def test_an_outcome_keeps_only_the_reasons_that_occurred() -> None:
+    from recon.store import RunOutcome
+
+    outcome = RunOutcome(
+        status="passed", counts={}, contract_passed=True, violations=[], ledger_path="x",
+        sink_rows_scanned=0, duration_seconds=0.0, topic_duplicates=0, untimed=(0, 5),
+        unordered=(1, 0, 0),
+    )  # fmt: skip
+    assert outcome.unchecked == {"untimed_sink_rows": 5, "unordered_records": 1}

@@ -153,3 +153,22 @@ def test_keys_are_escaped_in_the_page() -> None:
     table = _table(html)
     assert "the row of key &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp; holds" in table
     assert "keys &lt;script&gt;" in _todo(html)
+
+
+def test_the_rows_no_check_could_use_are_named_in_the_facts() -> None:
+    from dataclasses import replace
+
+    run = replace(_run(2), unchecked={"unordered_sink_rows": 4, "shared_keys": 2})
+    html = _section([run])
+    facts = re.search(r'<dl class="facts">.*?</dl>', html)
+    assert facts is not None
+    assert "Not checked" in facts[0]
+    assert "4 sink rows without an upsert key or position (no order check)" in facts[0]
+    assert "2 upsert keys with more than one sink row" in facts[0]
+    assert "Not checked" not in _section([_run(2)])
+
+
+def test_the_stored_reasons_are_read_with_the_run() -> None:
+    stored = ("accounts", "r1", "at_least_once", "passed", T0, T0, {"delivered": 1}, True, [],
+              None, [], [], 1.0, None, {}, {"untimed_sink_rows": 3})  # fmt: skip
+    assert data._run(stored).unchecked == {"untimed_sink_rows": 3}

@@ -135,6 +135,7 @@ def reconcile_run(
                 duration_seconds=time.monotonic() - started, latency=judged.latency,
                 untimed=judged.untimed, late_after_ms=judged.judging.late_after_ms,
                 timestamp_type=_timestamp_type(cfg) if judged.latency else None,
+                unordered=judged.unordered if cfg.order else None,
             )  # fmt: skip
             with results_db() as pg:
                 written = store.commit_run(
@@ -148,13 +149,7 @@ def reconcile_run(
     progress(
         f"run {run_id}: committed {written} discrepancy rows in {outcome.duration_seconds:.1f} s"
     )
-    summary = run_summary(cfg, record, outcome, written, judged.samples)
-    if cfg.order:
-        records, sink_rows, shared_keys = judged.unordered
-        summary.unordered = {
-            "records": records, "sink_rows": sink_rows, "shared_keys": shared_keys
-        }  # fmt: skip
-    return summary
+    return run_summary(cfg, record, outcome, written, judged.samples)
 
 
 def _timestamp_type(cfg: PipelineConfig) -> str | None:

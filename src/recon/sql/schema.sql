@@ -135,6 +135,12 @@ CREATE TABLE IF NOT EXISTS recon.latency (
     PRIMARY KEY (pipeline, run_id, partition)
 );
 
+-- What a declared check could not use in a run, by reason, only the reasons that occurred:
+-- untimed_records / untimed_sink_rows (no Kafka timestamp, a null time column: no latency),
+-- unordered_records / unordered_sink_rows (no upsert key or position: no order check),
+-- shared_keys (upsert keys with more than one sink row).
+ALTER TABLE recon.runs ADD COLUMN IF NOT EXISTS unchecked jsonb NOT NULL DEFAULT '{}'::jsonb;
+
 -- The version of this file last applied (its SHA-256), so that a run skips the DDL above, and
 -- its table locks, when nothing changed.
 CREATE TABLE IF NOT EXISTS recon.schema_version (version text NOT NULL);

@@ -114,6 +114,20 @@ class RunOutcome:
     #: usable records without a Kafka timestamp, sink rows with a null time column (reported
     #: in the run's summary: their messages have no latency).
     untimed: tuple[int, int] = (0, 0)
+    #: an upsert sink's records and rows without a key or position, and its keys with more than
+    #: one row (``recon.rules.run.unordered``); None: the pipeline declares no order.
+    unordered: tuple[int, int, int] | None = None
+
+    @property
+    def unchecked(self) -> dict[str, int]:
+        """What a declared check could not use, by reason (``recon.runs.unchecked``): only the
+        reasons that occurred."""
+        records, rows, shared = self.unordered or (0, 0, 0)
+        found = {
+            "untimed_records": self.untimed[0], "untimed_sink_rows": self.untimed[1],
+            "unordered_records": records, "unordered_sink_rows": rows, "shared_keys": shared,
+        }  # fmt: skip
+        return {reason: n for reason, n in found.items() if n}
 
 
 def _replace_latency(cur: Any, pipeline: str, run_id: str, outcome: RunOutcome) -> None:
@@ -177,13 +191,13 @@ def commit_run(
             cur.execute(
                 "UPDATE recon.runs SET status = %s, finished_at = now(), counts = %s, "
                 "contract_passed = %s, violations = %s, ledger_path = %s, sink_rows_scanned = %s, "
-                "duration_seconds = %s, topic_duplicates = %s, error = NULL "
+                "duration_seconds = %s, topic_duplicates = %s, unchecked = %s, error = NULL "
                 "WHERE pipeline = %s AND run_id = %s",
                 (
                     outcome.status, json.dumps(dict(outcome.counts)), outcome.contract_passed,
                     json.dumps(outcome.violations), outcome.ledger_path,
                     outcome.sink_rows_scanned, outcome.duration_seconds,
-                    outcome.topic_duplicates, pipeline, run_id,
+                    outcome.topic_duplicates, json.dumps(outcome.unchecked), pipeline, run_id,
                 ),
             )  # fmt: skip
             if advance:
