@@ -99,6 +99,9 @@ class Latency:
     max_ms: int
     #: the pipeline's ``latency.max_seconds`` in ms when the run had one
     bound_ms: int | None = None
+    #: which Kafka timestamp the latency counts from (``CreateTime`` / ``LogAppendTime``, the
+    #: topic's); None when the topic's configuration was unreadable
+    timestamp_type: str | None = None
     started_at: datetime | None = None
 
 
@@ -296,11 +299,11 @@ def discrepancies(conn: Any, pipeline: str, limit: int = MAX_DISCREPANCIES) -> l
 #: these names: a column added, dropped or moved here cannot shift a figure into another field.
 _LATENCY_FIELDS = (
     "pipeline", "run_id", "partition", "messages", "negative", "min_ms", "p50_ms", "p95_ms",
-    "p99_ms", "max_ms", "bound_ms",
+    "p99_ms", "max_ms", "bound_ms", "timestamp_type",
 )  # fmt: skip
 _LATENCY_COLUMNS = ", ".join(f"x.{name}" for name in _LATENCY_FIELDS)
 #: Read as they come (text); every other field is an integer, ``bound_ms`` the only nullable one.
-_LATENCY_TEXT = ("pipeline", "run_id")
+_LATENCY_TEXT = ("pipeline", "run_id", "timestamp_type")
 
 
 def _latency(row: tuple[Any, ...]) -> Latency:

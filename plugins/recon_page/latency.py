@@ -64,9 +64,11 @@ def figure(runs: Sequence[Run], rows: Sequence[Latency]) -> str:
     bound = (
         f"bound {chart.duration_ms(newest.bound_ms)}" if newest.bound_ms is not None else "no bound"
     )
+    since = f" Counted from the record's {newest.timestamp_type}." if newest.timestamp_type else ""
     note = (
         f'<p class="latency-note">Newest measured run <code>{_e(newest.run_id)}</code>: '
-        f"{_e(figures)} over {newest.messages:,} messages; {_e(bound)}.{_skew(newest)}</p>"
+        f"{_e(figures)} over {newest.messages:,} messages; {_e(bound)}.{_e(since)}"
+        f"{_skew(newest)}</p>"
     )
     svg = chart.latency_lines(points, title=CAPTION)
     return (

@@ -80,14 +80,14 @@ def _attr_values(html: str, element: str, attribute: str) -> list[str]:
 def test_latency_reads_the_whole_run_rows_of_the_latest_runs() -> None:
     conn = FakeConn(
         [
-            ("payments", "r2", -1, 100, 3, -40, 400, 1200, 1800, 2500, 2000, T0),
-            ("payments", "r1", -1, 90, 0, 5, 300, 900, 1000, 1100, None, T0),
+            ("payments", "r2", -1, 100, 3, -40, 400, 1200, 1800, 2500, 2000, "CreateTime", T0),
+            ("payments", "r1", -1, 90, 0, 5, 300, 900, 1000, 1100, None, None, T0),
         ]
     )
     rows = data.latency(conn, "payments", limit=500)
     assert rows[0] == Latency(
         "payments", "r2", -1, messages=100, negative=3, min_ms=-40, p50_ms=400, p95_ms=1200,
-        p99_ms=1800, max_ms=2500, bound_ms=2000, started_at=T0,
+        p99_ms=1800, max_ms=2500, bound_ms=2000, timestamp_type="CreateTime", started_at=T0,
     )  # fmt: skip
     assert rows[1].bound_ms is None and rows[1].max_ms == 1100
     sql, params = conn.queries[0]
@@ -97,7 +97,9 @@ def test_latency_reads_the_whole_run_rows_of_the_latest_runs() -> None:
 
 
 def test_latency_partitions_reads_one_run_without_its_whole_run_row() -> None:
-    conn = FakeConn([("payments", "r2", 0, 50, 0, 10, 400, 1200, 1800, 2500, 2000, None)])
+    conn = FakeConn(
+        [("payments", "r2", 0, 50, 0, 10, 400, 1200, 1800, 2500, 2000, "LogAppendTime", None)]
+    )
     (row,) = data.latency_partitions(conn, "payments", "r2")
     assert (row.partition, row.p95_ms, row.started_at) == (0, 1200, None)
     sql, params = conn.queries[0]
@@ -112,7 +114,7 @@ def test_latency_rows_are_read_by_column_name() -> None:
     assert [*selected, "started_at"] == [f for f in fields if f in selected or f == "started_at"]
     assert set(fields) == {*selected, "started_at"}
     # a row of another shape fails instead of shifting a figure into the next field
-    row = ("payments", "r2", -1, 100, 3, -40, 400, 1200, 1800, 2500, 2000, T0)
+    row = ("payments", "r2", -1, 100, 3, -40, 400, 1200, 1800, 2500, 2000, "CreateTime", T0)
     with pytest.raises(ValueError):
         data._latency(row[:-1])
     with pytest.raises(ValueError):
@@ -250,10 +252,14 @@ def test_the_overview_counts_late_in_its_own_column() -> None:
 
 def test_the_latency_chart_shows_when_a_run_has_latency_rows() -> None:
     runs = [_run(2, late=1), _run(1), _run(0)]
-    rows = [_lat("scheduled__r2", mx=2600, negative=3), _lat("scheduled__r0")]
+    rows = [
+        _lat("scheduled__r2", mx=2600, negative=3, timestamp_type="LogAppendTime"),
+        _lat("scheduled__r0"),
+    ]
     parts = [_lat("scheduled__r2", 0, mx=2600), _lat("scheduled__r2", 1, p99=900, mx=950)]
     html = _section(_view(runs, rows, parts))
     assert html.count('data-chart="latency"') == 1
+    assert "Counted from the record&#x27;s LogAppendTime." in html
     assert len(re.findall(r"<circle ", html)) == 2 * 4  # r1 measured nothing
     assert "Newest measured run <code>scheduled__r2</code>" in html
     assert "max 2.6 s over 100 messages; bound 2 s." in html
