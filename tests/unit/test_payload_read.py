@@ -122,7 +122,8 @@ def test_a_refused_or_missing_column_is_named() -> None:
 
 def test_the_copy_path_builds_one_list_per_row_in_declared_order() -> None:
     batch = pa.record_batch(
-        [pa.array(["k1", "k2"]), pa.array(["m1", "m2"]), pa.array([0, None], pa.int64()),
+        [pa.array(["k1", "k2"]), pa.array(["m1", "m2"]),
+         pa.array([0, None], pa.timestamp("us", tz="UTC")),
          pa.array(["A", None]), pa.array([7, None], pa.int64()),
          pa.array(["1", "2"]), pa.array(["a", None])],
         schema=_csv_schema(2),

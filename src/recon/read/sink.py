@@ -18,7 +18,7 @@ from recon.config import OrderSpec, PayloadSpec, SinkSpec
 from recon.connections import PostgresConnection
 from recon.errors import ReconError
 from recon.read.sink_order import check_order_columns, order_expressions
-from recon.read.sink_payload import payload_expression, payload_kinds
+from recon.read.sink_payload import payload_expression, payload_items, payload_kinds
 from recon.snapshot.sink_position import SinkRange
 
 if TYPE_CHECKING:
@@ -149,6 +149,8 @@ def sink_query(
     rows: SinkRange | None,
     payload: PayloadSpec | None = None,
     order: OrderSpec | None = None,
+    *,
+    flat: bool = False,
 ) -> str:
     """The subquery Spark reads: ``sink_key, message_id, ingest_seq, sink_time, payload,
     order_key, order_position`` for the run's rows (each optional column is null unless the
@@ -160,6 +162,9 @@ def sink_query(
     :param rows: the run's range of the ingest sequence (None: the whole table).
     :param payload: the pipeline's ``payload`` (``table`` inspected with it).
     :param order: the pipeline's ``order`` (``table`` inspected with it).
+    :param flat: each compared column as a column of its own (``payload_1``, ``payload_2``, ...)
+        instead of ``payload``, for a reader without lists (``COPY`` as CSV): no array is built
+        per row.
     """
     from psycopg2 import sql
 
@@ -173,17 +178,25 @@ def sink_query(
     where: list[sql.Composable] = []
     if seq is not None and rows is not None:
         where.append(rows.where(seq))
+    types = dict(zip(payload.columns, table.payload_types, strict=True)) if payload else {}
+    if flat:
+        items = payload_items(payload, types) if payload else []
+        compared = sql.SQL(", ").join(
+            sql.SQL("{} AS {}").format(item, sql.Identifier(f"payload_{i}"))
+            for i, item in enumerate(items, 1)
+        )
+        payload_columns = compared if items else sql.SQL("NULL::text AS payload_0")
+    else:
+        payload_columns = sql.SQL("{} AS payload").format(payload_expression(payload, types))
     query = sql.SQL(
         "SELECT {key} AS sink_key, {mid}::text AS message_id, {seq} AS ingest_seq, "
-        "{time} AS sink_time, {payload} AS payload, {order_key} AS order_key, "
+        "{time} AS sink_time, {payload}, {order_key} AS order_key, "
         "{order_position} AS order_position FROM {t}"
     ).format(
         key=key,
         order_key=order_expressions(order)[0],
         order_position=order_expressions(order)[1],
-        payload=payload_expression(
-            payload, dict(zip(payload.columns, table.payload_types, strict=True)) if payload else {}
-        ),
+        payload=payload_columns,
         time=_time_expression(spec, table),
         mid=sql.Identifier(spec.message_id_column),
         seq=sql.SQL("{}::bigint").format(seq) if seq is not None else sql.SQL("NULL::bigint"),

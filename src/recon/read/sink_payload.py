@@ -82,9 +82,8 @@ def payload_kinds(
 
 
 def payload_expression(payload: PayloadSpec | None, columns: dict[str, str]) -> Any:
-    """``sink_rows.payload``: the compared columns as a ``text[]`` in declared order (NULL when
-    the pipeline declares no ``payload``). A timestamp travels as ISO 8601 with its offset (a
-    zoneless one read as UTC), a digest in lower case; the rest as PostgreSQL prints it.
+    """``sink_rows.payload``: :func:`payload_items` as a ``text[]`` in declared order (NULL when
+    the pipeline declares no ``payload``).
 
     :param columns: the table's columns and their types (``format_type``).
     """
@@ -92,6 +91,17 @@ def payload_expression(payload: PayloadSpec | None, columns: dict[str, str]) -> 
 
     if payload is None:
         return sql.SQL("NULL::text[]")
+    return sql.SQL("ARRAY[{}]::text[]").format(sql.SQL(", ").join(payload_items(payload, columns)))
+
+
+def payload_items(payload: PayloadSpec, columns: dict[str, str]) -> list[Any]:
+    """Each compared column as text, in declared order: a timestamp as ISO 8601 with its offset
+    (a zoneless one read as UTC), a digest in lower case; the rest as PostgreSQL prints it.
+
+    :param columns: the table's columns and their types (``format_type``).
+    """
+    from psycopg2 import sql
+
     items = []
     for column in payload.columns:
         name, pg_type = sql.Identifier(column), columns[column]
@@ -105,4 +115,4 @@ def payload_expression(payload: PayloadSpec | None, columns: dict[str, str]) -> 
             items.append(sql.SQL("to_jsonb({}) #>> '{{}}'").format(name))
         else:
             items.append(sql.SQL("{}::text").format(name))
-    return sql.SQL("ARRAY[{}]::text[]").format(sql.SQL(", ").join(items))
+    return items
