@@ -113,10 +113,12 @@ def snapshot_topic(
     progress(f"run {run_id}: reading {offsets} offsets with {workers} Kafka reader(s)")
     sink_rows: dict[str, int] = {}
     sink_error: list[BaseException] = []
+    took: dict[str, float] = {}
 
     def copy_sink() -> None:
         try:
             sink_rows["n"] = _copy_sink(cfg, record, f"{staging}/sink/part-0.parquet")
+            took["sink"] = time.monotonic() - started
         except BaseException as exc:  # re-raised in the caller's thread
             sink_error.append(exc)
 
@@ -139,6 +141,7 @@ def snapshot_topic(
         try:
             copier.start()
             read = {"inflight": 0} | {part: _wait(cfg, r) for part, r in readers.items()}
+            took["records"] = time.monotonic() - started
         finally:
             for r in readers.values():
                 r.stop()
@@ -155,7 +158,8 @@ def snapshot_topic(
     progress(
         f"run {run_id}: {read['committed']} records, {read['pending']} pending, "
         f"{read['inflight']} in flight and {sink_rows.get('n', 0)} sink rows written to {final} in "
-        f"{time.monotonic() - started:.1f} s"
+        f"{time.monotonic() - started:.1f} s (records {took['records']:.1f} s, sink rows "
+        f"{took.get('sink', 0):.1f} s, side by side)"
     )
     return {part: f"{final}/{part}" for part in PARTS}
 

@@ -65,7 +65,7 @@ class Step:
 #: order declared) or plain views ``fast_judged``/``general_judged`` over ``fast_verdicts``/
 #: ``general_verdicts``; then :data:`RESULT_STEPS`.
 VERDICT_STEPS: tuple[Step, ...] = (
-    Step("01_checked_records", keep=True),
+    Step("01_checked_records"),
     Step("01_checked_sink_rows", keep=True),
     Step("02_joined", keep=True),
     Step("03_general_hashes", keep=True),
