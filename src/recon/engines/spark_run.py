@@ -117,7 +117,11 @@ class SparkRunIO:
     def _cache(self, frame: DataFrame) -> DataFrame:
         from pyspark import StorageLevel
 
-        self._cached.append(frame.persist(StorageLevel.MEMORY_AND_DISK))
+        # Deserialised, as Spark keeps a local checkpoint. pyspark's MEMORY_AND_DISK is the
+        # serialised level, whose blocks that spilled are read back as one buffer of the whole
+        # block: at 10M sink rows with payloads, 509 MiB per block and an OutOfMemoryError in a
+        # 2 GiB driver (P6, 2026-11-26).
+        self._cached.append(frame.persist(StorageLevel.MEMORY_AND_DISK_DESER))
         return frame
 
     def part(self, part: str) -> DataFrame:

@@ -41,7 +41,8 @@ def validate_run(
     cached_here = not results.is_cached
     if cached_here:
         # GX computes several aggregates; without a cache each would recompute the results.
-        results = results.persist(StorageLevel.MEMORY_AND_DISK)
+        # Deserialised: see recon.engines.spark_run.SparkRunIO._cache.
+        results = results.persist(StorageLevel.MEMORY_AND_DISK_DESER)
     spark_context = None
     with contextlib.suppress(Exception):  # Spark Connect sessions have no SparkContext
         spark_context = spark.sparkContext
