@@ -34,6 +34,11 @@ class ConfigError(ReconError):
         self.errors: list[str] = list(errors) if errors is not None else [message]
 
 
+class SinkTableError(ReconError):
+    """The sink table, or a column the pipeline declares in it (``sink``, ``payload``,
+    ``order``), is missing or of a type its check cannot read."""
+
+
 class InputSchemaError(ReconError):
     """A DataFrame handed to the reconciler lacks a column it needs."""
 

@@ -16,9 +16,9 @@ import pytest
 
 from recon.config import MessageIdSpec, OrderSpec, PayloadSpec, SinkSpec
 from recon.connections import postgres_connection
+from recon.errors import SinkTableError
 from recon.read.sink import inspect_sink, read_sink_rows, sink_query
 from recon.read.sink_arrow import copy_sink_rows
-from recon.read.sink_payload import PayloadColumnError
 
 pytestmark = pytest.mark.integration
 
@@ -119,7 +119,7 @@ def test_a_bytea_digest_travels_as_lower_hex(table: str, pg_kwargs: dict[str, An
 def test_a_column_the_comparison_cannot_read_is_refused(
     table: str, pg_kwargs: dict[str, Any], payload: PayloadSpec, error: str
 ) -> None:
-    with psycopg2.connect(**pg_kwargs) as pg, pytest.raises(PayloadColumnError) as refused:
+    with psycopg2.connect(**pg_kwargs) as pg, pytest.raises(SinkTableError) as refused:
         inspect_sink(pg, _spec(table), "p", payload)
     assert str(refused.value) == error.format(t=table)
 
@@ -132,7 +132,7 @@ def test_an_upsert_sinks_key_and_position_are_read_by_both_paths(
         inspected = inspect_sink(pg, _spec(table), "p", order=order)
         copy_sink_rows(pg, _spec(table), inspected, None, str(tmp_path / "o.parquet"), order=order)
         query = sink_query(pg, _spec(table), inspected, None, order=order)
-        with pytest.raises(PayloadColumnError, match="order.position_column: column 'note'"):
+        with pytest.raises(SinkTableError, match="order.position_column: column 'note'"):
             inspect_sink(
                 pg, _spec(table), "p", order=OrderSpec(MessageIdSpec("key"), "pos", "note")
             )

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from recon.config import MessageIdSpec, OrderSpec, PayloadSpec
+from recon.errors import SinkTableError
 from recon.read.kafka_local.task import (
     order_from_json,
     order_json,
@@ -20,7 +21,7 @@ from recon.read.kafka_local.task import (
 from recon.read.message_ids import extract_ids, raw_schema
 from recon.read.sink_arrow import _csv_schema, _shaped, sink_schema
 from recon.read.sink_order import check_order_columns
-from recon.read.sink_payload import PayloadColumnError, kind_of, payload_kinds
+from recon.read.sink_payload import kind_of, payload_kinds
 
 pytestmark = pytest.mark.unit
 
@@ -109,14 +110,14 @@ def test_a_column_is_compared_by_its_type(pg_type: str, hashed: bool, kind: str 
 
 def test_a_refused_or_missing_column_is_named() -> None:
     columns = {"amount": "numeric(12,2)", "customer_id": "jsonb"}
-    with pytest.raises(PayloadColumnError) as refused:
+    with pytest.raises(SinkTableError) as refused:
         payload_kinds(columns, FIELDS, "public.orders", "orders")
     assert str(refused.value) == (
         "pipeline 'orders': payload.fields.customer.id: column 'customer_id' of table "
         "public.orders is jsonb, expected a number, boolean, timestamp or text type (compare it "
         "through sha256_column instead)"
     )
-    with pytest.raises(PayloadColumnError, match="payload.sha256_column: table public.orders has"):
+    with pytest.raises(SinkTableError, match="payload.sha256_column: table public.orders has"):
         payload_kinds(columns, PayloadSpec(sha256_column="h"), "public.orders", "orders")
 
 
@@ -169,9 +170,9 @@ def test_an_order_position_must_be_a_whole_number(pg_type: str, refused: bool) -
     order = OrderSpec(MessageIdSpec("key"), "account", "pos")
     columns = {"account": "text", "pos": pg_type}
     if refused:
-        with pytest.raises(PayloadColumnError, match="order.position_column: column 'pos'"):
+        with pytest.raises(SinkTableError, match="order.position_column: column 'pos'"):
             check_order_columns(columns, order, "public.t", "p")
     else:
         check_order_columns(columns, order, "public.t", "p")
-    with pytest.raises(PayloadColumnError, match="order.key_column: table public.t has no"):
+    with pytest.raises(SinkTableError, match="order.key_column: table public.t has no"):
         check_order_columns({"pos": "bigint"}, order, "public.t", "p")

@@ -16,17 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from recon.config import OrderSpec, PayloadSpec, SinkSpec
 from recon.connections import PostgresConnection
-from recon.errors import ReconError
+from recon.errors import SinkTableError
 from recon.read.sink_order import check_order_columns, order_expressions
 from recon.read.sink_payload import payload_expression, payload_items, payload_kinds
 from recon.snapshot.sink_position import SinkRange
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-
-class SinkTableError(ReconError):
-    """The sink table or one of its declared columns is not there."""
 
 
 @dataclass(frozen=True)
@@ -71,8 +67,8 @@ def inspect_sink(
     :param pipeline: named in errors.
     :param payload: the pipeline's ``payload``: its columns are checked and their kinds read.
     :param order: the pipeline's ``order``: its key and position columns are checked.
-    :raises recon.read.sink_payload.PayloadColumnError: a payload column is missing or of a
-        type the comparison cannot read.
+    :raises recon.errors.SinkTableError: the table, or a declared column, is missing or of a
+        type its check cannot read.
     """
     from psycopg2 import sql
 

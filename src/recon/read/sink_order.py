@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from recon.config import OrderSpec
-from recon.read.sink_payload import PayloadColumnError
+from recon.errors import SinkTableError
 
 _WHOLE_NUMBERS = ("smallint", "integer", "bigint")
 
@@ -21,18 +21,18 @@ def check_order_columns(
     """Refuse an ``order`` whose columns the table lacks, or whose position is no whole number.
 
     :param columns: the table's columns and their types (``format_type``).
-    :raises PayloadColumnError: naming the pipeline, the key and the column.
+    :raises SinkTableError: naming the pipeline, the key and the column.
     """
     for key in ("key_column", "position_column"):
         column = getattr(order, key)
         if column not in columns:
-            raise PayloadColumnError(
+            raise SinkTableError(
                 f"pipeline '{pipeline}': order.{key}: table {table} has no column '{column}'"
             )
     pg_type = columns[order.position_column]
     scale_zero = pg_type.startswith("numeric(") and pg_type.endswith(",0)")
     if pg_type not in _WHOLE_NUMBERS and not scale_zero:
-        raise PayloadColumnError(
+        raise SinkTableError(
             f"pipeline '{pipeline}': order.position_column: column '{order.position_column}' of "
             f"table {table} is {pg_type}, expected a whole number (the record's offset or "
             "version)"

@@ -13,18 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from recon.config import PayloadSpec
-from recon.errors import ReconError
+from recon.errors import SinkTableError
 
 #: The kinds of compared content; ``sha256`` is a hex digest (compared case-insensitively).
 KINDS = ("text", "number", "boolean", "time", "sha256")
 
 _NUMBER_TYPES = ("smallint", "integer", "bigint", "real", "double precision", "numeric")
 _REFUSED_TYPES = ("json", "jsonb", "bytea", "xml")
-
-
-class PayloadColumnError(ReconError):
-    """A declared ``payload`` or ``order`` column is missing, or of a type the check cannot
-    read."""
 
 
 def kind_of(pg_type: str, hashed: bool) -> str | None:
@@ -55,7 +50,7 @@ def payload_kinds(
     """The kind of each compared column, in :attr:`PayloadSpec.columns` order.
 
     :param columns: the table's columns and their types (``format_type``).
-    :raises PayloadColumnError: a column is missing or of a refused type.
+    :raises SinkTableError: a column is missing or of a refused type.
     """
     key = "sha256_column" if payload.sha256_column else "fields"
     kinds = []
@@ -64,7 +59,7 @@ def payload_kinds(
         if key == "fields":
             where += f".{name}"
         if column not in columns:
-            raise PayloadColumnError(f"{where}: table {table} has no column '{column}'")
+            raise SinkTableError(f"{where}: table {table} has no column '{column}'")
         kind = kind_of(columns[column], hashed=payload.sha256_column is not None)
         if kind is None:
             expected = (
@@ -73,7 +68,7 @@ def payload_kinds(
                 else "a number, boolean, timestamp or text type (compare it through "
                 "sha256_column instead)"
             )
-            raise PayloadColumnError(
+            raise SinkTableError(
                 f"{where}: column '{column}' of table {table} is {columns[column]}, expected "
                 f"{expected}"
             )
