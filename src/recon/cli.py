@@ -16,6 +16,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from recon.alert.text import shown
 from recon.details import unchecked_phrases
 from recon.errors import ReconError, RunFailed, SparkDriverLost, first_line
 
@@ -62,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _format_summary(summary: Any) -> str:
     lines = [
-        f"pipeline {summary.pipeline}  run {summary.run_id}  claimed {summary.semantics}: "
+        f"pipeline {summary.pipeline}  run {shown(summary.run_id)}  claimed {summary.semantics}: "
         + ("CONTRACT HOLDS" if summary.contract_passed else "CONTRACT BROKEN"),
         "  " + "  ".join(f"{v}={n}" for v, n in summary.counts.items()),
         "  window: "
@@ -95,12 +96,16 @@ def _format_summary(summary: Any) -> str:
         lines.append(f"  not checked: {'; '.join(unchecked_phrases(summary.unchecked))}")
     for verdict, sample in summary.samples.items():
         for s in sample[:5]:
-            where = f"{s['topic']}[{s['partition']}]@{','.join(map(str, s['offsets']))}"
+            # The ids, keys and topic come from the data: escaped (recon.alert.text.shown), so
+            # that none can move the terminal's cursor, recolour it or forge a line.
+            where = f"{shown(s['topic'])}[{s['partition']}]@{','.join(map(str, s['offsets']))}"
             # late: its latency and bound; mismatched: the differing fields (names, never values);
             # out_of_order: the key, the position its row holds and the newest record's
-            said = f"; {s['detail']}" if verdict in _DETAILED and s.get("detail") else ""
+            said = (
+                f"; {shown(s['detail'], 500)}" if verdict in _DETAILED and s.get("detail") else ""
+            )
             lines.append(
-                f"  {verdict}: {s['message_id']} at {where} sink rows {s['sink_count']}{said}"
+                f"  {verdict}: {shown(s['message_id'])} at {where} sink rows {s['sink_count']}{said}"
             )
     lines.append(
         f"  {summary.discrepancies} discrepancy rows in recon.discrepancies; "
@@ -251,7 +256,7 @@ def _runs(args: argparse.Namespace) -> int:
         print(f"pipeline {cfg.name}: no runs yet")
     for r in rows:
         counts = " ".join(f"{k}={v}" for k, v in (r["counts"] or {}).items() if v)
-        print(f"{r['started_at']:%F %T}  {r['run_id']}  {r['status']:<7}  {counts}")
+        print(f"{r['started_at']:%F %T}  {shown(r['run_id'])}  {r['status']:<7}  {counts}")
         if r.get("unchecked"):
             print(f"    not checked: {'; '.join(unchecked_phrases(r['unchecked']))}")
     return EXIT_OK

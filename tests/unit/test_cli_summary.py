@@ -45,3 +45,16 @@ def test_an_outcome_keeps_only_the_reasons_that_occurred() -> None:
         unordered=(1, 0, 0),
     )  # fmt: skip
     assert outcome.unchecked == {"untimed_sink_rows": 5, "unordered_records": 1}
+
+
+def test_ids_from_the_data_cannot_drive_the_terminal() -> None:
+    crafted = "m1\x1b[2J\x1b[31m\nlost: forged line\r"
+    sample = {"message_id": crafted, "topic": "t\x1b]0;title\x07", "partition": 0, "offsets": [4],
+              "sink_count": 0, "detail": "key \x1b[1mA\x1b[0m: stale"}  # fmt: skip
+    summary = _summary(samples={"out_of_order": [sample], "lost": [sample]})
+    summary.run_id = "r\x1b[31m1"
+    text = _format_summary(summary)
+    assert "\x1b" not in text and "\x07" not in text and "\r" not in text
+    assert "\\x1b[2J" in text and "\\n" in text
+    # one line per sample: the crafted newline was not written as one
+    assert sum(line.startswith("  lost: ") for line in text.splitlines()) == 1
