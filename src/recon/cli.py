@@ -104,9 +104,8 @@ def _format_summary(summary: Any) -> str:
             said = (
                 f"; {shown(s['detail'], 500)}" if verdict in _DETAILED and s.get("detail") else ""
             )
-            lines.append(
-                f"  {verdict}: {shown(s['message_id'])} at {where} sink rows {s['sink_count']}{said}"
-            )
+            mid = shown(s["message_id"])
+            lines.append(f"  {verdict}: {mid} at {where} sink rows {s['sink_count']}{said}")
     lines.append(
         f"  {summary.discrepancies} discrepancy rows in recon.discrepancies; "
         f"{summary.sink_rows_scanned} sink rows scanned; {summary.duration_seconds:.1f} s"
