@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import psycopg2
 import pyarrow.parquet as pq
 import pytest
@@ -18,7 +19,7 @@ from recon.config import MessageIdSpec, OrderSpec, PayloadSpec, SinkSpec
 from recon.connections import postgres_connection
 from recon.errors import SinkTableError
 from recon.read.sink import inspect_sink, read_sink_rows, sink_query
-from recon.read.sink_arrow import copy_sink_rows
+from recon.read.sink_arrow import copy_sink_rows, sink_rows_sql
 
 pytestmark = pytest.mark.integration
 
@@ -77,9 +78,12 @@ def test_copy_and_jdbc_read_the_same_texts(
         assert inspected.payload_kinds == ("number", "boolean", "time", "time", "text", "text")
         copy_sink_rows(pg, _spec(table), inspected, None, str(tmp_path / "s.parquet"), FIELDS)
         query = sink_query(pg, _spec(table), inspected, None, FIELDS)
-    copied = {
-        r["message_id"]: r["payload"] for r in pq.read_table(tmp_path / "s.parquet").to_pylist()
-    }
+    # What the local engine's rules read: the file's payload columns as one list per row.
+    written = pq.read_table(tmp_path / "s.parquet")
+    rows = duckdb.connect().execute(
+        f"SELECT message_id, payload FROM ({sink_rows_sql('written', written.schema.names)})"
+    )
+    copied = dict(rows.fetchall())
     assert copied == {"m1": EXPECTED, "m2": [None] * len(EXPECTED)}
     frame = read_sink_rows(spark, postgres_connection("postgres_sink"), query, None, None)
     read = {r["message_id"]: r["payload"] for r in frame.collect()}

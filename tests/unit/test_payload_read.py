@@ -19,7 +19,7 @@ from recon.read.kafka_local.task import (
     payload_json,
 )
 from recon.read.message_ids import extract_ids, raw_schema
-from recon.read.sink_arrow import _csv_schema, _shaped, sink_schema
+from recon.read.sink_arrow import sink_rows_sql, sink_schema
 from recon.read.sink_order import check_order_columns
 from recon.read.sink_payload import kind_of, payload_kinds
 
@@ -121,21 +121,24 @@ def test_a_refused_or_missing_column_is_named() -> None:
         payload_kinds(columns, PayloadSpec(sha256_column="h"), "public.orders", "orders")
 
 
-def test_the_copy_path_builds_one_list_per_row_in_declared_order() -> None:
+def test_the_copy_path_lists_the_payload_columns_in_declared_order() -> None:
+    import duckdb
+
     batch = pa.record_batch(
         [pa.array(["k1", "k2"]), pa.array(["m1", "m2"]),
          pa.array([0, None], pa.timestamp("us", tz="UTC")),
          pa.array(["A", None]), pa.array([7, None], pa.int64()),
          pa.array(["1", "2"]), pa.array(["a", None])],
-        schema=_csv_schema(2),
+        schema=sink_schema(2),
     )  # fmt: skip
-    shaped = _shaped(batch, 2)
-    assert shaped.schema == sink_schema()
-    assert shaped.column(3).to_pylist() == [["1", "a"], ["2", None]]
-    assert shaped.column(4).to_pylist() == ["A", None]
-    assert shaped.column(5).to_pylist() == [7, None]
-    plain = _shaped(batch.select(range(5)), 0)
-    assert plain.column(3).to_pylist() == [None, None]
+    con = duckdb.connect()
+    con.register("with_payload", batch)
+    con.register("plain", batch.select(range(5)))
+    picked = "SELECT payload, order_key, order_position FROM ({})"
+    rows = con.execute(picked.format(sink_rows_sql("with_payload", batch.schema.names))).fetchall()
+    assert rows == [(["1", "a"], "A", 7), (["2", None], None, None)]
+    plain = con.execute(picked.format(sink_rows_sql("plain", batch.schema.names[:5]))).fetchall()
+    assert [r[0] for r in plain] == [None, None]
 
 
 def test_the_order_key_and_position_are_read_with_the_id() -> None:

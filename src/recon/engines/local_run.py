@@ -84,7 +84,7 @@ def _copy_sink(cfg: PipelineConfig, record: store.RunRecord, path: str) -> int:
             import pyarrow.parquet as pq
 
             # The table was empty at snapshot time: nothing to read for this run.
-            pq.write_table(sink_schema().empty_table(), path)
+            pq.write_table(sink_schema(len(table.payload_kinds)).empty_table(), path)
             return 0
         return copy_sink_rows(pg, cfg.sink, table, rows, path, cfg.payload, cfg.order)
 
@@ -250,7 +250,13 @@ class LocalRunIO:
         return _view(self.con, f"recon_{part}", f"{self.run_dir}/{part}")
 
     def sink_rows(self) -> str:
-        return _view(self.con, "recon_sink", f"{self.run_dir}/sink")
+        from recon.read.sink_arrow import sink_rows_sql
+
+        source = _view(self.con, "recon_sink_file", f"{self.run_dir}/sink")
+        columns = [r[0] for r in self.con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
+        statement = sink_rows_sql(source, columns)
+        self.con.execute(f"CREATE OR REPLACE TEMP VIEW recon_sink AS {statement}")
+        return "recon_sink"
 
     def results_at(self, path: str) -> str | None:
         directory = local_path(path)

@@ -18,26 +18,15 @@ from recon.read.sink import SinkTable, sink_query
 from recon.snapshot.sink_position import SinkRange
 
 
-def sink_schema() -> Any:
-    """``recon.schemas.SINK_ROWS`` as Arrow, without ``ingest_seq`` (no verdict reads it)."""
-    import pyarrow as pa
+def sink_schema(compared: int = 0) -> Any:
+    """The Parquet file's columns (and the CSV's, in the same order): the time as PostgreSQL
+    prints it in ISO style in UTC (the COPY's transaction sets both: no session default can
+    change it), which Arrow parses; each compared payload column as a column of its own
+    (``payload_1`` ... in declared order), put into one list per row only when the rules read
+    them (:func:`sink_rows_sql`). No ``ingest_seq``: no verdict reads it.
 
-    return pa.schema(
-        [
-            ("sink_key", pa.string()),
-            ("message_id", pa.string()),
-            ("sink_time", pa.timestamp("us", tz="UTC")),
-            ("payload", pa.list_(pa.string())),
-            ("order_key", pa.string()),
-            ("order_position", pa.int64()),
-        ]
-    )
-
-
-def _csv_schema(compared: int) -> Any:
-    """The CSV's columns: the time as PostgreSQL prints it in ISO style in UTC (the COPY's
-    transaction sets both: no session default can change it), which Arrow parses; each compared
-    payload column as a column of its own (CSV has no lists)."""
+    :param compared: how many payload columns the pipeline compares.
+    """
     import pyarrow as pa
 
     return pa.schema(
@@ -46,6 +35,21 @@ def _csv_schema(compared: int) -> Any:
          ("order_position", pa.int64())]
         + [(f"payload_{i}", pa.string()) for i in range(1, compared + 1)]
     )  # fmt: skip
+
+
+def sink_rows_sql(source: str, columns: list[str]) -> str:
+    """The rules' ``sink_rows`` (DuckDB) over a file of :func:`sink_schema`: the payload columns
+    as one list per row in declared order (a null list when none is compared).
+
+    :param source: the relation over the file.
+    :param columns: its columns, in order.
+    """
+    compared = [c for c in columns if c.startswith("payload_")]
+    payload = f"[{', '.join(compared)}]" if compared else "CAST(NULL AS VARCHAR[])"
+    return (
+        f"SELECT sink_key, message_id, sink_time, {payload} AS payload, order_key, "
+        f"order_position FROM {source}"
+    )
 
 
 def copy_sink_rows(
@@ -73,7 +77,7 @@ def copy_sink_rows(
     from pyarrow import csv
 
     compared = len(table.payload_kinds)
-    csv_schema = _csv_schema(compared)
+    schema = sink_schema(compared)
     items = "".join(f", payload_{i}" for i in range(1, compared + 1))
     # Each compared column on its own (no array built per row), the time as text: PostgreSQL's
     # numeric epoch arithmetic cost more than the rest of the COPY together (10M rows: 9.4 s
@@ -96,7 +100,11 @@ def copy_sink_rows(
     producer = threading.Thread(target=produce, name="recon-sink-copy")
     producer.start()
     written = 0
-    writer = pq.ParquetWriter(path, sink_schema(), compression="lz4")
+    # The ids are unique: a dictionary would only be built to be thrown away.
+    writer = pq.ParquetWriter(
+        path, schema, compression="lz4",
+        use_dictionary=[n for n in schema.names if n not in ("sink_key", "message_id")],
+    )  # fmt: skip
     try:
         with os.fdopen(read_end, "rb") as source:
             # No row in the run's range (an idle pipeline) is no CSV at all, which Arrow
@@ -107,16 +115,16 @@ def copy_sink_rows(
                 if empty
                 else csv.open_csv(
                     source,
-                    read_options=csv.ReadOptions(column_names=csv_schema.names, block_size=8 << 20),
+                    read_options=csv.ReadOptions(column_names=schema.names, block_size=8 << 20),
                     convert_options=csv.ConvertOptions(
-                        column_types=csv_schema,
+                        column_types=schema,
                         strings_can_be_null=True,
                         quoted_strings_can_be_null=False,
                     ),
                 )
             )
             for batch in reader:
-                writer.write_batch(_shaped(batch, compared))
+                writer.write_batch(batch)
                 written += batch.num_rows
     except Exception:
         if not failure:
@@ -128,23 +136,3 @@ def copy_sink_rows(
     if failure:
         raise failure[0]
     return written
-
-
-def _shaped(batch: Any, compared: int) -> Any:
-    """A CSV batch (:func:`_csv_schema`) in :func:`sink_schema`: the payload columns as one list
-    per row (null when none is compared)."""
-    import numpy as np
-    import pyarrow as pa
-
-    stamps = batch.column(2)
-    n = batch.num_rows
-    if compared:
-        # Row-major: row r's items are values[r * compared : (r + 1) * compared].
-        flat = pa.concat_arrays([batch.column(5 + i) for i in range(compared)])
-        order = (np.arange(n)[:, None] + np.arange(compared)[None, :] * n).ravel()
-        offsets = pa.array(np.arange(0, n * compared + 1, compared, dtype=np.int32))
-        payload = pa.ListArray.from_arrays(offsets, flat.take(pa.array(order)))
-    else:
-        payload = pa.nulls(n, pa.list_(pa.string()))
-    columns = [batch.column(0), batch.column(1), stamps, payload, batch.column(3), batch.column(4)]
-    return pa.record_batch(columns, schema=sink_schema())
