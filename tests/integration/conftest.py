@@ -68,6 +68,24 @@ def pg_kwargs() -> dict[str, Any]:
     return postgres_connection("postgres_sink").psycopg2_kwargs()
 
 
+@pytest.fixture
+def results_pg() -> Iterator[Any]:
+    """A connection to the results database (``settings.results_conn_id()``), schema in place."""
+    _require_env()
+    import psycopg2
+
+    from recon import settings
+    from recon.connections import postgres_connection
+    from recon.store import ensure_schema
+
+    conn = psycopg2.connect(
+        connect_timeout=15, **postgres_connection(settings.results_conn_id()).psycopg2_kwargs()
+    )
+    ensure_schema(conn)
+    yield conn
+    conn.close()
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     from recon.spark import spark_session

@@ -15,7 +15,6 @@ from email import message_from_bytes
 from email.message import Message
 from typing import Any
 
-import psycopg2
 import pytest
 from fixtures.alerts import WebhookCatcher, catching, free_port, lost_outcome, lost_summary
 
@@ -113,16 +112,8 @@ def alert_connections(
 
 
 @pytest.fixture
-def pg() -> Iterator[Any]:
-    from recon.connections import postgres_connection
-    from recon.store import ensure_schema
-
-    conn = psycopg2.connect(
-        connect_timeout=15, **postgres_connection("postgres_recon").psycopg2_kwargs()
-    )
-    ensure_schema(conn)
-    yield conn
-    conn.close()
+def pg(results_pg: Any) -> Any:
+    return results_pg
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ receivers that misbehave or sit beyond loopback (issue 22, security):
 The webhook receivers are real HTTP servers on loopback, in this process (``fixtures.alerts``,
 as in the integration tier); the SMTP server is a fake patched into ``smtplib`` (a remote host
 cannot be real here); the results database is a stand-in for the psycopg2 connection that keeps
-``recon.alerts`` rows in a dict.
+``recon.alerts`` rows in a dict (``fixtures.alerts.FakeResults``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from email.message import EmailMessage
 from typing import Any
 
 import pytest
-from fixtures.alerts import WebhookCatcher, catching, lost_outcome, lost_summary
+from fixtures.alerts import FakeResults, WebhookCatcher, catching, lost_outcome, lost_summary
 
 from recon.alert.send import send_alerts
 
@@ -33,56 +33,6 @@ QUERY_TOKEN = "q5ecret-77aa21"
 HOOK_PASSWORD = "hook-pa55-e3c9"
 SMTP_PASSWORD = "smtp-pa55-0f2a"
 WEBHOOK_ID, SMTP_ID = "unit_alert_webhook", "unit_alert_smtp"
-
-
-# --- the results database: recon.alerts in a dict ---------------------------------------------
-
-
-class _Cursor:
-    def __init__(self, db: FakeResults) -> None:
-        self.db = db
-        self.row: tuple[Any, ...] | None = None
-
-    def __enter__(self) -> _Cursor:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def execute(self, sql: str, params: tuple[Any, ...]) -> None:
-        if sql.startswith("INSERT INTO recon.alerts"):
-            self.db.rows.setdefault(tuple(params), {"status": "sending"})
-        elif sql.startswith("SELECT status FROM recon.alerts"):
-            self.row = (self.db.rows[tuple(params)]["status"],)
-        elif sql.startswith("UPDATE recon.alerts"):
-            status, summary, error, *key = params
-            self.db.rows[tuple(key)].update(status=status, summary=json.loads(summary), error=error)
-        else:
-            raise AssertionError(f"unexpected statement: {sql}")
-
-    def fetchone(self) -> tuple[Any, ...] | None:
-        return self.row
-
-
-class FakeResults:
-    """The psycopg2 connection to the results database, as far as the send loop uses it."""
-
-    autocommit = False
-
-    def __init__(self) -> None:
-        self.rows: dict[tuple[Any, ...], dict[str, Any]] = {}
-
-    def cursor(self) -> _Cursor:
-        return _Cursor(self)
-
-    def commit(self) -> None:
-        return None
-
-    def rollback(self) -> None:
-        return None
-
-    def row(self, channel: str) -> dict[str, Any]:
-        return self.rows[("payments", "r1", channel)]
 
 
 # --- the SMTP server at the other end -----------------------------------------------------------

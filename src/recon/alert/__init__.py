@@ -6,8 +6,9 @@ The modules, in the order the step uses them:
 ``hints``     the repair hint per verdict and the SQL that lists every message of one
 ``text``      clipping, neutralising data-derived strings, SQL literals
 ``formats``   the alert as Slack-compatible webhook JSON and as a plain-text email
-``channels``  the webhook and email senders
-``send``      ``send_alerts``: every channel once per run, bookkept in ``recon.alerts``
+``channels``  the webhook and email senders (and the POST and redaction the Slack one builds on)
+``slack``     the Slack notifier: Slack's incoming-webhook message, to a ``slackwebhook`` connection
+``send``      ``send_alerts``: every route once per run, bookkept in ``recon.alerts``
 ``for_run``   ``alert_for_run``: the alerts of one stored run (the Airflow task and ``recon run``)
 
 Channels and their connections (Airflow connection ids, resolved at send time with
@@ -24,8 +25,16 @@ Channels and their connections (Airflow connection ids, resolved at send time wi
              when the server offers it); Airflow's ``disable_ssl`` / ``disable_tls`` are honoured
              too. A login is never sent unencrypted to a host other than loopback unless extra
              ``allow_plaintext_auth`` is ``true``.
+``slack``    only as a pipeline's route (below): conn_type ``slackwebhook`` as Airflow's Slack
+             provider reads it: password the webhook token (or the whole URL), host the endpoint
+             (default ``https://hooks.slack.com/services``); https only (http to loopback).
 
-A channel whose connection is not defined is skipped and recorded as ``skipped``. Each channel is
+Routes: a pipeline's ``alerts:`` (``[{notifier: slack, connection: slack_ops}, ...]``,
+:class:`recon.config.model.AlertRoute`) replaces the two default routes above; each declared
+route is recorded under the channel ``<notifier>:<connection>``, the defaults under ``webhook``
+and ``email``.
+
+A route whose connection is not defined is skipped and recorded as ``skipped``. Each route is
 recorded in ``recon.alerts`` under (pipeline, run_id, channel): the row is inserted (or found)
 and locked before sending, and a row already ``sent`` is never sent again, so retries of the
 task send nothing new. The only window for a second delivery is a crash after the receiver
@@ -39,6 +48,6 @@ Alerts carry message ids, positions, sink keys and counts: never message payload
 whitelisted fields of the samples are rendered) and never credentials (the webhook URL, which
 may embed a token, is neither logged nor recorded, nor is it in a recorded error). Data-derived
 strings are escaped and clipped (``recon.alert.text``): a crafted messageId cannot add a line, a
-link or a mention to the email or the webhook text. Whatever one channel raises fails that
-channel only; the other still goes out.
+link or a mention to the email, the webhook or the Slack text. Whatever one route raises fails
+that route only; the others still go out.
 """

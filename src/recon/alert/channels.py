@@ -1,4 +1,5 @@
-"""The two channels: a webhook (Slack-compatible JSON over http/https) and an email (SMTP).
+"""The notifiers: a webhook (Slack-compatible JSON over http/https), an email (SMTP) and a Slack
+incoming webhook (``recon.alert.slack``, on this module's POST).
 
 Plain ``urllib`` and ``smtplib``: Airflow's notifiers would make this package import Airflow.
 
@@ -32,12 +33,13 @@ from typing import Any
 
 from recon import settings
 from recon.alert.content import Alert
-from recon.alert.formats import email_message, webhook_payload
+from recon.alert.formats import email_message
 from recon.alert.text import shown
 from recon.connections import RawConnection
 from recon.errors import ConnectionNotFound
 
-WEBHOOK, EMAIL = "webhook", "email"
+WEBHOOK, EMAIL, SLACK = "webhook", "email", "slack"
+#: The default routes, each on its connection of ``recon.settings`` (recorded under these names).
 CHANNELS = (WEBHOOK, EMAIL)
 DEFAULT_WEBHOOK_CONN_ID = settings.DEFAULT_ALERT_WEBHOOK_CONN_ID
 DEFAULT_SMTP_CONN_ID = settings.DEFAULT_ALERT_SMTP_CONN_ID
@@ -47,17 +49,6 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
 
 class SendFailed(Exception):
     """A channel could not deliver the alert; the message names no credential."""
-
-
-def send(channel: str, conn: RawConnection, alert: Alert, timeout: float) -> dict[str, Any]:
-    """Deliver ``alert`` on ``channel``; what was reached (no secret: safe to record).
-
-    :raises SendFailed: the delivery failed (the reason, redacted).
-    :raises ConnectionNotFound: the connection lacks what the channel needs.
-    """
-    if channel == WEBHOOK:
-        return post_webhook(conn, webhook_payload(alert), timeout)
-    return send_email(conn, alert, timeout)
 
 
 def _flag(extra: Mapping[str, Any], key: str) -> bool | None:
@@ -108,27 +99,49 @@ def _webhook_secrets(conn: RawConnection, url: str, headers: Mapping[str, str]) 
     return [s for s in found if s]
 
 
+def json_headers(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The headers of a JSON POST, with ``extra`` added."""
+    headers = {"Content-Type": "application/json; charset=utf-8", "User-Agent": "recon-alerts"}
+    headers.update(extra or {})
+    return headers
+
+
+def post_json(
+    url: str,
+    payload: dict[str, Any],
+    headers: Mapping[str, str],
+    timeout: float,
+    secrets: Iterable[str],
+) -> dict[str, Any]:
+    """POST ``payload`` as JSON to an http(s) ``url``, refusing redirects; what was reached.
+
+    :param secrets: what a failure's message must not show (masked by :func:`describe`).
+    :raises SendFailed: the POST failed or was answered with an error or a redirect.
+    """
+    try:
+        request = urllib.request.Request(
+            url, data=json.dumps(payload).encode("utf-8"), headers=dict(headers), method="POST"
+        )
+        with _OPENER.open(request, timeout=timeout) as response:  # the callers check http(s)
+            status = int(response.status)
+            response.read(1024)
+    except Exception as exc:
+        raise SendFailed(describe(exc, secrets)) from None
+    # The host only: the path of a webhook URL is often its secret.
+    return {"host": urllib.parse.urlsplit(url).hostname, "http_status": status}
+
+
 def post_webhook(conn: RawConnection, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
     """POST ``payload`` as JSON; redirects are refused."""
     url = webhook_url(conn)
-    headers = {"Content-Type": "application/json; charset=utf-8", "User-Agent": "recon-alerts"}
+    headers = json_headers()
     extra_headers = conn.extra.get("headers")
     if isinstance(extra_headers, dict):
         headers.update({str(k): str(v) for k, v in extra_headers.items()})
     if conn.login:
         token = base64.b64encode(f"{conn.login}:{conn.password or ''}".encode()).decode()
         headers["Authorization"] = f"Basic {token}"
-    try:
-        request = urllib.request.Request(
-            url, data=json.dumps(payload).encode("utf-8"), headers=headers, method="POST"
-        )
-        with _OPENER.open(request, timeout=timeout) as response:  # http(s) only: webhook_url
-            status = int(response.status)
-            response.read(1024)
-    except Exception as exc:
-        raise SendFailed(describe(exc, _webhook_secrets(conn, url, headers))) from None
-    # The host only: the path of a webhook URL is often its secret.
-    return {"host": urllib.parse.urlsplit(url).hostname, "http_status": status}
+    return post_json(url, payload, headers, timeout, _webhook_secrets(conn, url, headers))
 
 
 def _recipients(value: Any) -> list[str]:
@@ -193,7 +206,7 @@ def _smtp_send(
                 client.starttls(context=tls)
                 client.ehlo()
                 encrypted = True
-        plain_login_ok = _loopback(host) or _flag(conn.extra, "allow_plaintext_auth")
+        plain_login_ok = loopback_host(host) or _flag(conn.extra, "allow_plaintext_auth")
         if conn.login and not encrypted and not plain_login_ok:
             raise SendFailed(
                 f"refusing to send the SMTP login of connection '{conn.conn_id}' unencrypted to "
@@ -205,7 +218,7 @@ def _smtp_send(
         client.send_message(message, from_addr=sender, to_addrs=recipients)
 
 
-def _loopback(host: str) -> bool:
+def loopback_host(host: str) -> bool:
     """``host`` names this machine's loopback interface (without asking DNS)."""
     name = host.strip().strip("[]").rstrip(".").lower()
     if name == "localhost" or name.endswith(".localhost"):

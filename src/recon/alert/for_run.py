@@ -67,11 +67,12 @@ def _latency(pg: Any, pipeline: str, run_id: str) -> dict[str, Any] | None:
 def alert_for_run(cfg: PipelineConfig, run_id: str, dag_id: str | None = None) -> dict[str, Any]:
     """Send the run's alerts if it broke its contract (never twice for one run).
 
-    :param cfg: the pipeline.
+    :param cfg: the pipeline; its ``alerts`` routes (empty: the default webhook and email).
     :param run_id: the run.
     :param dag_id: for the link to the DAG run.
     :returns: ``status``, ``contract_passed``, ``violations`` (verdict -> observed) and
-        ``channels`` (channel -> sent / already_sent / skipped / failed).
+        ``channels`` (channel -> sent / already_sent / skipped / failed; a declared route's
+        channel is ``<notifier>:<connection>``).
     """
     from recon.alert.send import send_alerts
     from recon.services import results_db
@@ -109,7 +110,7 @@ def alert_for_run(cfg: PipelineConfig, run_id: str, dag_id: str | None = None) -
         }  # fmt: skip
         channels = send_alerts(
             pg, pipeline=cfg.name, semantics=cfg.semantics, run_id=run_id,
-            summary=summary, outcome=outcome, dag_id=dag_id,
+            summary=summary, outcome=outcome, dag_id=dag_id, routes=cfg.alerts,
         )  # fmt: skip
     return {
         "status": status,

@@ -1,25 +1,35 @@
-"""Send an alert once per channel and run: each channel's row in ``recon.alerts`` is claimed
+"""Send an alert once per route and run: each route's row in ``recon.alerts`` is claimed
 (inserted or found, and locked) before sending and finished (``sent``, ``failed`` or ``skipped``)
-after, so a retried task sends nothing that was delivered."""
+after, so a retried task sends nothing that was delivered.
+
+A route is a notifier and a connection. A pipeline that declares none (``alerts:`` absent) has
+the two default routes, recorded as channel ``webhook`` and ``email`` as they always were; a
+declared route is recorded as ``<notifier>:<connection>`` (``slack:slack_ops``), so two routes
+of one notifier are two rows, each sent once."""
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from recon import settings
 from recon.alert.channels import (
-    CHANNELS,
     EMAIL,
+    SLACK,
     WEBHOOK,
     describe,
-    send,
+    post_webhook,
+    send_email,
 )
 from recon.alert.content import DEFAULT_SAMPLE_SIZE, Alert, build_alert
+from recon.alert.formats import webhook_payload
+from recon.alert.slack import post_slack
 from recon.alert.text import shown
-from recon.connections import raw_connection
+from recon.config.model import NOTIFIERS, AlertRoute
+from recon.connections import RawConnection, raw_connection
 from recon.errors import ConnectionNotFound
 from recon.validation import ValidationOutcome
 
@@ -27,6 +37,51 @@ log = logging.getLogger(__name__)
 
 #: Statuses returned by :func:`send_alerts`; ``already_sent`` is stored as ``sent``.
 SENT, ALREADY_SENT, FAILED, SKIPPED = "sent", "already_sent", "failed", "skipped"
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where one alert goes: the notifier, its connection id, and the channel it is recorded
+    under in ``recon.alerts``."""
+
+    notifier: str
+    conn_id: str
+    channel: str
+
+
+def routes_for(
+    declared: Sequence[AlertRoute] = (),
+    webhook_conn_id: str | None = None,
+    smtp_conn_id: str | None = None,
+) -> list[Route]:
+    """The routes of a pipeline: its declared ``alerts:``, else the two defaults.
+
+    :param declared: the pipeline's routes (``PipelineConfig.alerts``); empty: the defaults.
+    :param webhook_conn_id: the default webhook's connection (default: ``recon.settings``).
+    :param smtp_conn_id: the default email's connection (default: ``recon.settings``).
+    """
+    if declared:
+        return [Route(r.notifier, r.connection, f"{r.notifier}:{r.connection}") for r in declared]
+    return [
+        Route(WEBHOOK, webhook_conn_id or settings.alert_webhook_conn_id(), WEBHOOK),
+        Route(EMAIL, smtp_conn_id or settings.alert_smtp_conn_id(), EMAIL),
+    ]
+
+
+def send(channel: str, conn: RawConnection, alert: Alert, timeout: float) -> dict[str, Any]:
+    """Deliver ``alert`` with the notifier ``channel`` (one of :data:`NOTIFIERS`) through
+    ``conn``; what was reached (no secret: safe to record).
+
+    :raises SendFailed: the delivery failed (the reason, redacted).
+    :raises ConnectionNotFound: the connection lacks what the channel needs.
+    """
+    if channel == SLACK:
+        return post_slack(conn, alert, timeout)
+    if channel == WEBHOOK:
+        return post_webhook(conn, webhook_payload(alert), timeout)
+    if channel == EMAIL:
+        return send_email(conn, alert, timeout)
+    raise ValueError(f"unknown notifier {channel!r} (expected one of {', '.join(NOTIFIERS)})")
 
 
 def _claim(pg: Any, pipeline: str, run_id: str, channel: str) -> str:
@@ -88,15 +143,21 @@ def send_alerts(
     webhook_conn_id: str | None = None,
     smtp_conn_id: str | None = None,
     timeout: float = 15.0,
+    routes: Sequence[AlertRoute] = (),
 ) -> dict[str, str]:
-    """Alert every channel once for a run whose validation failed; record each in recon.alerts.
+    """Alert every route once for a run whose validation failed; record each in recon.alerts.
 
     :param pg: a psycopg2 connection to the results database (schema ``recon`` in place); this
-        function commits its own transactions, one per channel.
+        function commits its own transactions, one per route.
     :param summary: the run's summary as a dict (counts, samples per verdict).
     :param outcome: the run's validation; a passed validation sends nothing and returns ``{}``.
-    :returns: per channel: ``sent``, ``already_sent`` (a previous attempt delivered it),
-        ``failed`` (the error is recorded; a retry tries again) or ``skipped`` (no connection).
+    :param webhook_conn_id: the default webhook route's connection (when ``routes`` is empty).
+    :param smtp_conn_id: the default email route's connection (when ``routes`` is empty).
+    :param routes: the pipeline's declared routes (``PipelineConfig.alerts``); empty: the
+        default routes ``webhook`` and ``email``.
+    :returns: per channel (``webhook``, ``email``, or ``<notifier>:<connection>`` of a declared
+        route): ``sent``, ``already_sent`` (a previous attempt delivered it), ``failed`` (the
+        error is recorded; a retry tries again) or ``skipped`` (no connection).
     """
     if outcome.passed:
         return {}
@@ -104,16 +165,14 @@ def send_alerts(
         pipeline=pipeline, semantics=semantics, run_id=run_id, summary=summary,
         outcome=outcome, sample_size=sample_size, dag_id=dag_id,
     )  # fmt: skip
-    conn_ids = {
-        WEBHOOK: webhook_conn_id or settings.alert_webhook_conn_id(),
-        EMAIL: smtp_conn_id or settings.alert_smtp_conn_id(),
-    }
+    targets = routes_for(routes, webhook_conn_id, smtp_conn_id)
     recorded = _record_summary(alert, outcome)
     shown_ids = (shown(pipeline), shown(run_id))  # for the log: one line each
     statuses: dict[str, str] = {}
     if pg.autocommit:
         raise ValueError("send_alerts needs a connection with autocommit off (it locks rows)")
-    for channel in CHANNELS:
+    for route in targets:
+        channel = route.channel
         try:
             current = _claim(pg, pipeline, run_id, channel)
             if current == SENT:
@@ -123,18 +182,18 @@ def send_alerts(
             error: str | None = None
             target: dict[str, Any] = {}
             try:
-                conn = raw_connection(conn_ids[channel])
+                conn = raw_connection(route.conn_id)
             except ConnectionNotFound as exc:
                 _finish(pg, pipeline, run_id, channel, SKIPPED, recorded, str(exc))
                 statuses[channel] = SKIPPED
                 continue
-            # Whatever one channel raises (an invalid URL, a refused login, a bug) fails that
-            # channel only, recorded without credentials; the other channel still goes out.
+            # Whatever one route raises (an invalid URL, a refused login, a bug) fails that
+            # route only, recorded without credentials; the other routes still go out.
             except Exception as exc:
                 error = describe(exc)
             else:
                 try:
-                    target = send(channel, conn, alert, timeout)
+                    target = send(route.notifier, conn, alert, timeout)
                 except Exception as exc:
                     error = describe(exc)
             if error is not None:

@@ -52,7 +52,8 @@ CREDENTIAL_KEYS = frozenset(
 CREDENTIAL_PREFIXES = ("sasl.", "ssl.", "security.")
 CREDENTIALS_REFUSED = (
     "credentials and connection settings do not belong in the pipeline file: put them in the "
-    "Airflow connection named by kafka.connection / sink.connection"
+    "Airflow connection named by kafka.connection / sink.connection (alerts[].connection "
+    "for an alert route)"
 )
 
 # pydantic's type errors, in the product's words; {kind} is what the value was instead.
@@ -130,8 +131,31 @@ def explain(error: ErrorDetails) -> tuple[str, str]:
     if loc and loc[-1] == "[key]":
         # A mapping key was refused: name it as written (pydantic shows True as 1).
         loc = [*loc[:-2], error["input"]]
-    path = ".".join(str(part) for part in loc)
-    return path, _message(error, loc)
+    return key_path(loc), _message(error, loc)
+
+
+def key_path(loc: list[Any]) -> str:
+    """``alerts[1].notifier`` for pydantic's ``("alerts", 1, "notifier")``: an item of a list
+    by its index in brackets, as the user counts it in the file; a mapping key (a partition
+    number of ``start_offsets``) stays a dotted key.
+
+    :param loc: an error's location, mapping keys already as written.
+    """
+    path = ""
+    for index, part in enumerate(loc):
+        if isinstance(part, int) and not isinstance(part, bool) and _is_list(loc[:index]):
+            path += f"[{part}]"
+        else:
+            path += ("." if path else "") + str(part)
+    return path
+
+
+def _is_list(loc: list[Any]) -> bool:
+    if not loc or not isinstance(loc[-1], str):
+        return False
+    model = _model_at(loc[:-1])
+    field = model.model_fields.get(loc[-1]) if model is not None else None
+    return field is not None and _list_item(field.annotation) is not None
 
 
 def _message(error: ErrorDetails, loc: list[Any]) -> str:
@@ -156,13 +180,28 @@ def _message(error: ErrorDetails, loc: list[Any]) -> str:
 
 def _model_at(loc: list[Any]) -> type[BaseModel] | None:
     model: type[BaseModel] = PipelineDecl
+    item: type[BaseModel] | None = None  # the model of the list the next index points into
     for part in loc:
+        if isinstance(part, int) and item is not None:
+            model, item = item, None
+            continue
         field = model.model_fields.get(part) if isinstance(part, str) else None
-        found = _declared_model(field.annotation if field is not None else None)
-        if found is None:
+        annotation = field.annotation if field is not None else None
+        item = _list_item(annotation)
+        found = _declared_model(annotation)
+        if found is None and item is None:
             return None
-        model = found
-    return model
+        model = found or model
+    return None if item is not None else model
+
+
+def _list_item(annotation: Any) -> type[BaseModel] | None:
+    """The mapping model of a list field's items (``alerts``: ``list[AlertRouteDecl] | None``)."""
+    candidates = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else ()
+    for candidate in (annotation, *candidates):
+        if get_origin(candidate) is list:
+            return _declared_model(get_args(candidate)[0])
+    return None
 
 
 def _declared_model(annotation: Any) -> type[BaseModel] | None:

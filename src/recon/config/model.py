@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 ENGINES: tuple[str, ...] = ("spark", "local")
 #: Where a record's messageId may live.
 MESSAGE_ID_KINDS: tuple[str, ...] = ("header", "json_field", "key")
+#: Where an alert may go (``recon.alert.channels`` sends each): a Slack incoming webhook, a
+#: generic webhook (Slack-compatible JSON), an email.
+NOTIFIERS: tuple[str, ...] = ("slack", "webhook", "email")
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,19 @@ class OrderSpec:
 
 
 @dataclass(frozen=True)
+class AlertRoute:
+    """One place a pipeline's alerts go: a notifier and the Airflow connection it sends through
+    (resolved when the alert is sent, so the file holds no credential).
+
+    :param notifier: one of :data:`NOTIFIERS`.
+    :param connection: the Airflow connection id.
+    """
+
+    notifier: str
+    connection: str
+
+
+@dataclass(frozen=True)
 class PipelineConfig:
     """One declared pipeline; becomes one DAG and one reconciliation per scheduled run."""
 
@@ -156,3 +172,6 @@ class PipelineConfig:
     #: ``spark`` (any size, any cluster) or ``local`` (one machine, no JVM:
     #: ``recon.engines.local_run``).
     engine: str = "spark"
+    #: Where a failed run's alerts go; empty: the default routes (``webhook`` and ``email`` on
+    #: the connections of ``recon.settings``).
+    alerts: tuple[AlertRoute, ...] = ()

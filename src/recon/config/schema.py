@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     BeforeValidator,
     Field,
     PrivateAttr,
@@ -33,8 +34,15 @@ from pydantic import (
 )
 
 from recon.config.checks import LatencyDecl, OrderDecl, PayloadDecl
-from recon.config.model import KafkaSource, PipelineConfig, SinkSpec, Tolerances
-from recon.config.problems import invalid
+from recon.config.model import (
+    NOTIFIERS,
+    AlertRoute,
+    KafkaSource,
+    PipelineConfig,
+    SinkSpec,
+    Tolerances,
+)
+from recon.config.problems import invalid, kind_of
 from recon.config.types import (
     PIPELINE_NAME_RE,
     ConnectionId,
@@ -42,6 +50,7 @@ from recon.config.types import (
     Declaration,
     Engine,
     MessageIdDecl,
+    Notifier,
     Ratio,
     Schedule,
     Semantics,
@@ -55,8 +64,8 @@ from recon.config.types import (
 )
 
 __all__ = [
-    "PIPELINE_NAME_RE", "KafkaDecl", "LatencyDecl", "MessageIdDecl", "OrderDecl", "PayloadDecl",
-    "PipelineDecl", "SinkDecl", "TolerancesDecl",
+    "PIPELINE_NAME_RE", "AlertRouteDecl", "KafkaDecl", "LatencyDecl", "MessageIdDecl",
+    "OrderDecl", "PayloadDecl", "PipelineDecl", "SinkDecl", "TolerancesDecl",
 ]  # fmt: skip
 
 
@@ -185,6 +194,51 @@ class TolerancesDecl(Declaration):
         return Tolerances(**self.model_dump())
 
 
+class AlertRouteDecl(Declaration):
+    """One item of the ``alerts:`` list: a notifier and the Airflow connection it sends
+    through (never a URL or a token: those stay in the connection)."""
+
+    notifier: Notifier = Field(description=f"one of {', '.join(NOTIFIERS)}")
+    connection: ConnectionId = Field(
+        description="the Airflow connection id the notifier sends through"
+    )
+
+    def route(self) -> AlertRoute:
+        """The validated value."""
+        return AlertRoute(self.notifier, self.connection)
+
+
+_ROUTE_SHAPE = "{notifier: slack, connection: <connection id>}"
+
+
+def _routes_shape(value: Any) -> Any:
+    # An empty list would silence a pipeline's alerts without saying so, and null reads like
+    # "the defaults" but is more likely a half-written list: both are refused, absence is not.
+    if not isinstance(value, list):
+        raise invalid(f"expected a list of {_ROUTE_SHAPE}, got {kind_of(value)}")
+    if not value:
+        raise invalid(
+            f"expected at least one {_ROUTE_SHAPE}; leave alerts out for the default routes "
+            "(webhook and email)"
+        )
+    return value
+
+
+def _distinct_routes(routes: list[AlertRouteDecl]) -> list[AlertRouteDecl]:
+    # Each route is one row of recon.alerts: the same route twice would be one delivery that
+    # the file claims is two.
+    first: dict[tuple[str, str], int] = {}
+    for index, decl in enumerate(routes):
+        key = (decl.notifier, decl.connection)
+        if key in first:
+            raise invalid(
+                f"alerts[{index}] repeats alerts[{first[key]}] (notifier {key[0]}, connection "
+                f"{key[1]}): declare each route once"
+            )
+        first[key] = index
+    return routes
+
+
 class PipelineDecl(Declaration):
     """One entry under ``pipelines:``; its key order is the order error messages list them."""
 
@@ -202,6 +256,11 @@ class PipelineDecl(Declaration):
     catchup: bool = False
     retries: Count = 2
     tags: Tags = ()
+    alerts: Annotated[
+        list[AlertRouteDecl] | None,
+        BeforeValidator(_routes_shape),
+        AfterValidator(_distinct_routes),
+    ] = None
 
     def config(self, name: str) -> PipelineConfig:
         """The validated pipeline.
@@ -224,4 +283,5 @@ class PipelineDecl(Declaration):
             retries=self.retries,
             tags=self.tags,
             engine=self.engine,
+            alerts=tuple(r.route() for r in self.alerts or ()),
         )

@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from recon.config.model import ENGINES, MESSAGE_ID_KINDS, MessageIdSpec
+from recon.config.model import ENGINES, MESSAGE_ID_KINDS, NOTIFIERS, MessageIdSpec
 from recon.config.problems import invalid, kind_of
 from recon.config.schedule import cron_problem
 from recon.verdicts import SEMANTICS
@@ -157,6 +157,7 @@ Ratio = Annotated[float, BeforeValidator(_ratio)]
 Seconds = Annotated[float, BeforeValidator(_seconds)]
 Semantics = Annotated[str, _one_of(SEMANTICS)]
 Engine = Annotated[str, _one_of(ENGINES)]
+Notifier = Annotated[str, _one_of(NOTIFIERS)]
 Tags = Annotated[tuple[str, ...], BeforeValidator(_tags)]
 Schedule = Annotated[str | None, AfterValidator(_schedule)]
 IdName = Annotated[Text | None, BeforeValidator(_name_not_null)]

@@ -90,7 +90,7 @@ CREATE TABLE IF NOT EXISTS recon.pipeline_state (
 CREATE TABLE IF NOT EXISTS recon.alerts (
     pipeline    text        NOT NULL,
     run_id      text        NOT NULL,
-    channel     text        NOT NULL,   -- webhook | email | airflow
+    channel     text        NOT NULL,   -- webhook | email | airflow | <notifier>:<connection> (a declared route)
     status      text        NOT NULL,   -- sent | failed
     sent_at     timestamptz NOT NULL DEFAULT now(),
     summary     jsonb       NOT NULL DEFAULT '{}'::jsonb,

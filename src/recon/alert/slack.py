@@ -1,0 +1,187 @@
+"""The Slack notifier: the alert as a Slack incoming-webhook message, POSTed to the URL of a
+``slackwebhook`` connection.
+
+The connection is read the way Airflow's Slack provider reads it (``SlackWebhookHook``), so one
+connection serves both: the password is the webhook token (``T000/B000/XXX``) or the whole
+webhook URL; the host is the endpoint (default ``https://hooks.slack.com/services``; with a
+scheme, taken as written; without, ``schema`` or ``https`` is put in front). Unlike the
+provider, a plain-http URL is refused unless its host is loopback (a test receiver): the token is
+the URL's path, and plain http would show it to the network.
+
+The message: ``text`` (the notification and the fallback of clients that show no blocks) and
+``blocks``, each a ``section`` with ``mrkdwn`` text within Slack's limits (3000 characters a
+section, 50 blocks a message): a violated rule whose samples do not fit one section continues in
+the next, and what would pass the 50th block is replaced by one line saying how much was left
+out. Every text is escaped for Slack (``&``, ``<``, ``>``: no link, mention or command comes from
+the data; the data-derived strings are already neutralised by ``recon.alert.text``) and marked
+``verbatim``, so Slack does not turn bare ``@here``, ``#channel`` or URLs in it into mentions and
+links either. The only links are the ones built here, to the Airflow run and the Data Docs.
+
+Sending is :func:`recon.alert.channels.post_json`: redirects refused, and a failure's message
+masks the token and cuts any URL to its host.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import Any
+
+from recon.alert.channels import SendFailed, describe, json_headers, loopback_host, post_json
+from recon.alert.content import Alert, link_lines, report_heading
+from recon.alert.text import shown, slack_escape
+from recon.connections import RawConnection
+from recon.errors import ConnectionNotFound
+
+#: Where Airflow's Slack provider sends when a connection names no host.
+DEFAULT_ENDPOINT = "https://hooks.slack.com/services"
+#: Slack's limits: the characters of one section's text, the blocks of one message.
+SECTION_MAX, BLOCKS_MAX = 3000, 50
+#: The notification text: Slack shows a line or two of it; the blocks carry the whole alert.
+TEXT_MAX = 3000
+
+
+def slack_url(conn: RawConnection) -> str:
+    """The webhook URL of a ``slackwebhook`` connection, as Airflow's Slack provider builds it.
+
+    :param conn: the connection: password the token (or the whole URL), host the endpoint.
+    :raises ConnectionNotFound: no token, or a URL that is neither https nor http to loopback.
+    """
+    token = (conn.password or "").strip()
+    if not token:
+        raise ConnectionNotFound(
+            f"connection '{conn.conn_id}' has no Slack webhook token: put it (T000/B000/XXX, or "
+            "the whole webhook URL) in the connection's password"
+        )
+    if "://" in token:
+        url = token
+    else:
+        host = (conn.host or "").strip()
+        if "://" in host:
+            base = host
+        elif host:
+            base = f"{conn.schema or 'https'}://{host}"
+        else:
+            base = DEFAULT_ENDPOINT
+        url = base.rstrip("/") + "/" + token.lstrip("/")
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme == "https" or (parts.scheme == "http" and loopback_host(parts.hostname or "")):
+        return url
+    raise ConnectionNotFound(
+        f"connection '{conn.conn_id}': a Slack webhook must be https (plain http only to a "
+        "loopback host): the token is part of the URL"
+    )
+
+
+def _secrets(conn: RawConnection, url: str) -> list[str]:
+    parts = urllib.parse.urlsplit(url)
+    token = (conn.password or "").strip()
+    found = [token, parts.path if len(parts.path) > 1 else "", parts.query, parts.password or ""]
+    # Each part of the token too: an error may quote one segment of the path.
+    found += [s for s in (token + "/" + parts.path).split("/") if len(s) >= 8]
+    return [s for s in found if s]
+
+
+def post_slack(conn: RawConnection, alert: Alert, timeout: float) -> dict[str, Any]:
+    """POST the alert as a Slack message (:func:`slack_payload`) to the connection's webhook.
+
+    :param conn: a ``slackwebhook`` connection (:func:`slack_url`).
+    :param timeout: seconds for the connection and the answer.
+    :returns: the host reached and the HTTP status (no token: safe to record).
+    :raises SendFailed: the POST failed (the reason, the token masked).
+    :raises ConnectionNotFound: the connection has no token or an unsafe URL.
+    """
+    try:
+        url = slack_url(conn)
+    except ConnectionNotFound:
+        raise
+    except Exception as exc:  # a URL urllib cannot split (it may quote the token)
+        raise SendFailed(describe(exc, _secrets(conn, ""))) from None
+    return post_json(url, slack_payload(alert), json_headers(), timeout, _secrets(conn, url))
+
+
+def slack_payload(alert: Alert) -> dict[str, Any]:
+    """The alert in Slack's incoming-webhook format: ``text`` and ``blocks`` of mrkdwn sections.
+
+    :param alert: the alert (:func:`recon.alert.content.build_alert`).
+    :returns: the JSON body: at most :data:`BLOCKS_MAX` blocks, each section's text at most
+        :data:`SECTION_MAX` characters, everything escaped for Slack.
+    """
+    sections = [slack_text(alert.title)]
+    run = f"*Run* `{shown(alert.run_id)}`"
+    sections.append(slack_text(f"{run}\n{alert.latency}" if alert.latency else run))
+    for report in alert.reports:
+        lines = [f"*{report_heading(report)}*", *(f"• {s}" for s in report.samples)]
+        lines.append(f"_Repair:_ {report.hint}")
+        sections.extend(_sections_of(lines))
+    links = _links(alert)
+    room = BLOCKS_MAX - 1  # the links always close the message
+    if len(sections) > room:
+        left_out = len(sections) - (room - 1)
+        sections = sections[: room - 1] + [
+            slack_text(
+                f"… {left_out} more parts of this alert are not shown (Slack takes "
+                f"{BLOCKS_MAX} blocks): the Data Docs and the email have all of it"
+            )
+        ]
+    blocks = [_section(text) for text in [*sections, links]]
+    return {"text": slack_text(alert.text().rstrip("\n"), TEXT_MAX), "blocks": blocks}
+
+
+def slack_text(text: str, limit: int = SECTION_MAX) -> str:
+    """``text`` escaped for Slack (``&``, ``<``, ``>``) and cut to ``limit`` characters with "…",
+    never inside an escape (a cut ``&am`` would show as text, a cut ``&lt`` as garbage).
+
+    :param text: plain text (data-derived parts already made harmless by ``recon.alert.text``).
+    :param limit: the most characters of the result.
+    """
+    escaped = slack_escape(text)
+    if len(escaped) <= limit:
+        return escaped
+    out: list[str] = []
+    size = 0
+    for char in text:
+        piece = slack_escape(char)
+        if size + len(piece) > limit - 1:
+            break
+        out.append(piece)
+        size += len(piece)
+    return "".join(out) + "…"
+
+
+def _section(text: str) -> dict[str, Any]:
+    # verbatim: Slack parses no bare @here, #channel or URL of the text into a mention or link.
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text, "verbatim": True}}
+
+
+def _sections_of(lines: list[str]) -> list[str]:
+    """The lines of one violated rule as section texts of at most :data:`SECTION_MAX`
+    characters, split between lines (a line longer than a section is cut)."""
+    sections: list[str] = []
+    current = ""
+    for line in lines:
+        piece = slack_text(line)
+        if current and len(current) + 1 + len(piece) > SECTION_MAX:
+            sections.append(current)
+            current = ""
+        current = f"{current}\n{piece}" if current else piece
+    if current:
+        sections.append(current)
+    return sections
+
+
+def _link(url: str, label: str) -> str:
+    # Inside <url|label> a '|' would end the URL and '>' the link: escaped and percent-encoded.
+    return f"<{slack_escape(url.replace('|', '%7C'))}|{label}>"
+
+
+def _links(alert: Alert) -> str:
+    """The links to the Airflow run and the Data Docs, and the validation's id."""
+    parts = []
+    if alert.run_url:
+        parts.append(_link(alert.run_url, "Airflow run"))
+    if alert.data_docs_url:
+        parts.append(_link(alert.data_docs_url, "Data Docs"))
+    parts.append(f"validation `{slack_escape(shown(alert.validation_id, 300))}`")
+    text = " · ".join(parts)
+    # An Airflow base URL or Data Docs path too long for one section: the links as plain text.
+    return text if len(text) <= SECTION_MAX else slack_text("\n".join(link_lines(alert)))
