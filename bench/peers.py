@@ -23,18 +23,13 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from recon.read.kafka_local.reader import FETCH_SETTINGS as READER_FETCH_SETTINGS
+
 BATCH = 10_000
-#: The librdkafka fetch settings of the product's own readers
-#: (``recon.read.kafka_local.reader``), so that every system reads the topic equally fast. With
-#: librdkafka's defaults a partition stops fetching for a second whenever 100,000 records wait
-#: locally: the floor read 10M records in 11.3 s with them, 7.0 s with these (2026-11-24).
-FETCH_SETTINGS = {
-    "fetch.max.bytes": 104_857_600,
-    "max.partition.fetch.bytes": 52_428_800,
-    "queued.max.messages.kbytes": 1_048_576,
-    "queued.min.messages": 500_000,
-    "fetch.queue.backoff.ms": 10,
-}
+#: The librdkafka fetch settings of the product's own readers, so that every system reads the
+#: topic equally fast (with librdkafka's defaults a partition stops fetching for a second
+#: whenever 100,000 records wait locally).
+FETCH_SETTINGS = READER_FETCH_SETTINGS
 
 
 def read_window(topic: str, ends: dict[int, int], timeout: float = 1.0) -> Iterator[list[Any]]:

@@ -159,7 +159,18 @@ def _p2_judgement(engine: str, runs: list[dict[str, Any]]) -> str:
 
 
 def _p3(results: dict[str, Any]) -> list[str]:
-    lines = ["| window | engine | Python processes | JVM (driver = executor in local mode) "
+    limit = results.get("machine", {}).get("local_memory_limit")
+    lines = (
+        [
+            f"The local engine judged with DuckDB's memory limit at {limit} "
+            "(`RECON_LOCAL_MEMORY_LIMIT`): past it DuckDB spills to the data folder's "
+            "`duckdb-spill`; its Kafka readers fetch at most 4 MiB at a time.",
+            "",
+        ]
+        if limit
+        else []
+    )
+    lines += ["| window | engine | Python processes | JVM (driver = executor in local mode) "
              "| whole tree |", "|---|---|---|---|---|"]  # fmt: skip
     for row in results.get("p1", []):
         for engine, name in ENGINES:

@@ -211,8 +211,11 @@ def _machine() -> dict[str, Any]:
 
     import psutil
 
+    from recon import settings
+
     return {"cpus": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30),
-            "python": platform.python_version(), "system": platform.platform()}  # fmt: skip
+            "python": platform.python_version(), "system": platform.platform(),
+            "local_memory_limit": settings.local_memory_limit()}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,6 +49,10 @@ RECON_SPARK_POOL               ``default_pool``               the Airflow pool o
                                                               (env.sh: ``recon_spark``)
 RECON_LOCAL_READERS            one per core                   Kafka reader processes of the local
                                                               engine
+RECON_LOCAL_MEMORY_LIMIT       ``1GB``                        DuckDB's ``memory_limit`` in the local
+                                                              engine's judging (past it, DuckDB
+                                                              spills to ``$RECON_DATA_DIR/duckdb-
+                                                              spill``)
 ============================== ============================== ======================================
 
 A variable set to the empty string counts as unset, except where the function says otherwise
@@ -80,6 +84,7 @@ RECON_SPARK_SHUFFLE_PARTITIONS = "RECON_SPARK_SHUFFLE_PARTITIONS"
 RECON_SPARK_DRIVER_MEMORY = "RECON_SPARK_DRIVER_MEMORY"
 RECON_SPARK_POOL = "RECON_SPARK_POOL"
 RECON_LOCAL_READERS = "RECON_LOCAL_READERS"
+RECON_LOCAL_MEMORY_LIMIT = "RECON_LOCAL_MEMORY_LIMIT"
 
 #: The pipeline file's name at the repository root, when ``RECON_PIPELINES`` is unset.
 DEFAULT_PIPELINES_FILE = "pipelines.yaml"
@@ -213,6 +218,13 @@ def spark_pool() -> str:
     """``$RECON_SPARK_POOL`` (even when empty), else Airflow's ``default_pool``: the pool that
     caps concurrent Spark drivers (``scripts/airflow.sh`` creates ``recon_spark``)."""
     return os.environ.get(RECON_SPARK_POOL, DEFAULT_SPARK_POOL)
+
+
+def local_memory_limit() -> str:
+    """``$RECON_LOCAL_MEMORY_LIMIT``, else ``1GB``: DuckDB's ``memory_limit`` (its own syntax:
+    ``512MB``, ``4GB``, ...) while the local engine judges a run; past it DuckDB spills to disk,
+    so a window larger than memory still completes."""
+    return _set(RECON_LOCAL_MEMORY_LIMIT) or "1GB"
 
 
 def local_readers() -> int:

@@ -33,7 +33,7 @@ import time
 import uuid
 from typing import Any
 
-from recon import store
+from recon import settings, store
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection
 from recon.ledger.local import LocalEntryStore
@@ -176,7 +176,12 @@ def _connect(data_dir: str) -> Any:
 
     spill = os.path.join(data_dir, "duckdb-spill")
     os.makedirs(spill, exist_ok=True)
-    return duckdb.connect(config={"temp_directory": spill, "preserve_insertion_order": False})
+    # Bounded, so a window larger than memory spills instead of failing or swapping: the
+    # engine's peak stays the same from 1M to 30M messages (bench P3).
+    return duckdb.connect(config={
+        "temp_directory": spill, "preserve_insertion_order": False,
+        "memory_limit": settings.local_memory_limit(),
+    })  # fmt: skip
 
 
 def _view(con: Any, name: str, directory: str) -> str:

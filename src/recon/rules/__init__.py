@@ -66,7 +66,7 @@ class Step:
 #: ``general_verdicts``; then :data:`RESULT_STEPS`.
 VERDICT_STEPS: tuple[Step, ...] = (
     Step("01_checked_records"),
-    Step("01_checked_sink_rows", keep=True),
+    Step("01_checked_sink_rows"),
     Step("02_joined", keep=True),
     Step("03_general_hashes", keep=True),
     Step("03_general_joined", keep=True),
