@@ -21,6 +21,7 @@ from recon.read.kafka_spark import OffsetRange, extract_message_ids, part_ranges
 from recon.read.sink import inspect_sink, read_sink_rows, sink_query
 from recon.services import Progress, default_data_dir, noop, sink_db
 from recon.snapshot.window import PartitionWindow
+from recon.spark import persist
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -115,13 +116,8 @@ class SparkRunIO:
         self._cached: list[DataFrame] = []
 
     def _cache(self, frame: DataFrame) -> DataFrame:
-        from pyspark import StorageLevel
-
-        # Deserialised, as Spark keeps a local checkpoint. pyspark's MEMORY_AND_DISK is the
-        # serialised level, whose blocks that spilled are read back as one buffer of the whole
-        # block: at 10M sink rows with payloads, 509 MiB per block and an OutOfMemoryError in a
-        # 2 GiB driver (P6, 2026-11-26).
-        self._cached.append(frame.persist(StorageLevel.MEMORY_AND_DISK_DESER))
+        # at recon.spark.CACHE_LEVEL (deserialised: see there why)
+        self._cached.append(persist(frame))
         return frame
 
     def part(self, part: str) -> DataFrame:

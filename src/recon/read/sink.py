@@ -160,7 +160,7 @@ def sink_query(
     :param order: the pipeline's ``order`` (``table`` inspected with it).
     :param flat: each compared column as a column of its own (``payload_1``, ``payload_2``, ...)
         instead of ``payload``, for a reader without lists (``COPY`` as CSV): no array is built
-        per row.
+        per row. With nothing compared there is no payload column at all.
     """
     from psycopg2 import sql
 
@@ -175,28 +175,29 @@ def sink_query(
     if seq is not None and rows is not None:
         where.append(rows.where(seq))
     types = dict(zip(payload.columns, table.payload_types, strict=True)) if payload else {}
+    order_key, order_position = order_expressions(order)
+    # The select list as parts: a flat read with nothing compared has no payload column at all.
+    columns: list[sql.Composable] = [
+        sql.SQL("{} AS sink_key").format(key),
+        sql.SQL("{}::text AS message_id").format(sql.Identifier(spec.message_id_column)),
+        sql.SQL("{} AS ingest_seq").format(
+            sql.SQL("{}::bigint").format(seq) if seq is not None else sql.SQL("NULL::bigint")
+        ),
+        sql.SQL("{} AS sink_time").format(_time_expression(spec, table)),
+    ]
     if flat:
-        items = payload_items(payload, types) if payload else []
-        compared = sql.SQL(", ").join(
+        columns += [
             sql.SQL("{} AS {}").format(item, sql.Identifier(f"payload_{i}"))
-            for i, item in enumerate(items, 1)
-        )
-        payload_columns = compared if items else sql.SQL("NULL::text AS payload_0")
+            for i, item in enumerate(payload_items(payload, types) if payload else [], 1)
+        ]
     else:
-        payload_columns = sql.SQL("{} AS payload").format(payload_expression(payload, types))
-    query = sql.SQL(
-        "SELECT {key} AS sink_key, {mid}::text AS message_id, {seq} AS ingest_seq, "
-        "{time} AS sink_time, {payload}, {order_key} AS order_key, "
-        "{order_position} AS order_position FROM {t}"
-    ).format(
-        key=key,
-        order_key=order_expressions(order)[0],
-        order_position=order_expressions(order)[1],
-        payload=payload_columns,
-        time=_time_expression(spec, table),
-        mid=sql.Identifier(spec.message_id_column),
-        seq=sql.SQL("{}::bigint").format(seq) if seq is not None else sql.SQL("NULL::bigint"),
-        t=sql.Identifier(table.schema, table.table),
+        columns.append(sql.SQL("{} AS payload").format(payload_expression(payload, types)))
+    columns += [
+        sql.SQL("{} AS order_key").format(order_key),
+        sql.SQL("{} AS order_position").format(order_position),
+    ]
+    query = sql.SQL("SELECT {} FROM {}").format(
+        sql.SQL(", ").join(columns), sql.Identifier(table.schema, table.table)
     )
     if where:
         query = query + sql.SQL(" WHERE ") + sql.SQL(" AND ").join(where)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recon.corrections import record_corrections
+from recon.details import UNCHECKED_REASONS
 from recon.errors import ReconError, ServiceUnavailable, first_line
 from recon.store.runs import RunRecord
 
@@ -122,12 +123,9 @@ class RunOutcome:
     def unchecked(self) -> dict[str, int]:
         """What a declared check could not use, by reason (``recon.runs.unchecked``): only the
         reasons that occurred."""
-        records, rows, shared = self.unordered or (0, 0, 0)
-        found = {
-            "untimed_records": self.untimed[0], "untimed_sink_rows": self.untimed[1],
-            "unordered_records": records, "unordered_sink_rows": rows, "shared_keys": shared,
-        }  # fmt: skip
-        return {reason: n for reason, n in found.items() if n}
+        # in UNCHECKED_REASONS order: the names are the ones the summary words
+        counts = (*self.untimed, *(self.unordered or (0, 0, 0)))
+        return {reason: n for reason, n in zip(UNCHECKED_REASONS, counts, strict=True) if n}
 
 
 def _replace_latency(cur: Any, pipeline: str, run_id: str, outcome: RunOutcome) -> None:

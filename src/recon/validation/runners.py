@@ -8,6 +8,7 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from recon.config import PipelineConfig
+from recon.spark import persist
 from recon.validation.checkpoint import ValidationOutcome, run_checkpoint
 from recon.validation.suites import load_suite, suite_columns
 
@@ -36,13 +37,11 @@ def validate_run(
     :param gx_dir: the GX project folder (default ``$RECON_STATE/gx``); created when absent.
     :raises ValidationError: the suite is unusable or an expectation could not be evaluated.
     """
-    from pyspark import StorageLevel
-
     cached_here = not results.is_cached
     if cached_here:
         # GX computes several aggregates; without a cache each would recompute the results.
-        # Deserialised: see recon.engines.spark_run.SparkRunIO._cache.
-        results = results.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+        # At recon.spark.CACHE_LEVEL, the level of every cache of a run (deserialised: see there).
+        results = persist(results)
     spark_context = None
     with contextlib.suppress(Exception):  # Spark Connect sessions have no SparkContext
         spark_context = spark.sparkContext
