@@ -24,12 +24,17 @@ locate
 as_owner() { runuser -u "$RECON_PG_OS_USER" -- "$@"; }
 running() { [ -f "$data/postmaster.pid" ] && as_owner "$bindir/pg_ctl" -D "$data" status >/dev/null 2>&1; }
 
+# The link that owns a cluster folder, in its `checkout` file: scripts/clean.sh tells an orphaned
+# folder (its checkout deleted, or relinked) from another checkout's by it.
+record_checkout() { printf '%s\n' "$(cd "$(dirname "$link")" && pwd -P)/pg" > "$1/checkout"; }
+
 # $RECON_STATE/pg -> a folder of this checkout's cluster in $RECON_PG_HOME. A cluster made by an
 # older version inside .state/pg itself moves there once, while it is stopped.
 ensure_cluster_dir() {
   install -d -o "$RECON_PG_OS_USER" -m 700 "$RECON_PG_HOME"
   if [ -L "$link" ]; then
-    [ -d "$link/" ] || die "$link points to $(readlink "$link"), which is gone: remove the link to start a new cluster"
+    [ -d "$link/" ] || die "$link points to $(readlink "$link"), which is gone: remove the link to start a new cluster (scripts/clean.sh)"
+    [ -f "$pgdir/checkout" ] || record_checkout "$pgdir"
     return
   fi
   local home
@@ -45,6 +50,7 @@ ensure_cluster_dir() {
   fi
   mkdir -p "$RECON_STATE"
   ln -s "$home" "$link"
+  record_checkout "$home"
   locate
 }
 

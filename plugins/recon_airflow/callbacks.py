@@ -22,9 +22,9 @@ def notify_task_failure(context: Any) -> None:
 
     Names the DAG, run, task and try, and the error's first line; never connection details.
     """
-    from airflow.exceptions import AirflowNotFoundException
     from airflow.providers.http.notifications.http import HttpNotifier
     from airflow.sdk import BaseHook
+    from airflow.sdk.exceptions import AirflowNotFoundException
 
     conn_id = webhook_conn_id()
     try:

@@ -53,15 +53,19 @@ def build_dag(cfg: Any, pipelines_file: str | None = None) -> DAG:
     ) as dag:
         common = {"pipeline": cfg.name, "pipelines_file": pipelines_file}
         # Operational failures notify; a broken contract is the alert task's job.
-        notify = {"on_failure_callback": notify_task_failure}
-        snapshot_offsets = SnapshotOffsetsOperator(task_id="snapshot_offsets", **common, **notify)
+        notify = notify_task_failure  # on the steps that do the work, not validate and alert
+        snapshot_offsets = SnapshotOffsetsOperator(
+            task_id="snapshot_offsets", on_failure_callback=notify, **common
+        )
         # A pipeline on the local engine reads, judges and validates in the task's process, no
         # JVM; a Spark pipeline runs those steps under spark-submit.
         step_operator: Any = ReconSparkSubmitOperator if needs_spark(cfg) else LocalStepOperator
         snapshot_topic = step_operator(
-            task_id="snapshot_topic", step="snapshot_topic", **common, **notify
+            task_id="snapshot_topic", step="snapshot_topic", on_failure_callback=notify, **common
         )
-        reconcile = step_operator(task_id="reconcile", step="reconcile", **common, **notify)
+        reconcile = step_operator(
+            task_id="reconcile", step="reconcile", on_failure_callback=notify, **common
+        )
         validate = step_operator(task_id="validate", step="validate", retries=0, **common)
         alert = AlertOperator(task_id="alert", retries=1, **common)
         snapshot_offsets >> snapshot_topic >> reconcile >> validate >> alert

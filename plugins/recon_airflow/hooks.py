@@ -17,7 +17,7 @@ def airflow_raw_connection(conn_id: str) -> Any:
     :param conn_id: the Airflow connection id.
     :raises recon.errors.ConnectionNotFound: when Airflow has no such connection.
     """
-    from airflow.exceptions import AirflowNotFoundException
+    from airflow.sdk.exceptions import AirflowNotFoundException
 
     from recon.connections import RawConnection
     from recon.errors import ConnectionNotFound

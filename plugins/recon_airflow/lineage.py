@@ -23,7 +23,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from airflow.providers.openlineage.extractors import OperatorLineage
-from openlineage.client.event_v2 import InputDataset, OutputDataset
+from openlineage.client.event_v2 import Dataset, InputDataset, OutputDataset
+from openlineage.client.facet_v2 import RunFacet
 from openlineage.client.facet_v2 import data_quality_assertions_dataset as dq
 from openlineage.client.naming.dataset import Kafka, Postgres
 
@@ -118,7 +119,7 @@ def step_lineage(
     results_conn_id: str,
     *,
     validation: tuple[bool, Sequence[Mapping[str, Any]]] | None = None,
-) -> OperatorLineage:
+) -> OperatorLineage[Dataset, RunFacet]:
     """The lineage of one step of a pipeline's run, its connections resolved as the step did.
 
     :param cfg: the pipeline (``recon.config.PipelineConfig``).
@@ -132,13 +133,13 @@ def step_lineage(
     facets: dict[str, Any] = {}
     if validation is not None:
         facets["dataQualityAssertions"] = assertions_facet(cfg.semantics, *validation)
-    inputs = [
+    inputs: list[Dataset] = [
         InputDataset(
             namespace=named[r].get_namespace(), name=named[r].get_name(), inputFacets=dict(facets)
         )  # fmt: skip
         for r in reads
     ]
-    outputs = [
+    outputs: list[Dataset] = [
         OutputDataset(namespace=named[w].get_namespace(), name=named[w].get_name()) for w in writes
     ]
     return OperatorLineage(inputs=inputs, outputs=outputs)

@@ -133,7 +133,8 @@ def _run_json(run: data.Run, links: render.Links) -> dict[str, Any]:
         "dag_run": links.dag_run(run.pipeline, run.run_id),
         "data_docs": links.docs(run),
     }
-    return jsonable_encoder(out)
+    encoded: dict[str, Any] = jsonable_encoder(out)  # a dict of str keys stays one
+    return encoded
 
 
 def _view(conn: Any, latest: data.Run) -> render.PipelineView:

@@ -63,7 +63,7 @@ class Bar:
 def nice_step(maximum: float, ticks: int = 4) -> float:
     """A 1-2-5 step so that ``ticks`` steps cover ``maximum``."""
     raw = max(maximum, 1) / ticks
-    exp = 10 ** math.floor(math.log10(raw))
+    exp: float = 10 ** math.floor(math.log10(raw))  # int ** int is Any to typeshed (sign)
     for m in (1, 2, 2.5, 5, 10):
         if m * exp >= raw:
             return max(m * exp, 1)
@@ -122,7 +122,7 @@ def stacked_bars(
     label_every = max(1, math.ceil(len(bars) / 8))
     for i, (bar, total) in enumerate(zip(bars, totals, strict=True)):
         x = left + slot * i + (slot - bw) / 2
-        base = top + ph
+        base: float = top + ph
         if bar.note is not None or total == 0:
             note = bar.note or "no messages"
             out.append(

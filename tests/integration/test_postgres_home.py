@@ -56,6 +56,8 @@ def test_a_checkout_under_a_private_directory_keeps_its_permissions(
     assert stat.S_IMODE(pg_home.stat().st_mode) == 0o700
     # The password file given to initdb is gone.
     assert not list(cluster.glob("pw-*"))
+    # The folder names the link that owns it: scripts/clean.sh tells an orphaned one by it.
+    assert (cluster / "checkout").read_text() == f"{state.resolve() / 'pg'}\n"
 
     # Idempotent: a second init keeps the same cluster.
     again = subprocess.run(
