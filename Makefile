@@ -1,11 +1,12 @@
 # The two commands that matter: `make demo` and `make test`. Both install what is missing first.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-.PHONY: help setup up down test lint demo bench unit integration system clean
+.PHONY: help setup up down test test-py312 lint demo bench unit integration system clean
 
 help:
 	@echo "make demo   set up, start the stack, run the demo"
 	@echo "make test   set up, run lint and every test tier against the real stack"
+	@echo "make test-py312  the unit tier again on Python 3.12, when the machine has one"
 	@echo "make bench  set up, measure the product against its peers, write docs/benchmarks.md"
 	@echo "make setup | up | down | lint | unit | integration | system"
 	@echo "make clean  remove generated leftovers, safe to rebuild (refuses while the stack runs:"
@@ -29,6 +30,9 @@ lint: setup
 
 test: setup
 	@bash scripts/test.sh
+
+test-py312: setup
+	@bash scripts/test_py312.sh
 
 demo: setup
 	@bash scripts/demo.sh
