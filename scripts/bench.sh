@@ -7,15 +7,8 @@ set -euo pipefail
 . "$(dirname "$0")/env.sh"
 here="$(dirname "$0")"
 
-started=()
-for svc in postgres kafka; do
-  if ! bash "$here/$svc.sh" status >/dev/null 2>&1; then started+=("$svc"); fi
-done
-cleanup() {
-  local i
-  for (( i=${#started[@]}-1; i>=0; i-- )); do bash "$here/${started[$i]}.sh" stop || true; done
-}
-trap cleanup EXIT
+note_stopped_services postgres kafka
+trap stop_started EXIT
 
 say "starting the services the bench needs (PostgreSQL, Kafka)"
 bash "$here/up.sh" --no-airflow

@@ -15,21 +15,7 @@ mkdir -p "$RECON_STATE"
 stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
 
 # --- Python environment -------------------------------------------------------------------------
-py_hash=$(cat "$RECON_ROOT/pyproject.toml" "$RECON_ROOT/constraints.txt" | sha256sum | cut -c1-16)
-if ! stamp_ok "$RECON_VENV/.recon-stamp" "$py_hash"; then
-  say "installing the Python environment into .venv (a few minutes the first time)"
-  [ -x "$RECON_VENV/bin/python" ] || "$PY" -m venv "$RECON_VENV"
-  "$RECON_VENV/bin/pip" install -q --upgrade pip "uv==0.13.9" \
-    || die "pip could not install uv: is PyPI reachable?"
-  # uv installs the same pinned set as pip (constraints.txt pins every package) in a fraction of
-  # the time: 31 s here, against minutes for pip. Compiled to bytecode as pip does, so that no
-  # process (a DAG file's parse, a task) compiles what it imports first.
-  VIRTUAL_ENV="$RECON_VENV" "$RECON_VENV/bin/uv" pip install -q --compile-bytecode \
-    --python "$RECON_VENV/bin/python" \
-    -c "$RECON_ROOT/constraints.txt" -e "$RECON_ROOT[airflow,spark,dev,bench]" \
-    || die "installing the Python packages failed (see above): is PyPI reachable?"
-  echo "$py_hash" > "$RECON_VENV/.recon-stamp"
-fi
+install_venv "$PY" "$RECON_VENV" "installing the Python environment into .venv (a few minutes the first time)"
 
 # --- JVM jars from Maven Central ----------------------------------------------------------------
 jar_hash=$(cat "$RECON_ROOT/jvm/pom.xml" | sha256sum | cut -c1-16)

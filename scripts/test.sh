@@ -5,15 +5,8 @@ set -euo pipefail
 . "$(dirname "$0")/env.sh"
 here="$(dirname "$0")"
 
-started=()
-for svc in postgres kafka airflow; do
-  if ! bash "$here/$svc.sh" status >/dev/null 2>&1; then started+=("$svc"); fi
-done
-cleanup() {
-  local i
-  for (( i=${#started[@]}-1; i>=0; i-- )); do bash "$here/${started[$i]}.sh" stop || true; done
-}
-trap cleanup EXIT
+note_stopped_services postgres kafka airflow
+trap stop_started EXIT
 
 say "lint: ruff check, ruff format --check, mypy"
 bash "$here/lint.sh"

@@ -21,28 +21,10 @@ if [ -z "$py" ]; then
 fi
 
 venv="$RECON_STATE/venv-py312"
-py_hash=$(cat "$RECON_ROOT/pyproject.toml" "$RECON_ROOT/constraints.txt" | sha256sum | cut -c1-16)
-if ! [ -f "$venv/.recon-stamp" ] || [ "$(cat "$venv/.recon-stamp")" != "$py_hash" ]; then
-  say "installing the Python 3.12 environment into $venv ($("$py" -V))"
-  rm -rf "$venv"
-  "$py" -m venv "$venv"
-  "$venv/bin/pip" install -q --upgrade pip "uv==0.13.9" \
-    || die "pip could not install uv: is PyPI reachable?"
-  VIRTUAL_ENV="$venv" "$venv/bin/uv" pip install -q --compile-bytecode --python "$venv/bin/python" \
-    -c "$RECON_ROOT/constraints.txt" -e "$RECON_ROOT[airflow,spark,dev,bench]" \
-    || die "the pinned set does not install on $("$py" -V): see above"
-  echo "$py_hash" > "$venv/.recon-stamp"
-fi
+install_venv "$py" "$venv" "installing the Python 3.12 environment into $venv ($("$py" -V))"
 
-started=()
-for svc in postgres kafka; do
-  if ! bash "$here/$svc.sh" status >/dev/null 2>&1; then started+=("$svc"); fi
-done
-cleanup() {
-  local i
-  for (( i=${#started[@]}-1; i>=0; i-- )); do bash "$here/${started[$i]}.sh" stop || true; done
-}
-trap cleanup EXIT
+note_stopped_services postgres kafka
+trap stop_started EXIT
 bash "$here/up.sh" --no-airflow
 
 cd "$RECON_ROOT"

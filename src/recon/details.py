@@ -92,29 +92,16 @@ def out_of_order_positions(detail: object) -> tuple[str, int, int] | None:
     return (found[1], int(found[2]), int(found[3])) if found else None
 
 
-#: The reasons a declared check could not use something in a run, the keys of
-#: ``recon.runs.unchecked``: ``recon.store.RunOutcome.unchecked`` counts them in this order and
-#: :data:`UNCHECKED` words them, so a reason is named once (this module imports nothing of
-#: recon's, so the store may import it without a circle).
-UNCHECKED_REASONS = (
-    "untimed_records", "untimed_sink_rows", "unordered_records", "unordered_sink_rows",
-    "shared_keys",
-)  # fmt: skip
-
-#: What a declared check could not use in a run (``recon.runs.unchecked``), in words, by reason.
-UNCHECKED = dict(
-    zip(
-        UNCHECKED_REASONS,
-        (
-            "records without a Kafka timestamp (no latency)",
-            "sink rows with a null time column (no latency)",
-            "records without an upsert key or position (no order check)",
-            "sink rows without an upsert key or position (no order check)",
-            "upsert keys with more than one sink row (the newest position is checked)",
-        ),
-        strict=True,
-    )
-)
+#: What a declared check could not use in a run, in words, by reason: the keys of
+#: ``recon.runs.unchecked``, in the order ``recon.store.RunOutcome.unchecked`` counts them, so a
+#: reason is named once (this module imports nothing of recon's: the store may import it).
+UNCHECKED = {
+    "untimed_records": "records without a Kafka timestamp (no latency)",
+    "untimed_sink_rows": "sink rows with a null time column (no latency)",
+    "unordered_records": "records without an upsert key or position (no order check)",
+    "unordered_sink_rows": "sink rows without an upsert key or position (no order check)",
+    "shared_keys": "upsert keys with more than one sink row (the newest position is checked)",
+}
 
 
 def unchecked_phrases(unchecked: dict[str, int]) -> list[str]:

@@ -86,6 +86,18 @@ def results_pg() -> Iterator[Any]:
     conn.close()
 
 
+@pytest.fixture
+def pipeline(results_pg: Any, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A pipeline name of this test only; whatever was stored under it is forgotten afterwards."""
+    from recon.store.pipelines import forget_pipeline
+
+    module = request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+    name = f"it_{module}_{uuid.uuid4().hex[:8]}"
+    yield name
+    results_pg.rollback()
+    forget_pipeline(results_pg, name)
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     from recon.spark import spark_session

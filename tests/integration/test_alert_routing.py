@@ -10,13 +10,11 @@ Only configuration is set here (the two connections): no mocks.
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import yaml
-from fixtures.alerts import WebhookCatcher, catching, lost_outcome
+from fixtures.alerts import WebhookCatcher, catching, lost_outcome, stored_alerts
 
 from recon.config import parse_pipelines
 
@@ -24,21 +22,6 @@ pytestmark = pytest.mark.integration
 
 SLACK_TOKEN = "T0RT0001/B0RT0002/it5lackT0kenQ7"
 SLACK_ROUTE, HOOK_ROUTE = "slack:it_route_slack", "webhook:it_route_hooks"
-
-
-@pytest.fixture
-def pg(results_pg: Any) -> Any:
-    return results_pg
-
-
-@pytest.fixture
-def pipeline(pg: Any) -> Iterator[str]:
-    from recon.store.pipelines import forget_pipeline
-
-    name = f"it_routes_{uuid.uuid4().hex[:8]}"
-    yield name
-    pg.rollback()
-    forget_pipeline(pg, name)
 
 
 def _pipelines_file(name: str) -> str:
@@ -77,26 +60,15 @@ def _store_failed_run(pg: Any, pipeline: str, run_id: str) -> None:
     pg.commit()
 
 
-def _rows_of(pg: Any, pipeline: str) -> dict[str, tuple[Any, ...]]:
-    with pg.cursor() as cur:
-        cur.execute(
-            "SELECT channel, status, summary, error FROM recon.alerts WHERE pipeline = %s",
-            (pipeline,),
-        )
-        rows = {r[0]: r[1:] for r in cur.fetchall()}
-    pg.commit()
-    return rows
-
-
 def test_a_pipeline_routed_to_slack_and_a_webhook_alerts_each_once(
-    monkeypatch: pytest.MonkeyPatch, pg: Any, pipeline: str
+    monkeypatch: pytest.MonkeyPatch, results_pg: Any, pipeline: str
 ) -> None:
     from recon.alert.for_run import alert_for_run
 
     slack, hooks = WebhookCatcher(), WebhookCatcher()
     cfg = parse_pipelines(_pipelines_file(pipeline))[pipeline]
     run_id = "manual__2026-03-01T00:00:00+00:00"
-    _store_failed_run(pg, pipeline, run_id)
+    _store_failed_run(results_pg, pipeline, run_id)
     with catching(slack) as slack_port, catching(hooks) as hooks_port:
         slack_conn = {
             "conn_type": "slackwebhook",
@@ -132,7 +104,7 @@ def test_a_pipeline_routed_to_slack_and_a_webhook_alerts_each_once(
     assert "gone-9  at orders/2@5" in json.loads(hooks.requests[0]["body"])["text"]
 
     # one row per route, both sent, no token recorded
-    rows = _rows_of(pg, pipeline)
+    rows = stored_alerts(results_pg, pipeline)
     assert {channel: row[0] for channel, row in rows.items()} == {
         SLACK_ROUTE: "sent",
         HOOK_ROUTE: "sent",

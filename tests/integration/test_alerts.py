@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from collections.abc import Iterator
 from email import message_from_bytes
 from email.message import Message
 from typing import Any
 
 import pytest
-from fixtures.alerts import WebhookCatcher, catching, free_port, lost_outcome, lost_summary
+from fixtures.alerts import (
+    WebhookCatcher,
+    catching,
+    free_port,
+    lost_outcome,
+    lost_summary,
+    stored_alerts,
+)
 
 from recon.config import KafkaSource, MessageIdSpec, PipelineConfig, SinkSpec, Tolerances
 
@@ -111,21 +117,6 @@ def alert_connections(
     monkeypatch.setenv("RECON_AIRFLOW_BASE_URL", "http://127.0.0.1:23080/")
 
 
-@pytest.fixture
-def pg(results_pg: Any) -> Any:
-    return results_pg
-
-
-@pytest.fixture
-def pipeline(pg: Any) -> Iterator[str]:
-    name = f"it_alerts_{uuid.uuid4().hex[:8]}"
-    yield name
-    pg.rollback()
-    with pg.cursor() as cur:
-        cur.execute("DELETE FROM recon.alerts WHERE pipeline = %s", (name,))
-    pg.commit()
-
-
 # --- a broken exactly-once run ------------------------------------------------------------------
 
 # (verdict, message_id, partition, offsets, sink_keys, sink_count, topic_duplicate)
@@ -187,21 +178,10 @@ def _cfg(name: str) -> PipelineConfig:
     )
 
 
-def _rows_of(pg: Any, pipeline: str) -> dict[str, tuple[Any, ...]]:
-    with pg.cursor() as cur:
-        cur.execute(
-            "SELECT channel, status, summary, error FROM recon.alerts WHERE pipeline = %s",
-            (pipeline,),
-        )
-        rows = {r[0]: r[1:] for r in cur.fetchall()}
-    pg.commit()
-    return rows
-
-
 def test_broken_run_alerts_once_by_email_and_webhook(
     spark: Any,
     tmp_path: Any,
-    pg: Any,
+    results_pg: Any,
     pipeline: str,
     alert_connections: None,
     smtp_server: tuple[Mailbox, int],
@@ -222,7 +202,7 @@ def test_broken_run_alerts_once_by_email_and_webhook(
     }  # fmt: skip
 
     statuses = send_alerts(
-        pg, pipeline=pipeline, semantics="exactly_once", run_id=run_id,
+        results_pg, pipeline=pipeline, semantics="exactly_once", run_id=run_id,
         summary=_summary(), outcome=outcome,
     )  # fmt: skip
 
@@ -268,7 +248,7 @@ def test_broken_run_alerts_once_by_email_and_webhook(
             assert secret not in text, secret
 
     # recorded, without credentials
-    recorded = _rows_of(pg, pipeline)
+    recorded = stored_alerts(results_pg, pipeline)
     assert {c: r[0] for c, r in recorded.items()} == {"webhook": "sent", "email": "sent"}
     stored = json.dumps([r[1] for r in recorded.values()])
     assert "abort-1" in stored
@@ -277,20 +257,23 @@ def test_broken_run_alerts_once_by_email_and_webhook(
 
     # a retry of the task sends nothing new
     again = send_alerts(
-        pg, pipeline=pipeline, semantics="exactly_once", run_id=run_id,
+        results_pg, pipeline=pipeline, semantics="exactly_once", run_id=run_id,
         summary=_summary(), outcome=outcome,
     )  # fmt: skip
     assert again == {"webhook": "already_sent", "email": "already_sent"}
     assert len(mailbox.messages) == 1
     assert len(hooks.requests) == 1
-    assert {c: r[0] for c, r in _rows_of(pg, pipeline).items()} == {
+    assert {c: r[0] for c, r in stored_alerts(results_pg, pipeline).items()} == {
         "webhook": "sent",
         "email": "sent",
     }
 
 
 def test_undefined_channel_is_skipped_and_failed_channel_retried(
-    pg: Any, pipeline: str, alert_connections: None, http_receiver: tuple[WebhookCatcher, int]
+    results_pg: Any,
+    pipeline: str,
+    alert_connections: None,
+    http_receiver: tuple[WebhookCatcher, int],
 ) -> None:
     from recon.alert.send import send_alerts
 
@@ -299,16 +282,16 @@ def test_undefined_channel_is_skipped_and_failed_channel_retried(
     hooks.fail_next = 1
 
     first = send_alerts(
-        pg, pipeline=pipeline, semantics="exactly_once", run_id="r1", summary=summary,
+        results_pg, pipeline=pipeline, semantics="exactly_once", run_id="r1", summary=summary,
         outcome=outcome, smtp_conn_id="recon_alert_smtp_not_defined",
     )  # fmt: skip
     assert first == {"webhook": "failed", "email": "skipped"}
-    recorded = _rows_of(pg, pipeline)
+    recorded = stored_alerts(results_pg, pipeline)
     assert recorded["webhook"][0] == "failed" and "HTTP 500" in recorded["webhook"][2]
     assert recorded["email"][0] == "skipped" and "not defined" in recorded["email"][2]
 
     second = send_alerts(
-        pg, pipeline=pipeline, semantics="exactly_once", run_id="r1", summary=summary,
+        results_pg, pipeline=pipeline, semantics="exactly_once", run_id="r1", summary=summary,
         outcome=outcome, smtp_conn_id="recon_alert_smtp_not_defined",
     )  # fmt: skip
     assert second == {"webhook": "sent", "email": "skipped"}
@@ -316,7 +299,7 @@ def test_undefined_channel_is_skipped_and_failed_channel_retried(
     assert "gone-9  at orders/2@5" in json.loads(hooks.requests[1]["body"])["text"]
     assert (
         send_alerts(
-            pg,
+            results_pg,
             pipeline=pipeline,
             semantics="exactly_once",
             run_id="r1",
@@ -329,7 +312,9 @@ def test_undefined_channel_is_skipped_and_failed_channel_retried(
     assert len(hooks.requests) == 2
 
 
-def test_the_full_list_sql_of_a_crafted_run_id_runs_as_written(pg: Any, pipeline: str) -> None:
+def test_the_full_list_sql_of_a_crafted_run_id_runs_as_written(
+    results_pg: Any, pipeline: str
+) -> None:
     """The SQL an alert prints to list every message is pasteable: a run id with a quote, a
     line break and backticks is one literal that PostgreSQL reads back as the run id."""
     from recon.alert.content import build_alert
@@ -346,34 +331,34 @@ def test_the_full_list_sql_of_a_crafted_run_id_runs_as_written(pg: Any, pipeline
     sql = line.split("all of them: ", 1)[1].strip("`")
     literal = re.search(r"run_id = (E?'(?:[^']|'')*')", sql)
     assert literal is not None, sql
-    with pg.cursor() as cur:
+    with results_pg.cursor() as cur:
         cur.execute(f"SELECT {literal.group(1)}")
         assert cur.fetchone() == (run_id,)
         cur.execute(sql)
         assert cur.fetchall() == []
         cur.execute("SELECT to_regclass('recon.runs') IS NOT NULL")
         assert cur.fetchone() == (True,)
-    pg.commit()
+    results_pg.commit()
 
 
-def test_validation_outcome_is_recorded_on_the_run(pg: Any, pipeline: str) -> None:
+def test_validation_outcome_is_recorded_on_the_run(results_pg: Any, pipeline: str) -> None:
     from recon.validation import ValidationOutcome, data_docs_url, record_validation
 
-    with pg.cursor() as cur:
+    with results_pg.cursor() as cur:
         cur.execute(
             "INSERT INTO recon.runs (pipeline, run_id, semantics, status, started_at, "
             "contract_passed) VALUES (%s, 'r1', 'exactly_once', 'passed', now(), true)",
             (pipeline,),
         )
-    pg.commit()
+    results_pg.commit()
     page = "/srv/state/gx/uncommitted/data_docs/local_site/validations/exactly_once/r1/t/b.html"
     outcome = ValidationOutcome(
         passed=False, failures=[], data_docs_path=page, validation_id="exactly_once/r1/t/b"
     )
     try:
-        assert record_validation(pg, pipeline, "r1", outcome)
-        assert not record_validation(pg, pipeline, "no-such-run", outcome)
-        with pg.cursor() as cur:
+        assert record_validation(results_pg, pipeline, "r1", outcome)
+        assert not record_validation(results_pg, pipeline, "no-such-run", outcome)
+        with results_pg.cursor() as cur:
             cur.execute(
                 "SELECT status, contract_passed, validation_url FROM recon.runs "
                 "WHERE pipeline = %s AND run_id = 'r1'",
@@ -383,8 +368,8 @@ def test_validation_outcome_is_recorded_on_the_run(pg: Any, pipeline: str) -> No
             expected = data_docs_url(page)
             assert expected.endswith("validations/exactly_once/r1/t/b.html")
             assert cur.fetchone() == ("failed", False, expected)
-        pg.commit()
+        results_pg.commit()
     finally:
-        with pg.cursor() as cur:
+        with results_pg.cursor() as cur:
             cur.execute("DELETE FROM recon.runs WHERE pipeline = %s", (pipeline,))
-        pg.commit()
+        results_pg.commit()

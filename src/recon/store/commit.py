@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recon.corrections import record_corrections
-from recon.details import UNCHECKED_REASONS
+from recon.details import UNCHECKED
 from recon.errors import ReconError, ServiceUnavailable, first_line
 from recon.store.runs import RunRecord
 
@@ -123,9 +123,9 @@ class RunOutcome:
     def unchecked(self) -> dict[str, int]:
         """What a declared check could not use, by reason (``recon.runs.unchecked``): only the
         reasons that occurred."""
-        # in UNCHECKED_REASONS order: the names are the ones the summary words
+        # in UNCHECKED's order: the names are the ones the summary words
         counts = (*self.untimed, *(self.unordered or (0, 0, 0)))
-        return {reason: n for reason, n in zip(UNCHECKED_REASONS, counts, strict=True) if n}
+        return {reason: n for reason, n in zip(UNCHECKED, counts, strict=True) if n}
 
 
 def _replace_latency(cur: Any, pipeline: str, run_id: str, outcome: RunOutcome) -> None:
