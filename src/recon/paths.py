@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+
 
 def window_path(data_dir: str, pipeline: str, run_id: str, part: str) -> str:
     return f"{data_dir.rstrip('/')}/windows/{pipeline}/{_safe(run_id)}/{part}"
@@ -14,3 +17,30 @@ def results_path(data_dir: str, pipeline: str, run_id: str) -> str:
 
 def _safe(run_id: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
+
+
+def is_local(path: str) -> bool:
+    """Whether ``path`` is on this machine's file system (plain, or a ``file:`` URI)."""
+    return "://" not in path or path.startswith("file:")
+
+
+def publish_results(written: str, out: str) -> None:
+    """Make the results a run wrote into its ledger version (a Parquet file, or a directory of
+    them) the run's results at ``out`` (``results_path``): hard links, so that a later re-run of
+    the run id, which replaces ``out``, never touches the version a pipeline may point at.
+
+    :param written: a local path, as :func:`is_local` says (a copy where links fail).
+    """
+    written = written.removeprefix("file:")
+    out = out.removeprefix("file:")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    if os.path.isdir(written):
+        pairs = [(os.path.join(written, f), os.path.join(out, f)) for f in os.listdir(written)]
+    else:
+        pairs = [(written, os.path.join(out, "part-00000.parquet"))]
+    for source, target in pairs:
+        try:
+            os.link(source, target)
+        except OSError:  # another file system: a copy
+            shutil.copyfile(source, target)

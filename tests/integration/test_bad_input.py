@@ -15,7 +15,7 @@ import pytest
 from faultkit import Synthetic, message_id, recon_run_here, stored, synthetic
 
 from recon.engine import results_db
-from recon.read.kafka_spark import MAX_MESSAGE_ID_LENGTH
+from recon.read.message_ids import MAX_MESSAGE_ID_LENGTH
 
 pytestmark = pytest.mark.integration
 

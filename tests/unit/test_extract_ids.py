@@ -1,35 +1,51 @@
-"""messageId extraction from raw Kafka rows; bad records are quarantined with their position."""
+"""messageId extraction from raw Kafka rows (``recon.read.message_ids.extract_ids``, what the
+readers of both engines run on each chunk); bad records are quarantined with their position."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from recon.config import MessageIdSpec
-from recon.read.kafka_spark import MAX_MESSAGE_ID_LENGTH, extract_message_ids
+from recon.read.message_ids import MAX_MESSAGE_ID_LENGTH, extract_ids, raw_schema
 
 pytestmark = pytest.mark.unit
 
-RAW = (
-    "topic string, partition int, offset long, timestamp timestamp, key binary, value binary, "
-    "headers array<struct<key:string,value:binary>>"
-)
-TS = datetime(2026, 1, 1)
+TS = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def raw_rows(spark: Any, rows: list[tuple[Any, ...]]) -> Any:
-    return spark.createDataFrame(
-        [("t", 0, off, TS, key, value, headers) for off, key, value, headers in rows], RAW
-    )
+def raw_rows(rows: list[tuple[Any, ...]], header: str | None = "message_id") -> pa.Table:
+    """``(offset, key, value, headers)`` rows as a reader collects them: the first header named
+    ``header`` is the record's ``id_header``."""
+
+    def first(headers: list[tuple[str, bytes]]) -> bytes | None:
+        return next((v for k, v in headers if k == header), None)
+
+    return pa.table(
+        [pa.array(["t"] * len(rows)), pa.array([0] * len(rows), pa.int32()),
+         pa.array([r[0] for r in rows], pa.int64()),
+         pa.array([TS] * len(rows), pa.timestamp("ms", tz="UTC")),
+         pa.array([r[1] for r in rows], pa.binary()), pa.array([r[2] for r in rows], pa.binary()),
+         pa.array([first(r[3]) for r in rows], pa.binary())],
+        schema=raw_schema(),
+    )  # fmt: skip
 
 
-def verdicts(df: Any) -> dict[int, tuple[str | None, str | None]]:
-    return {r.offset: (r.message_id, r.invalid_reason) for r in df.collect()}
+def verdicts(rows: list[tuple[Any, ...]], spec: MessageIdSpec) -> dict[int, tuple[Any, Any]]:
+    got = extract_ids(raw_rows(rows, spec.name if spec.kind == "header" else None), spec)
+    return {
+        o: (m, r)
+        for o, m, r in zip(
+            got["offset"].to_pylist(), got["message_id"].to_pylist(),
+            got["invalid_reason"].to_pylist(), strict=True,
+        )
+    }  # fmt: skip
 
 
-def test_header_ids_and_every_kind_of_bad_record(spark: Any) -> None:
+def test_header_ids_and_every_kind_of_bad_record() -> None:
     rows = [
         (0, None, b"{}", [("message_id", b"m-0")]),
         (1, None, b"{}", [("other", b"x")]),  # no header
@@ -39,9 +55,7 @@ def test_header_ids_and_every_kind_of_bad_record(spark: Any) -> None:
         (5, None, b"{}", [("message_id", b"x" * 600)]),  # oversize id
         (6, None, b"{}", [("trace", b"t"), ("message_id", b"m-6")]),
     ]
-    got = verdicts(
-        extract_message_ids(raw_rows(spark, rows), MessageIdSpec("header", "message_id"))
-    )
+    got = verdicts(rows, MessageIdSpec("header", "message_id"))
     assert got == {
         0: ("m-0", None),
         1: (None, "message_id_missing"),
@@ -53,7 +67,7 @@ def test_header_ids_and_every_kind_of_bad_record(spark: Any) -> None:
     }
 
 
-def test_json_field_ids(spark: Any) -> None:
+def test_json_field_ids() -> None:
     rows = [
         (0, None, b'{"id": "a", "n": 1}', []),
         (1, None, b'{"n": 2}', []),
@@ -61,7 +75,7 @@ def test_json_field_ids(spark: Any) -> None:
         (3, None, b"not json", []),
         (4, None, b'{"id": 42}', []),
     ]
-    got = verdicts(extract_message_ids(raw_rows(spark, rows), MessageIdSpec("json_field", "id")))
+    got = verdicts(rows, MessageIdSpec("json_field", "id"))
     assert got == {
         0: ("a", None),
         1: (None, "message_id_missing"),
@@ -71,13 +85,13 @@ def test_json_field_ids(spark: Any) -> None:
     }
 
 
-def test_key_ids(spark: Any) -> None:
+def test_key_ids() -> None:
     rows = [(0, b"k0", b"v", []), (1, None, b"v", [])]
-    got = verdicts(extract_message_ids(raw_rows(spark, rows), MessageIdSpec("key")))
+    got = verdicts(rows, MessageIdSpec("key"))
     assert got == {0: ("k0", None), 1: (None, "message_id_missing")}
 
 
-def test_the_length_limit_is_in_characters_and_inclusive(spark: Any) -> None:
+def test_the_length_limit_is_in_characters_and_inclusive() -> None:
     limit = MAX_MESSAGE_ID_LENGTH
     rows = [
         (0, None, b"{}", [("message_id", b"a" * limit)]),
@@ -86,9 +100,7 @@ def test_the_length_limit_is_in_characters_and_inclusive(spark: Any) -> None:
         (2, None, b"{}", [("message_id", ("\u00e9" * limit).encode())]),
         (3, None, b"{}", [("message_id", ("\u00e9" * (limit + 1)).encode())]),
     ]
-    got = verdicts(
-        extract_message_ids(raw_rows(spark, rows), MessageIdSpec("header", "message_id"))
-    )
+    got = verdicts(rows, MessageIdSpec("header", "message_id"))
     assert got == {
         0: ("a" * limit, None),
         1: (None, "message_id_oversize"),
@@ -97,7 +109,7 @@ def test_the_length_limit_is_in_characters_and_inclusive(spark: Any) -> None:
     }
 
 
-def test_bad_json_field_ids(spark: Any) -> None:
+def test_bad_json_field_ids() -> None:
     rows = [
         (0, None, b'{"id": ""}', []),
         (1, None, b'{"id": "  "}', []),
@@ -112,7 +124,7 @@ def test_bad_json_field_ids(spark: Any) -> None:
         (10, None, b'{"id": "[not an array"}', []),  # a string that only looks like one is
         (11, None, b'{"id": " {x}"}', []),
     ]
-    got = verdicts(extract_message_ids(raw_rows(spark, rows), MessageIdSpec("json_field", "id")))
+    got = verdicts(rows, MessageIdSpec("json_field", "id"))
     assert got == {
         0: (None, "message_id_empty"),
         1: (None, "message_id_empty"),
@@ -129,7 +141,7 @@ def test_bad_json_field_ids(spark: Any) -> None:
     }
 
 
-def test_bad_key_ids(spark: Any) -> None:
+def test_bad_key_ids() -> None:
     rows = [
         (0, b"\xc3\x28", b"v", []),  # an invalid UTF-8 sequence
         (1, b"", b"v", []),
@@ -137,7 +149,7 @@ def test_bad_key_ids(spark: Any) -> None:
         (3, b"k" * (MAX_MESSAGE_ID_LENGTH + 1), b"v", []),
         (4, b"k4", b"", []),  # an empty value is still a record with a key
     ]
-    got = verdicts(extract_message_ids(raw_rows(spark, rows), MessageIdSpec("key")))
+    got = verdicts(rows, MessageIdSpec("key"))
     assert got == {
         0: (None, "message_id_not_utf8"),
         1: (None, "message_id_empty"),

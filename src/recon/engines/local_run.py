@@ -39,11 +39,11 @@ from recon.connections import kafka_connection
 from recon.ledger.local import LocalEntryStore
 from recon.ledger.versions import local_path, write_version
 from recon.outcome import RunSummary, require_record
-from recon.paths import _safe, results_path, window_path
+from recon.paths import _safe, publish_results, results_path, window_path
 from recon.read.kafka_local.pool import ReaderLost, Readers, default_workers, read_ranges
 from recon.read.kafka_local.reader import KafkaReadFailed
-from recon.read.kafka_spark import OffsetRange, part_ranges
 from recon.read.message_ids import window_schema
+from recon.read.ranges import OffsetRange, part_ranges
 from recon.rules.render import literal as _literal
 from recon.services import Progress, default_data_dir, noop, sink_db
 from recon.snapshot.offsets import KafkaAuthFailed
@@ -51,7 +51,7 @@ from recon.snapshot.window import PartitionWindow
 
 PARTS = ("committed", "pending", "inflight", "sink")
 #: Read committed, except the in-flight records past the last stable offset
-#: (``recon.read.kafka_spark.part_ranges``).
+#: (``recon.read.ranges.part_ranges``).
 _ISOLATION = {"committed": "read_committed", "pending": "read_committed",
               "inflight": "read_uncommitted"}  # fmt: skip
 
@@ -190,19 +190,6 @@ def _view(con: Any, name: str, directory: str) -> str:
     return name
 
 
-def _publish_results(results_file: str, out: str) -> None:
-    """Make the results file of the ledger version the run's results (``results_path``): a hard
-    link, so that a later re-run of the run id, which replaces ``out``, never touches the
-    version a pipeline may point at."""
-    shutil.rmtree(out, ignore_errors=True)
-    os.makedirs(out)
-    target = os.path.join(out, "part-00000.parquet")
-    try:
-        os.link(results_file, target)
-    except OSError:  # another file system: a copy
-        shutil.copyfile(results_file, target)
-
-
 def _discrepancy_file(
     con: Any, pipeline: str, run_id: str, flagged: str, path: str
 ) -> store.DiscrepancyFile:
@@ -290,7 +277,7 @@ class LocalRunIO:
             delta="ledger_known" if has_ledger else None, results=("results", self.record.run_id),
         )  # fmt: skip
         assert results_file is not None
-        _publish_results(
+        publish_results(
             results_file, results_path(self.data_dir, self.cfg.name, self.record.run_id)
         )
         return ledger_path

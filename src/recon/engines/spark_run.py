@@ -1,6 +1,7 @@
 """Steps 2 and 3 of a run on Spark (``recon.engine`` says what each step does).
 
-:func:`snapshot_topic` reads the window's parts with Spark's Kafka source into Parquet;
+:func:`snapshot_topic` reads the window's parts into Parquet with Spark tasks
+(``recon.read.kafka_spark.read_window``);
 :class:`SparkRunIO` is the run's IO on Spark for the one driver of step 3
 (``recon.engines.driver``): the rules run as Spark SQL (``recon.engines.spark``).
 """
@@ -16,8 +17,9 @@ from recon import store
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection, postgres_connection
 from recon.outcome import RunSummary, require_record
-from recon.paths import _safe, results_path, window_path
-from recon.read.kafka_spark import OffsetRange, extract_message_ids, part_ranges, read_kafka_ranges
+from recon.paths import _safe, is_local, publish_results, results_path, window_path
+from recon.read.kafka_spark import read_window, reraise_read_failure
+from recon.read.ranges import OffsetRange, part_ranges
 from recon.read.sink import inspect_sink, read_sink_rows, sink_query
 from recon.services import Progress, default_data_dir, noop, sink_db
 from recon.snapshot.window import PartitionWindow
@@ -26,7 +28,7 @@ from recon.spark import persist
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-#: The parts step 2 reads (``recon.read.kafka_spark.part_ranges`` says which offsets each holds).
+#: The parts step 2 reads (``recon.read.ranges.part_ranges`` says which offsets each holds).
 PARTS = ("committed", "pending", "inflight")
 
 
@@ -36,16 +38,11 @@ def _read_records(
     ranges: list[OffsetRange],
     isolation_level: str = "read_committed",
 ) -> DataFrame:
-    from recon import schemas
-
-    kafka = kafka_connection(cfg.kafka.connection)
-    raw = read_kafka_ranges(
-        spark, kafka, ranges, isolation_level=isolation_level,
-        include_headers=cfg.kafka.message_id.kind == "header",
+    return read_window(
+        spark, kafka_connection(cfg.kafka.connection), ranges, cfg.kafka.message_id,
+        isolation_level=isolation_level, with_time=cfg.sink.time_column is not None,
+        payload=cfg.payload, order=cfg.order,
     )  # fmt: skip
-    if raw is None:
-        return spark.createDataFrame([], schemas.WINDOW)
-    return extract_message_ids(raw, cfg.kafka.message_id, payload=cfg.payload, order=cfg.order)
 
 
 def snapshot_topic(
@@ -68,7 +65,11 @@ def snapshot_topic(
         path = window_path(data_dir, cfg.name, run_id, part)
         isolation = "read_uncommitted" if part == "inflight" else "read_committed"
         records = _read_records(spark, cfg, part_ranges(record.windows, part), isolation)
-        records.write.mode("overwrite").parquet(path)
+        try:
+            records.write.mode("overwrite").parquet(path)
+        except Exception as exc:
+            reraise_read_failure(exc)
+            raise
         paths[part] = path
     progress(f"run {run_id}: window written to {paths['committed']}")
     return paths
@@ -95,7 +96,8 @@ def _sink_rows_for_run(
 class SparkRunIO:
     """:class:`recon.engines.driver.RunIO` on Spark: the window's parts from Parquet, the sink
     rows over JDBC, the ledger versions through ``recon.ledger.spark``, the read_uncommitted
-    pass with Spark's Kafka source, the discrepancy rows streamed to the driver row by row.
+    pass with Spark tasks (``recon.read.kafka_spark.read_window``), the discrepancy rows
+    streamed to the driver row by row.
     """
 
     def __init__(
@@ -143,16 +145,26 @@ class SparkRunIO:
     def write_version(self, base_entries: list[str], has_ledger: bool) -> str:
         from recon.ledger.versions import write_version
 
-        # Read by the ledger version, the results Parquet and the discrepancy rows: once.
+        # Read by the ledger version and the discrepancy rows: computed once.
         results = self._cache(self.rules.relation("results"))
-        path, _ = write_version(
+        out = results_path(self.data_dir, self.cfg.name, self.record.run_id)
+        here = is_local(out)
+        # On a local file system, as the local engine does: the results are written once, into
+        # the new ledger version, where they stand for the entries of the messages new to the
+        # ledger, and linked as the run's results; the version's delta holds the entries of the
+        # messages the ledger knew. Elsewhere the version holds every entry and the results are
+        # written again.
+        path, written = write_version(
             self.rules, self.entry_store, f"{self.data_dir.rstrip('/')}/ledger/{self.cfg.name}",
             f"{_safe(self.record.run_id)}-{uuid.uuid4().hex[:8]}", base_entries,
-            delta=self.rules.relation("ledger_next"),
+            delta=(self.rules.relation("ledger_known") if has_ledger else None) if here
+            else self.rules.relation("ledger_next"),
+            results=(results, self.record.run_id) if here else None,
         )  # fmt: skip
-        results.write.mode("overwrite").parquet(
-            results_path(self.data_dir, self.cfg.name, self.record.run_id)
-        )
+        if written is not None:
+            publish_results(written, out)
+        else:
+            results.write.mode("overwrite").parquet(out)
         return path
 
     def discrepancy_rows(self) -> Iterator[tuple[Any, ...]]:

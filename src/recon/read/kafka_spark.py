@@ -1,161 +1,105 @@
-"""Reading a window of Kafka records with Spark, and extracting each record's messageId.
-
-:func:`extract_message_ids` is pure (raw Kafka rows in, ``recon.schemas.WINDOW`` rows out): it
-runs :mod:`recon.read.message_ids`, where bad input is quarantined, on each Arrow batch.
-:func:`read_kafka_ranges` is the IO: a batch read of exact offset ranges.
+"""Reading a window of Kafka records with Spark: :func:`read_window`, exact offset ranges read
+by Spark tasks with the local engine's reader (``recon.read.kafka_local.reader``), so both
+engines read, stop and quarantine records (:mod:`recon.read.message_ids`) the same way.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from recon.config import MessageIdSpec, OrderSpec, PayloadSpec
 from recon.connections import KafkaConnection
-from recon.read.message_ids import MAX_MESSAGE_ID_LENGTH as MAX_MESSAGE_ID_LENGTH
-from recon.snapshot.window import PartitionWindow
+from recon.read.ranges import OffsetRange, split_ranges
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-RAW_COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "value", "headers")
-
-
-@dataclass(frozen=True)
-class OffsetRange:
-    """``[start, end)`` of one partition."""
-
-    topic: str
-    partition: int
-    start: int
-    end: int
-
-
-def part_ranges(windows: Sequence[PartitionWindow], part: str) -> list[OffsetRange]:
-    """The offsets each partition's ``part`` of a run holds: ``committed`` the window
-    ``[from, to)`` and ``pending`` ``[to, LSO)``, both read read_committed; ``inflight``
-    ``[LSO, high watermark)`` read read_uncommitted: records of open transactions and the
-    committed records behind them, which a consumer reading uncommitted may have written
-    already. Their sink rows are pending, never phantoms."""
-    if part == "committed":
-        return [OffsetRange(w.topic, w.partition, w.read_from, w.window_to) for w in windows]
-    if part == "inflight":
-        return [
-            OffsetRange(w.topic, w.partition, max(w.pending_to, w.read_from), w.high_watermark)
-            for w in windows
-        ]
-    return [OffsetRange(w.topic, w.partition, w.window_to, w.pending_to) for w in windows]
-
-
-def extract_message_ids(
-    raw: DataFrame,
+def read_window(
+    spark: SparkSession,
+    kafka: KafkaConnection,
+    ranges: Sequence[OffsetRange],
     spec: MessageIdSpec,
-    max_length: int = MAX_MESSAGE_ID_LENGTH,
+    *,
+    isolation_level: str = "read_committed",
+    with_time: bool = False,
     payload: PayloadSpec | None = None,
     order: OrderSpec | None = None,
 ) -> DataFrame:
-    """Raw Kafka rows to one row per record with its messageId or the reason it has none:
-    :func:`recon.read.message_ids.extract_ids` on each Arrow batch, the function the local engine
-    runs, so both quarantine the same records for the same reasons.
+    """The records of exact offset ranges as ``recon.schemas.WINDOW`` rows, messageIds extracted.
 
-    :param raw: rows of Spark's Kafka source (``topic, partition, offset, timestamp, key, value``
-        and ``headers`` when the id is in a header).
+    One Spark task per range (:func:`split_ranges`: at least one per core), each reading its
+    range with confluent-kafka in its Python worker, as a local engine's reader does
+    (``recon.read.kafka_local.reader.read_tables``): the same consumer settings, stop rules and
+    extraction, and the records go from the consumer into Arrow once. Spark's Kafka source read
+    the 1M-message window in 12 s here and handed every record to a Python worker afterwards for
+    the extraction; this reads it in about 6 s in a fresh JVM (``bench/engine_changes.md``).
+    Lazy: a failed read raises when the frame is computed (:func:`reraise_read_failure`).
+
+    :param kafka: the pipeline's Kafka connection (its librdkafka settings go to the tasks).
+    :param ranges: ``[start, end)`` per partition; empty ranges are skipped.
     :param spec: where the id lives: a header, a JSON field of the value, or the key.
-    :param max_length: ids longer than this are quarantined as oversize.
+    :param isolation_level: ``read_committed``, or ``read_uncommitted`` to find aborted records.
+    :param with_time: read each record's Kafka timestamp (else it is left null).
     :param payload: what of each value the pipeline compares with its sink rows.
     :param order: where each record's upsert key and position are.
     """
-    from pyspark.sql import functions as F
-
     from recon import schemas
 
-    if spec.kind == "header":
-        # The first header of that name, as the local readers take it.
-        named = F.filter(F.col("headers"), lambda h: h["key"] == F.lit(spec.name))
-        id_header = F.when(F.size(named) > 0, named[0]["value"])
-    else:
-        id_header = F.lit(None).cast("binary")
-    shaped = raw.select(
-        F.col("topic").cast("string").alias("topic"),
-        F.col("partition").cast("int").alias("partition"),
-        F.col("offset").cast("long").alias("offset"),
-        F.col("timestamp").cast("timestamp").alias("timestamp"),
-        F.col("key").cast("binary").alias("key"),
-        F.col("value").cast("binary").alias("value"),
-        id_header.alias("id_header"),
+    pieces = split_ranges(ranges, spark.sparkContext.defaultParallelism)
+    if not pieces:
+        return spark.createDataFrame([], schemas.WINDOW)
+    rows = [(r.topic, r.partition, r.start, r.end) for r in pieces]
+    # One range per Spark partition: parallelize slices a list as it is, one element each.
+    tasks = spark.createDataFrame(
+        spark.sparkContext.parallelize(rows, len(rows)),
+        "topic string, partition int, start long, end long",
     )
-    extract = functools.partial(_extract_batches, spec, max_length, payload, order)
-    return shaped.mapInArrow(extract, schemas.WINDOW)
+    read = functools.partial(
+        _read_batches, dict(kafka.config), isolation_level, spec, with_time, payload, order
+    )
+    return tasks.mapInArrow(read, schemas.WINDOW)
 
 
-def _extract_batches(
+def _read_batches(
+    config: dict[str, Any],
+    isolation_level: str,
     spec: MessageIdSpec,
-    max_length: int,
+    with_time: bool,
     payload: PayloadSpec | None,
     order: OrderSpec | None,
     batches: Iterator[Any],
 ) -> Iterator[Any]:
-    """One Spark task's Arrow batches through :func:`recon.read.message_ids.extract_ids`."""
-    import duckdb
-    import pyarrow as pa
+    """One Spark task: its ranges read by ``recon.read.kafka_local.reader.read_tables``."""
+    from recon.read.kafka_local.reader import read_tables
+    from recon.read.kafka_local.task import ReadTask
 
-    from recon.read.message_ids import extract_ids
+    for batch in batches:
+        columns = (c.to_pylist() for c in batch.columns)
+        for topic, partition, start, end in zip(*columns, strict=True):
+            task = ReadTask(
+                config, (OffsetRange(topic, partition, start, end),), isolation_level, spec,
+                with_time=with_time, payload=payload, order=order,
+            )  # fmt: skip
+            for table in read_tables(task):
+                yield from table.to_batches()
 
-    con = duckdb.connect()
-    try:
-        for batch in batches:
-            yield from extract_ids(
-                pa.Table.from_batches([batch]), spec, max_length, con, payload, order
-            ).to_batches()
-    finally:
-        con.close()
 
+def reraise_read_failure(exc: Exception) -> None:
+    """Raise the reader's own error for a Spark action that failed because a task's read did
+    (the broker refused the credentials, went away, stopped answering); return otherwise.
 
-def read_kafka_ranges(
-    spark: SparkSession,
-    kafka: KafkaConnection,
-    ranges: Sequence[OffsetRange],
-    isolation_level: str = "read_committed",
-    include_headers: bool = True,
-    min_partitions: int | None = None,
-) -> DataFrame | None:
-    """Batch-read exact offset ranges. ``None`` when every range is empty.
-
-    :param spark: the session.
-    :param kafka: the pipeline's Kafka connection (its settings pass through as ``kafka.*``).
-    :param ranges: ``[start, end)`` per partition; empty ranges are skipped.
-    :param isolation_level: ``read_committed`` for the window, ``read_uncommitted`` to find
-        records of aborted transactions.
-    :param include_headers: needed when the messageId is in a header.
-    :param min_partitions: split large partitions into more Spark tasks.
+    :raises KafkaAuthFailed: a task's broker refused the connection's credentials.
+    :raises KafkaReadFailed: a task's broker went away or stopped answering.
     """
-    wanted = [r for r in ranges if r.end > r.start]
-    if not wanted:
-        return None
-    assign: dict[str, list[int]] = {}
-    starting: dict[str, dict[str, int]] = {}
-    ending: dict[str, dict[str, int]] = {}
-    for r in wanted:
-        assign.setdefault(r.topic, []).append(r.partition)
-        starting.setdefault(r.topic, {})[str(r.partition)] = r.start
-        ending.setdefault(r.topic, {})[str(r.partition)] = r.end
-    reader = (
-        spark.read.format("kafka")
-        .options(**kafka.spark_options())
-        .option("assign", json.dumps(assign))
-        .option("startingOffsets", json.dumps(starting))
-        .option("endingOffsets", json.dumps(ending))
-        .option("kafka.isolation.level", isolation_level)
-        .option("includeHeaders", "true" if include_headers else "false")
-        # Records that retention removed mid-read are reported as unverifiable by the window
-        # plan; the read itself must not fail on them.
-        .option("failOnDataLoss", "false")
-    )
-    if min_partitions:
-        reader = reader.option("minPartitions", str(min_partitions))
-    df = reader.load()
-    return df.select(*[c for c in RAW_COLUMNS if c != "headers" or include_headers])
+    from recon.read.kafka_local.reader import KafkaReadFailed
+    from recon.snapshot.offsets import KafkaAuthFailed
+
+    # A task's error reaches the driver as the text of its Python traceback.
+    for line in str(exc).splitlines():
+        for cls in (KafkaAuthFailed, KafkaReadFailed):
+            found = line.find(f"{cls.__name__}: ")
+            if found >= 0:
+                raise cls(line[found + len(cls.__name__) + 2 :].strip()) from exc

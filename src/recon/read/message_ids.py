@@ -1,6 +1,6 @@
 """The messageId of each record read, or why it has none: :func:`extract_ids`, once for both
-engines (the local engine's readers call it on each chunk, the Spark engine on each Arrow batch
-of its Kafka source: ``recon.read.kafka_spark.extract_message_ids``).
+engines: the one reader (``recon.read.kafka_local.reader.read_tables``) calls it on each chunk,
+in a local engine's reader process or a Spark task (``recon.read.kafka_spark.read_window``).
 
 :func:`extract_ids` is pure (an Arrow table of raw records in, ``recon.schemas.WINDOW`` rows out)
 and is where bad input is quarantined: a record keeps its position and gets an

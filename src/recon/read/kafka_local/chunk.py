@@ -1,19 +1,19 @@
-"""The records a reader has read, as Arrow columns, written to its Parquet file chunk by chunk
-with the messageId extracted (:mod:`recon.read.message_ids`)."""
+"""The records a reader has read, as Arrow columns, handed on chunk by chunk with the messageId
+extracted (:mod:`recon.read.message_ids`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from recon.read.kafka_local.task import ReadTask
-from recon.read.message_ids import extract_ids, raw_schema, window_schema
+from recon.read.message_ids import extract_ids, raw_schema
 
 #: Records per Arrow chunk: extraction and Parquet row groups work on this many at a time.
 CHUNK_RECORDS = 262_144
 
 
 class Chunk:
-    """Columns of the records read so far, flushed to Parquet every CHUNK_RECORDS.
+    """Columns of the records read so far, taken as one window table every CHUNK_RECORDS.
 
     Records arrive in batches of Message objects; each column is taken from a whole batch with
     one comprehension, which is what keeps Python's share of the read small.
@@ -29,8 +29,6 @@ class Chunk:
         )
         # One thread keeps the rows in the order they came in (and a core for the consumer).
         self.db = duckdb.connect(config={"threads": 1, "preserve_insertion_order": True})
-        self.writer: Any = None
-        self.written = 0
         self.columns: list[Any] = []
         self.size = 0
 
@@ -81,12 +79,13 @@ class Chunk:
     def __len__(self) -> int:
         return self.size
 
-    def flush(self) -> None:
+    def take(self) -> Any:
+        """The records so far as ``recon.schemas.WINDOW`` rows (a ``pyarrow.Table``), messageIds
+        extracted; None when there are none. The chunk is empty afterwards."""
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         if self.size == 0:
-            return
+            return None
         nulls = pa.nulls(self.size, pa.binary())
 
         def column(name: str) -> Any:
@@ -109,23 +108,9 @@ class Chunk:
         )  # fmt: skip
         task = self.task
         rows = extract_ids(raw, task.spec, con=self.db, payload=task.payload, order=task.order)
-        if self.writer is None:
-            # Ids are unique: a dictionary would only be built to be thrown away.
-            self.writer = pq.ParquetWriter(
-                self.task.path, window_schema(), compression="lz4",
-                use_dictionary=["topic", "invalid_reason"],
-            )  # fmt: skip
-        self.writer.write_table(rows)
-        self.written += self.size
         self.columns = []
         self.size = 0
+        return rows
 
-    def close(self) -> int:
-        import pyarrow.parquet as pq
-
-        self.flush()
-        if self.writer is None:  # nothing read: an empty file keeps the part readable
-            pq.write_table(window_schema().empty_table(), self.task.path)
-        else:
-            self.writer.close()
-        return self.written
+    def close(self) -> None:
+        self.db.close()

@@ -20,7 +20,7 @@ from recon.config import MessageIdSpec, OrderSpec, PayloadSpec
 from recon.errors import ServiceUnavailable
 from recon.read.kafka_local.reader import KafkaReadFailed
 from recon.read.kafka_local.task import order_json, payload_json
-from recon.read.kafka_spark import OffsetRange
+from recon.read.ranges import OffsetRange
 from recon.snapshot.offsets import KafkaAuthFailed
 
 #: What a reader process runs: ``python -m READER_MODULE`` (``recon/read/kafka_local/__main__.py``).

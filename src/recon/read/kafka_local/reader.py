@@ -1,9 +1,12 @@
-"""One reader process: a worker's offset ranges read with confluent-kafka into its Parquet file.
+"""One reader: a worker's offset ranges read with confluent-kafka, the messageIds extracted.
 
-:func:`read_task` is the IO: one confluent-kafka consumer per worker process, assigned exact
-ranges, stopping at each range's end (a record at or past it, or the end of the partition), never
-committing offsets. :func:`main` is the process (``python -m recon.read.kafka_local``): the task on
-standard input, the record count on standard output, a failure as one JSON line on standard error.
+:func:`read_tables` is the IO: one confluent-kafka consumer, assigned exact ranges, stopping at
+each range's end (a record at or past it, or the end of the partition), never committing
+offsets, handing on the records chunk by chunk. :func:`read_task` writes them to the task's
+Parquet file; :func:`main` is a local engine's reader process (``python -m
+recon.read.kafka_local``): the task on standard input, the record count on standard output, a
+failure as one JSON line on standard error. A Spark task runs :func:`read_tables` in its Python
+worker (``recon.read.kafka_spark``).
 """
 
 from __future__ import annotations
@@ -12,13 +15,14 @@ import json
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from recon.config import MessageIdSpec
 from recon.errors import ServiceUnavailable
 from recon.read.kafka_local.chunk import CHUNK_RECORDS, Chunk
 from recon.read.kafka_local.task import ReadTask, order_from_json, payload_from_json
-from recon.read.kafka_spark import OffsetRange
+from recon.read.ranges import OffsetRange
 from recon.snapshot.offsets import KafkaAuthFailed, error_kind
 
 #: librdkafka's prefetch queue. By default a partition stops fetching for a whole second
@@ -74,12 +78,16 @@ def _raise_for(err: Any, where: tuple[str, int]) -> None:
         raise KafkaReadFailed(f"{where[0]}/{where[1]}: {err}")
 
 
-def read_task(task: ReadTask) -> int:
-    """Read a worker's ranges into its Parquet file; returns the number of records written.
+def read_tables(task: ReadTask) -> Iterator[Any]:
+    """The task's records as ``recon.schemas.WINDOW`` tables (``pyarrow.Table``), up to
+    ``CHUNK_RECORDS`` rows each, in the order they were read.
 
     A partition is done when a record at or past its range end arrives, or the end of the
     partition (the LSO when reading committed) is reached at or past it: with read_committed the
     last offsets of a range may be transaction markers or aborted records that never arrive.
+    Python's cyclic garbage collector is off while it reads: every batch allocates ten thousand
+    message objects, which the collector would scan over and over (measured: half of the time in
+    consume()); a reader makes no cycles.
 
     :raises KafkaAuthFailed: the broker refused the connection's credentials.
     :raises KafkaReadFailed: the broker went away or nothing arrived for ``STALL_SECONDS``.
@@ -88,22 +96,55 @@ def read_task(task: ReadTask) -> int:
 
     from confluent_kafka import KafkaError, TopicPartition
 
-    # Every batch allocates ten thousand message objects, and the cyclic collector would scan
-    # them over and over (measured: half of the time in consume()); a reader makes no cycles.
+    was_enabled = gc.isenabled()
     gc.disable()
+    chunk = Chunk(task)
     try:
-        return _read(task, KafkaError, TopicPartition)
+        yield from _read(task, chunk, KafkaError, TopicPartition)
+        last = chunk.take()
+        if last is not None:
+            yield last
     finally:
-        gc.enable()
+        chunk.close()
+        if was_enabled:
+            gc.enable()
 
 
-def _read(task: ReadTask, KafkaError: Any, TopicPartition: Any) -> int:  # noqa: N803
+def read_task(task: ReadTask) -> int:
+    """Read a worker's ranges into its Parquet file (``task.path``); returns the number of
+    records written. An empty read writes an empty file: the part stays readable.
+
+    :raises KafkaAuthFailed: the broker refused the connection's credentials.
+    :raises KafkaReadFailed: the broker went away or nothing arrived for ``STALL_SECONDS``.
+    """
+    import pyarrow.parquet as pq
+
+    from recon.read.message_ids import window_schema
+
+    if task.path is None:
+        raise ValueError("a reader process's task names its Parquet file")
+    # Ids are unique: a dictionary would only be built to be thrown away.
+    with pq.ParquetWriter(
+        task.path, window_schema(), compression="lz4", use_dictionary=["topic", "invalid_reason"]
+    ) as writer:
+        written = 0
+        for table in read_tables(task):
+            writer.write_table(table)
+            written += table.num_rows
+    return written
+
+
+def _read(
+    task: ReadTask,
+    chunk: Chunk,
+    KafkaError: Any,  # noqa: N803
+    TopicPartition: Any,  # noqa: N803
+) -> Iterator[Any]:
     ends = {(r.topic, r.partition): r.end for r in task.ranges if r.end > r.start}
     if len({r.topic for r in task.ranges}) > 1:
         raise ValueError("a read task covers one topic")
-    chunk = Chunk(task)
     if not ends:
-        return chunk.close()
+        return
     consumer = _consumer(task)
     eof = KafkaError._PARTITION_EOF
     try:
@@ -143,13 +184,12 @@ def _read(task: ReadTask, KafkaError: Any, TopicPartition: Any) -> int:  # noqa:
                 for where in chunk.add(good, ends):
                     remaining.discard(where)
             if len(chunk) >= CHUNK_RECORDS:
-                chunk.flush()
+                yield chunk.take()
             done = [TopicPartition(t, p) for t, p in ends if (t, p) not in remaining]
             if done:
                 consumer.pause(done)
     finally:
         consumer.close()
-    return chunk.close()
 
 
 def main() -> int:

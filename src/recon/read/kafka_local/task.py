@@ -6,18 +6,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from recon.config import MessageIdSpec, OrderSpec, PayloadSpec
-from recon.read.kafka_spark import OffsetRange
+from recon.read.ranges import OffsetRange
 
 
 @dataclass(frozen=True)
 class ReadTask:
-    """One worker's share of a read: its ranges, and the Parquet file it writes."""
+    """One worker's share of a read: its ranges, and the Parquet file it writes (None: the
+    records are handed on, as a Spark task hands them to Spark)."""
 
     config: dict[str, Any]
     ranges: tuple[OffsetRange, ...]
     isolation_level: str
     spec: MessageIdSpec
-    path: str
+    path: str | None = None
     #: read each record's Kafka timestamp (a pipeline that declares ``sink.time_column``);
     #: otherwise the column stays null, saving a tuple per record.
     with_time: bool = False
