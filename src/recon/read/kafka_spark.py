@@ -17,6 +17,11 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
+#: Records a Spark task extracts and hands to Spark at a time: fewer than a reader process
+#: gathers for its Parquet row groups, since Spark holds each batch again on its side.
+TASK_CHUNK_RECORDS = 65_536
+
+
 def read_window(
     spark: SparkSession,
     kafka: KafkaConnection,
@@ -83,7 +88,7 @@ def _read_batches(
                 config, (OffsetRange(topic, partition, start, end),), isolation_level, spec,
                 with_time=with_time, payload=payload, order=order,
             )  # fmt: skip
-            for table in read_tables(task):
+            for table in read_tables(task, TASK_CHUNK_RECORDS):
                 yield from table.to_batches()
 
 

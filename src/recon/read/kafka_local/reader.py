@@ -78,9 +78,9 @@ def _raise_for(err: Any, where: tuple[str, int]) -> None:
         raise KafkaReadFailed(f"{where[0]}/{where[1]}: {err}")
 
 
-def read_tables(task: ReadTask) -> Iterator[Any]:
+def read_tables(task: ReadTask, chunk_records: int = CHUNK_RECORDS) -> Iterator[Any]:
     """The task's records as ``recon.schemas.WINDOW`` tables (``pyarrow.Table``), up to
-    ``CHUNK_RECORDS`` rows each, in the order they were read.
+    ``chunk_records`` rows each, in the order they were read.
 
     A partition is done when a record at or past its range end arrives, or the end of the
     partition (the LSO when reading committed) is reached at or past it: with read_committed the
@@ -100,7 +100,7 @@ def read_tables(task: ReadTask) -> Iterator[Any]:
     gc.disable()
     chunk = Chunk(task)
     try:
-        yield from _read(task, chunk, KafkaError, TopicPartition)
+        yield from _read(task, chunk, chunk_records, KafkaError, TopicPartition)
         last = chunk.take()
         if last is not None:
             yield last
@@ -137,6 +137,7 @@ def read_task(task: ReadTask) -> int:
 def _read(
     task: ReadTask,
     chunk: Chunk,
+    chunk_records: int,
     KafkaError: Any,  # noqa: N803
     TopicPartition: Any,  # noqa: N803
 ) -> Iterator[Any]:
@@ -183,7 +184,7 @@ def _read(
             if good:
                 for where in chunk.add(good, ends):
                     remaining.discard(where)
-            if len(chunk) >= CHUNK_RECORDS:
+            if len(chunk) >= chunk_records:
                 yield chunk.take()
             done = [TopicPartition(t, p) for t, p in ends if (t, p) not in remaining]
             if done:
