@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 #: block and an OutOfMemoryError in a 2 GiB driver (P6, 2026-11-26).
 CACHE_LEVEL = "MEMORY_AND_DISK_DESER"
 
+#: The JVM options of every Spark driver and executor of the product.
+JVM_OPTIONS = "-XX:+UseParallelGC"
+
 
 def persist(frame: DataFrame) -> DataFrame:
     """``frame`` persisted at :data:`CACHE_LEVEL` (the caller unpersists it)."""
@@ -49,6 +52,11 @@ def spark_settings() -> dict[str, str]:
         "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas",
         "spark.sql.redaction.options.regex": "(?i)url|jaas|password|secret",
         "spark.driver.memory": settings.spark_driver_memory(),
+        # The throughput collector: a run is a batch job, and G1's concurrent work competes
+        # for the two cores (10M window: 137 s -> 125 s, peak memory 3.4 -> 3.3 GB; tried
+        # and left: C1 only, which saved 1.6 s at 1M and cost 52 s at 10M).
+        "spark.driver.extraJavaOptions": JVM_OPTIONS,
+        "spark.executor.extraJavaOptions": JVM_OPTIONS,
     }
 
 
