@@ -26,10 +26,7 @@ class DuckDBRules:
     def __init__(self, con: Any) -> None:
         self.con = con
 
-    def define(
-        self, name: str, statement: str, *, keep: bool = False, reread: bool = False
-    ) -> None:
-        # A view read again is computed again: cheap here, and it holds no memory.
+    def define(self, name: str, statement: str, *, keep: bool = False) -> None:
         kind = "TABLE" if keep else "VIEW"
         self.con.execute(f"CREATE OR REPLACE TEMP {kind} {name} AS {statement}")
 

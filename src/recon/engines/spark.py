@@ -21,7 +21,6 @@ from recon.rules.run import (
     judge_inputs,
     register_empty,
 )
-from recon.spark import persist
 
 
 class SparkRules:
@@ -36,18 +35,13 @@ class SparkRules:
         self.spark = spark
         self._kept: dict[str, Any] = {}
 
-    def define(
-        self, name: str, statement: str, *, keep: bool = False, reread: bool = False
-    ) -> None:
+    def define(self, name: str, statement: str, *, keep: bool = False) -> None:
         frame = self.spark.sql(statement)
         if keep:
             frame = frame.localCheckpoint(eager=True)
-        elif reread:
-            # Kept as its first reader computes it (the counts), for the next ones.
-            frame = persist(frame)
         frame.createOrReplaceTempView(name)
         old = self._kept.pop(name, None)
-        if keep or reread:
+        if keep:
             self._kept[name] = frame
         if old is not None:
             old.unpersist()

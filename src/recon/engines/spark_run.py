@@ -145,8 +145,8 @@ class SparkRunIO:
     def write_version(self, base_entries: list[str], has_ledger: bool) -> str:
         from recon.ledger.versions import write_version
 
-        # persisted by the rules (``recon.rules.Step.reread``): computed once, for the counts
-        results = self.rules.relation("results")
+        # Read by the ledger version and the discrepancy rows: computed once.
+        results = self._cache(self.rules.relation("results"))
         out = results_path(self.data_dir, self.cfg.name, self.record.run_id)
         here = is_local(out)
         # On a local file system, as the local engine does: the results are written once, into

@@ -51,15 +51,10 @@ class Step:
     :param file: the file's name without ``.sql``.
     :param keep: materialise: the relation is small and read more than once, or its inputs are
         costly to compute again.
-    :param reread: a large relation read whole more than once after it is defined (counted,
-        written, listed): an engine that can keep it as it is first computed does (Spark
-        persists it); one that computes a view again cheaply leaves it a view (DuckDB, whose
-        memory stays bounded).
     """
 
     file: str
     keep: bool = False
-    reread: bool = False
 
     @property
     def relation(self) -> str:
@@ -93,10 +88,7 @@ ORDER_STEPS: tuple[Step, ...] = (
 UNORDERED_STEPS: tuple[Step, ...] = (Step("07_unordered"),)
 
 #: The run's result rows and their counts.
-RESULT_STEPS: tuple[Step, ...] = (
-    Step("06_results", reread=True),
-    Step("07_verdict_counts", keep=True),
-)
+RESULT_STEPS: tuple[Step, ...] = (Step("06_results"), Step("07_verdict_counts", keep=True))
 
 #: A judged run's delivery latencies, per partition and overall (``latency_stats``): run when
 #: the pipeline declares ``sink.time_column``.

@@ -36,13 +36,10 @@ class RuleEngine(Protocol):
     #: The dialect the rules are rendered for: ``duckdb`` or ``spark``.
     dialect: str
 
-    def define(
-        self, name: str, statement: str, *, keep: bool = False, reread: bool = False
-    ) -> None:
+    def define(self, name: str, statement: str, *, keep: bool = False) -> None:
         """Make ``statement`` (in :attr:`dialect`) the relation ``name``.
 
         :param keep: materialise it (it is read more than once).
-        :param reread: it is large and read whole more than once (``recon.rules.Step``).
         """
 
     def rows(self, name: str) -> list[tuple[Any, ...]]:
@@ -239,7 +236,4 @@ def run_steps(
     :param params: placeholders beyond the shared vocabulary, already SQL literals.
     """
     for step in steps:
-        engine.define(
-            step.relation, render(step.file, engine.dialect, params), keep=step.keep,
-            reread=step.reread,
-        )  # fmt: skip
+        engine.define(step.relation, render(step.file, engine.dialect, params), keep=step.keep)
