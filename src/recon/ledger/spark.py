@@ -105,15 +105,15 @@ class SparkEntryStore:
         columns = [F.col(f.name) for f in schemas.LEDGER.fields]
         relation.select(
             *columns, F.xxhash64("message_id").alias("id_hash"), F.lit(seq).alias("entry_seq")
-        ).write.mode("errorifexists").parquet(directory)
+        ).write.mode("error").parquet(directory)
 
     def write_results(self, rules: RuleEngine, relation: DataFrame, directory: str) -> str:
-        relation.write.mode("errorifexists").parquet(directory)
+        relation.write.mode("error").parquet(directory)
         return directory
 
     def write_manifest(self, path: str, entries: list[str]) -> None:
         frame = self.spark.createDataFrame(manifest_rows(entries), _MANIFEST)
-        frame.coalesce(1).write.mode("errorifexists").json(path)
+        frame.coalesce(1).write.mode("error").json(path)
 
     def is_empty(self, rules: RuleEngine, relation: DataFrame) -> bool:
         return bool(relation.isEmpty())

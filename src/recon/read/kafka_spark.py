@@ -6,6 +6,7 @@ engines read, stop and quarantine records (:mod:`recon.read.message_ids`) the sa
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -53,22 +54,32 @@ def read_window(
     """
     from recon import schemas
 
-    pieces = split_ranges(ranges, spark.sparkContext.defaultParallelism)
+    pieces = split_ranges(ranges, _cores(spark))
     if not pieces:
         return spark.createDataFrame([], schemas.WINDOW)
-    rows = [(r.topic, r.partition, r.start, r.end) for r in pieces]
-    # One range per Spark partition: parallelize slices a list as it is, one element each.
-    tasks = spark.createDataFrame(
-        spark.sparkContext.parallelize(rows, len(rows)),
-        "topic string, partition int, start long, end long",
-    )
+    # One task per range: a range of n numbers in n slices puts one number in each, and the
+    # number is the range's place in the list the tasks receive with their function.
+    tasks = spark.range(0, len(pieces), 1, len(pieces))
     read = functools.partial(
-        _read_batches, dict(kafka.config), isolation_level, spec, with_time, payload, order
-    )
+        _read_batches, tuple(pieces), dict(kafka.config), isolation_level, spec, with_time,
+        payload, order,
+    )  # fmt: skip
     return tasks.mapInArrow(read, schemas.WINDOW)
 
 
+def _cores(spark: SparkSession) -> int:
+    """The cores the session's tasks run on (a Spark Connect session, which has no
+    SparkContext to ask, counts this machine's)."""
+    from pyspark.errors import PySparkAttributeError
+
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except PySparkAttributeError:
+        return os.cpu_count() or 1
+
+
 def _read_batches(
+    pieces: tuple[OffsetRange, ...],
     config: dict[str, Any],
     isolation_level: str,
     spec: MessageIdSpec,
@@ -77,15 +88,15 @@ def _read_batches(
     order: OrderSpec | None,
     batches: Iterator[Any],
 ) -> Iterator[Any]:
-    """One Spark task: its ranges read by ``recon.read.kafka_local.reader.read_tables``."""
+    """One Spark task: the ranges whose places it is given, read by
+    ``recon.read.kafka_local.reader.read_tables``."""
     from recon.read.kafka_local.reader import read_tables
     from recon.read.kafka_local.task import ReadTask
 
     for batch in batches:
-        columns = (c.to_pylist() for c in batch.columns)
-        for topic, partition, start, end in zip(*columns, strict=True):
+        for place in batch.column(0).to_pylist():
             task = ReadTask(
-                config, (OffsetRange(topic, partition, start, end),), isolation_level, spec,
+                config, (pieces[place],), isolation_level, spec,
                 with_time=with_time, payload=payload, order=order,
             )  # fmt: skip
             for table in read_tables(task, TASK_CHUNK_RECORDS):
