@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 
+from recon.ledger.versions import local_path
+
 
 def window_path(data_dir: str, pipeline: str, run_id: str, part: str) -> str:
     return f"{data_dir.rstrip('/')}/windows/{pipeline}/{_safe(run_id)}/{part}"
@@ -31,8 +33,7 @@ def publish_results(written: str, out: str) -> None:
 
     :param written: a local path, as :func:`is_local` says (a copy where links fail).
     """
-    written = written.removeprefix("file:")
-    out = out.removeprefix("file:")
+    written, out = local_path(written), local_path(out)
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     if os.path.isdir(written):

@@ -154,12 +154,14 @@ class SparkRunIO:
         # ledger, and linked as the run's results; the version's delta holds the entries of the
         # messages the ledger knew. Elsewhere the version holds every entry and the results are
         # written again.
+        if here:
+            delta = self.rules.relation("ledger_known") if has_ledger else None
+        else:
+            delta = self.rules.relation("ledger_next")
         path, written = write_version(
             self.rules, self.entry_store, f"{self.data_dir.rstrip('/')}/ledger/{self.cfg.name}",
             f"{_safe(self.record.run_id)}-{uuid.uuid4().hex[:8]}", base_entries,
-            delta=(self.rules.relation("ledger_known") if has_ledger else None) if here
-            else self.rules.relation("ledger_next"),
-            results=(results, self.record.run_id) if here else None,
+            delta=delta, results=(results, self.record.run_id) if here else None,
         )  # fmt: skip
         if written is not None:
             publish_results(written, out)
