@@ -58,6 +58,10 @@ def _parser() -> argparse.ArgumentParser:
     runs.add_argument("--pipeline", required=True)
     runs.add_argument("--limit", type=int, default=20)
     runs.add_argument("--json", action="store_true")
+
+    from recon.repair.commands import add_parser as add_repair
+
+    add_repair(sub)
     return parser
 
 
@@ -281,7 +285,10 @@ def main(argv: list[str] | None = None) -> int:
     # below says what happened.
     logging.getLogger("py4j").setLevel(logging.CRITICAL)
     logging.getLogger().addFilter(lambda record: f"{os.sep}py4j{os.sep}" not in record.pathname)
-    handlers = {"check-config": _check_config, "run": _run, "runs": _runs, "reset": _reset}
+    from recon.repair.commands import run as repair
+
+    handlers = {"check-config": _check_config, "run": _run, "runs": _runs, "reset": _reset,
+                "repair": repair}  # fmt: skip
     try:
         return handlers[args.command](args)
     except ReconError as exc:

@@ -33,6 +33,7 @@ from recon import store
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection
 from recon.engines import needs_spark as needs_spark
+from recon.errors import first_line
 
 # Re-exported: callers (the CLI, tests, plugins) find these here.
 from recon.outcome import DISCREPANCY_SAMPLE as DISCREPANCY_SAMPLE
@@ -201,7 +202,20 @@ def reconcile_run(
     :raises store.ConcurrentRunError: another run advanced the pipeline meanwhile.
     """
     steps = engine_for(cfg, spark)
-    return steps.reconcile_run(cfg, run_id, data_dir=data_dir, progress=progress)
+    summary = steps.reconcile_run(cfg, run_id, data_dir=data_dir, progress=progress)
+    _verify_repairs(cfg, run_id, progress)
+    return summary
+
+
+def _verify_repairs(cfg: PipelineConfig, run_id: str, progress: Progress) -> None:
+    """Judge the pipeline's applied repair plans against the sink this run saw. The run's
+    results are committed already: a failure here is reported and left to the next run."""
+    from recon.repair.verify import verify_repairs
+
+    try:
+        verify_repairs(cfg, run_id, progress)
+    except Exception as exc:  # noqa: BLE001 - the run stands; the next one judges again
+        progress(f"run {run_id}: repair verification skipped: {redact(first_line(exc), cfg)}")
 
 
 def validate_step(

@@ -141,6 +141,27 @@ CREATE TABLE IF NOT EXISTS recon.latency (
 -- shared_keys (upsert keys with more than one sink row).
 ALTER TABLE recon.runs ADD COLUMN IF NOT EXISTS unchecked jsonb NOT NULL DEFAULT '{}'::jsonb;
 
+-- Repair plans (recon.repair): what a plan would change, where it stands, who applied it.
+-- status: planned | applying (sink changed or replays started, not finished) | applied |
+-- verified | failed (set by the first run after the apply that could judge it).
+CREATE TABLE IF NOT EXISTS recon.repairs (
+    plan_id         text        PRIMARY KEY,
+    pipeline        text        NOT NULL,
+    run_id          text        NOT NULL,            -- the run whose results the plan repairs
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    status          text        NOT NULL,
+    plan            jsonb       NOT NULL,            -- the plan as its file holds it
+    applied_by      text,
+    applied_at      timestamptz,
+    replay_from     jsonb,                           -- per partition of the replay topic: its end before the first replay
+    replayed        jsonb       NOT NULL DEFAULT '[]'::jsonb, -- message_id, partition, offset per replay
+    deleted         bigint      NOT NULL DEFAULT 0,
+    verified_by_run text,
+    verified_at     timestamptz,
+    detail          text
+);
+CREATE INDEX IF NOT EXISTS repairs_pipeline ON recon.repairs (pipeline, created_at DESC);
+
 -- The version of this file last applied (its SHA-256), so that a run skips the DDL above, and
 -- its table locks, when nothing changed.
 CREATE TABLE IF NOT EXISTS recon.schema_version (version text NOT NULL);

@@ -22,12 +22,12 @@ def reset_pipeline(pg: Any, pipeline: str) -> int:
 
 def forget_pipeline(pg: Any, pipeline: str) -> None:
     """Delete everything stored for a pipeline (runs, snapshots, discrepancies, latencies,
-    alerts, state): for pipelines that no longer exist, such as a test's."""
+    alerts, repair plans, state): for pipelines that no longer exist, such as a test's."""
     from psycopg2 import sql
 
     with pg.cursor() as cur:
         for table in ("discrepancies", "latency", "offset_snapshots", "alerts", "watermarks",
-                      "pipeline_state", "runs"):  # fmt: skip
+                      "pipeline_state", "repairs", "runs"):  # fmt: skip
             cur.execute(
                 sql.SQL("DELETE FROM {} WHERE pipeline = %s").format(
                     sql.Identifier("recon", table)
