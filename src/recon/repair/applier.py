@@ -163,7 +163,13 @@ def apply_plan(plan: RepairPlan, cfg: PipelineConfig, *, dry_run: bool = False,
         {} if row.replay_from is None
         else replayed_before(kafka, plan.replay_topic, plan.plan_id, row.replay_from)
     )  # fmt: skip
-    result.deleted = _sink_step(plan, cfg, say, dry_run=dry_run, replayed=set(earlier))
+    try:
+        result.deleted = _sink_step(plan, cfg, say, dry_run=dry_run, replayed=set(earlier))
+    except RepairStale as exc:
+        if not dry_run and not earlier:
+            with results_db() as pg:
+                store.mark_refused(pg, plan.plan_id, str(exc))
+        raise
     todo = [r for r in plan.replays if r.message_id not in earlier]
     originals, gone = read_originals(kafka, plan.topic, cfg.kafka.message_id, todo)
     result.not_replayable = [f"{r.message_id}: {why}" for r, why in gone]

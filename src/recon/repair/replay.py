@@ -169,14 +169,17 @@ def produce(
     positions: dict[str, tuple[int, int]] = {}
     failures: list[str] = []
 
-    def report(err: Any, msg: Any) -> None:
-        if err is not None:
-            failures.append(str(err))
-            return
-        mid = dict(msg.headers() or []).get("recon-repair-message-id", b"").decode()
-        positions[mid] = (msg.partition(), msg.offset())
+    def reported(mid: str) -> Any:
+        # Delivery reports do not carry headers: each replay gets its own callback.
+        def report(err: Any, msg: Any) -> None:
+            if err is not None:
+                failures.append(f"{mid}: {err}")
+            else:
+                positions[mid] = (msg.partition(), msg.offset())
 
-    settings = {**config, "acks": "all", "enable.idempotence": True, "on_delivery": report}
+        return report
+
+    settings = {**config, "acks": "all", "enable.idempotence": True}
     if transactional:
         settings["transactional.id"] = f"recon-repair-{plan_id}"
     producer = Producer(settings)
@@ -188,7 +191,8 @@ def produce(
             extra = [(REPLAY_HEADER, plan_id.encode()),
                      ("recon-repair-message-id", o.replay.message_id.encode())]  # fmt: skip
             kwargs: dict[str, Any] = {"key": o.key, "value": o.value,
-                                      "headers": [*o.headers, *extra]}  # fmt: skip
+                                      "headers": [*o.headers, *extra],
+                                      "on_delivery": reported(o.replay.message_id)}  # fmt: skip
             if same_topic:
                 kwargs["partition"] = o.replay.partition
             producer.produce(target, **kwargs)

@@ -143,7 +143,8 @@ ALTER TABLE recon.runs ADD COLUMN IF NOT EXISTS unchecked jsonb NOT NULL DEFAULT
 
 -- Repair plans (recon.repair): what a plan would change, where it stands, who applied it.
 -- status: planned | applying (sink changed or replays started, not finished) | applied |
--- verified | failed (set by the first run after the apply that could judge it).
+-- verified | failed (set by the first run after the apply that could judge it) | refused (its
+-- first apply found the sink changed since the plan, and changed nothing).
 CREATE TABLE IF NOT EXISTS recon.repairs (
     plan_id         text        PRIMARY KEY,
     pipeline        text        NOT NULL,

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-#: The states of a plan, in the order a plan goes through them.
-STATUSES = ("planned", "applying", "applied", "verified", "failed")
+#: The states of a plan, in the order a plan goes through them; ``refused``: its first apply
+#: found the sink changed since the plan and changed nothing (make a new plan).
+STATUSES = ("planned", "applying", "applied", "verified", "failed", "refused")
 #: States in which applying the plan again changes nothing.
-DONE = ("applied", "verified", "failed")
+DONE = ("applied", "verified", "failed", "refused")
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,16 @@ def mark_applied(
             "UPDATE recon.repairs SET status = 'applied', applied_at = now(), deleted = %s, "
             "replayed = %s, detail = %s WHERE plan_id = %s",
             (deleted, json.dumps(replayed), detail, plan_id),
+        )
+    pg.commit()
+
+
+def mark_refused(pg: Any, plan_id: str, detail: str) -> None:
+    """A first apply found the sink changed and changed nothing: the plan is done with."""
+    with pg.cursor() as cur:
+        cur.execute(
+            "UPDATE recon.repairs SET status = 'refused', detail = %s WHERE plan_id = %s",
+            (detail, plan_id),
         )
     pg.commit()
 

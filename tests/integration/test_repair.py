@@ -1,0 +1,342 @@
+"""Repair on the real stack (issue 21): break a pipeline, plan, dry-run, apply, run again.
+
+Each test plays producer, consumer and sink writer itself (``everyday_kit``), so it knows which
+messages are wrong; the runs use the local engine (the repair does not depend on the engine: it
+reads the run's committed results, the sink and the topic). After the apply the test consumes
+the replays as the pipeline's consumer would (read_committed, one sink row per record, offsets
+committed), then runs again: the contract holds and the plan is ``verified``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg2
+import pytest
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+from everyday_kit import (
+    EXIT_ERROR,
+    EXIT_OK,
+    REPO,
+    OpenTransaction,
+    Setup,
+    commit_group,
+    high_watermarks,
+    ids,
+    no_traceback,
+    produce,
+    tail,
+    write_rows,
+)
+
+from recon.engine import results_db
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def setup(
+    tmp_path: Path, new_topic: Callable[..., str], pg_kwargs: dict[str, Any]
+) -> Iterator[Callable[..., Setup]]:
+    made: list[Setup] = []
+
+    def make(prefix: str, semantics: str = "exactly_once") -> Setup:
+        topic = new_topic(f"rp-{prefix}", partitions=1)
+        s = Setup.make(tmp_path, "local", topic, pg_kwargs, prefix=prefix, semantics=semantics)
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.close()
+
+
+# --- playing the rest of the pipeline -------------------------------------------------------------
+
+
+def consume(s: Setup, kafka_config: dict[str, str], since: dict[int, int]) -> list[str]:
+    """The pipeline's consumer: every committed record from ``since`` to the end becomes one
+    sink row; the group commits the end. :returns: the messageIds written."""
+    ends = high_watermarks(kafka_config, s.topic)
+    consumer = Consumer({**kafka_config, "group.id": f"rp-reader-{uuid.uuid4().hex[:8]}",
+                         "isolation.level": "read_committed", "enable.partition.eof": True,
+                         "enable.auto.commit": False})  # fmt: skip
+    written: dict[str, tuple[int, int]] = {}
+    try:
+        todo = {p for p in ends if since.get(p, 0) < ends[p]}
+        consumer.assign([TopicPartition(s.topic, p, since.get(p, 0)) for p in sorted(todo)])
+        while todo:
+            msg = consumer.poll(30)
+            assert msg is not None, "nothing read in 30 s"
+            if msg.error() is not None:
+                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+                todo.discard(msg.partition())
+                continue
+            mid = dict(msg.headers() or [])["message_id"].decode()
+            written[mid] = (msg.partition(), msg.offset())
+    finally:
+        consumer.close()
+    write_rows(s.pg_kwargs, s.table, list(written), written)
+    commit_group(kafka_config, s.group, s.topic, ends)
+    return list(written)
+
+
+def sink_rows(s: Setup) -> list[tuple[int, str]]:
+    with psycopg2.connect(**s.pg_kwargs) as pg, pg.cursor() as cur:
+        cur.execute(f"SELECT id, message_id FROM {s.table} ORDER BY id")
+        rows = list(cur.fetchall())
+    pg.close()
+    return rows
+
+
+def repair_cli(s: Setup, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "recon.cli", "--pipelines", str(s.yaml_path), "repair",
+               *args]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=REPO,
+                          env=os.environ.copy())  # fmt: skip
+
+
+def plan_file(s: Setup, run_id: str) -> tuple[str, dict[str, Any]]:
+    out = os.path.join(s.data_dir, f"plan-{run_id}.json")
+    result = repair_cli(s, "plan", "--pipeline", s.name, "--run-id", run_id, "--out", out)
+    no_traceback(result, "repair plan")
+    assert result.returncode == EXIT_OK, (result.returncode, tail(result.stderr))
+    with open(out, encoding="utf-8") as fh:
+        return out, json.load(fh)
+
+
+def apply(s: Setup, path: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    result = repair_cli(s, "apply", path, *flags)
+    no_traceback(result, f"repair apply {' '.join(flags)}")
+    return result
+
+
+def repair_row(plan_id: str) -> tuple[Any, ...]:
+    with results_db() as pg, pg.cursor() as cur:
+        cur.execute("SELECT status, deleted, replayed, applied_by, verified_by_run, detail "
+                    "FROM recon.repairs WHERE plan_id = %s", (plan_id,))  # fmt: skip
+        row = cur.fetchone()
+    assert row is not None, f"plan {plan_id} not in recon.repairs"
+    return tuple(row)
+
+
+def counts(s: Setup, run_id: str) -> dict[str, int]:
+    row = s.run_row(run_id, "counts")
+    assert row is not None
+    return {k: v for k, v in row[0].items() if v}
+
+
+def settled(s: Setup, kafka_config: dict[str, str], path: str, plan: dict[str, Any],
+            run_id: str) -> None:  # fmt: skip
+    """Dry run changes nothing; apply; a second apply changes nothing; the consumer takes the
+    replays; the next run's contract holds and the plan is verified."""
+    before_rows, before_ends = sink_rows(s), high_watermarks(kafka_config, s.topic)
+    dry = apply(s, path, "--dry-run")
+    assert dry.returncode == EXIT_OK, (dry.returncode, tail(dry.stderr))
+    assert (sink_rows(s), high_watermarks(kafka_config, s.topic)) == (before_rows, before_ends)
+    assert repair_row(plan["plan_id"])[0] == "planned"
+    for d in plan["deletes"]:
+        assert f"'{d['message_id']}'" in dry.stdout, f"dry run names {d}: {tail(dry.stdout)}"
+    for r in plan["replays"]:
+        assert r["message_id"] in dry.stdout, f"dry run shows the record of {r}"
+
+    done = apply(s, path)
+    assert done.returncode == EXIT_OK, (done.returncode, tail(done.stderr))
+    status, deleted, replayed, by, _, _ = repair_row(plan["plan_id"])
+    assert (status, deleted, len(replayed)) == (
+        "applied",
+        len(plan["deletes"]),
+        len(plan["replays"]),
+    ), repair_row(plan["plan_id"])
+    assert by, "who applied is recorded"
+    gone = {(d["message_id"], tuple(d["key"])) for d in plan["deletes"]}
+    left = {(m, (str(k),)) for k, m in sink_rows(s)}
+    assert not gone & left, f"planned deletes still in the sink: {gone & left}"
+
+    after_rows, after_ends = sink_rows(s), high_watermarks(kafka_config, s.topic)
+    again = apply(s, path)
+    assert again.returncode == EXIT_OK and "nothing to do" in again.stdout, tail(again.stdout)
+    assert (sink_rows(s), high_watermarks(kafka_config, s.topic)) == (after_rows, after_ends)
+
+    replays = consume(s, kafka_config, before_ends)
+    assert sorted(replays) == sorted(r["message_id"] for r in plan["replays"]), replays
+    summary = s.run(None, run_id)
+    assert summary.contract_passed, (summary.counts, summary.violations)
+    status, _, _, _, verified_by, detail = repair_row(plan["plan_id"])
+    assert (status, verified_by) == ("verified", run_id), (status, verified_by, detail)
+
+
+# --- one test per verdict ---------------------------------------------------------------------
+
+
+def test_lost_messages_are_replayed_and_delivered_once(
+    setup: Callable[..., Setup], kafka_config: dict[str, str]
+) -> None:
+    s = setup("lost")
+    every = ids("m", 0, 8)
+    where = produce(kafka_config, s.topic, every)
+    write_rows(s.pg_kwargs, s.table, [m for m in every if m not in ("m2", "m5")], where)
+    commit_group(kafka_config, s.group, s.topic)
+    s.run(None, "run-1")
+    assert counts(s, "run-1").get("lost") == 2, counts(s, "run-1")
+    path, plan = plan_file(s, "run-1")
+    assert [(r["message_id"], r["offset"]) for r in plan["replays"]] == [
+        ("m2", where["m2"][1]), ("m5", where["m5"][1])]  # fmt: skip
+    assert plan["deletes"] == [] and plan["not_replayable"] == []
+    settled(s, kafka_config, path, plan, "run-2")
+    assert [m for _, m in sink_rows(s)].count("m2") == 1
+    # The replays are the same messages at new offsets: delivered now, a topic duplicate
+    # (two positions), and run 1's lost rows corrected by run 2.
+    replayed = {r["message_id"]: r["offset"] for r in repair_row(plan["plan_id"])[2]}
+    assert s.discrepancies("run-2", "verdict, message_id, offsets, topic_duplicate") == [
+        ("delivered", m, [where[m][1], replayed[m]], True) for m in ("m2", "m5")]  # fmt: skip
+    assert s.discrepancies("run-1", "verdict, message_id, corrected_by_run") == [
+        ("lost", "m2", "run-2"), ("lost", "m5", "run-2")]  # fmt: skip
+
+
+def test_duplicated_rows_are_deleted_keeping_the_first(
+    setup: Callable[..., Setup], kafka_config: dict[str, str]
+) -> None:
+    s = setup("dup", semantics="at_most_once")
+    every = ids("m", 0, 6)
+    where = produce(kafka_config, s.topic, every)
+    write_rows(s.pg_kwargs, s.table, every, where)
+    write_rows(s.pg_kwargs, s.table, ["m1", "m1", "m4"], where)  # a rewind wrote them again
+    commit_group(kafka_config, s.group, s.topic)
+    s.run(None, "run-1")
+    assert counts(s, "run-1").get("duplicated") == 2, counts(s, "run-1")
+    first = {m: k for k, m in reversed(sink_rows(s))}
+    path, plan = plan_file(s, "run-1")
+    assert sorted(d["message_id"] for d in plan["deletes"]) == ["m1", "m1", "m4"]
+    assert plan["kept"] == {"m1": [str(first["m1"])], "m4": [str(first["m4"])]}
+    settled(s, kafka_config, path, plan, "run-2")
+    assert sorted(m for _, m in sink_rows(s)) == every
+
+
+@pytest.mark.parametrize("kind", ["phantom", "aborted_read"])
+def test_phantom_and_aborted_rows_are_deleted(
+    kind: str, setup: Callable[..., Setup], kafka_config: dict[str, str]
+) -> None:
+    s = setup(kind.replace("_", ""))
+    every = ids("m", 0, 4)
+    where = produce(kafka_config, s.topic, every)
+    if kind == "aborted_read":
+        txn = OpenTransaction(kafka_config, s.topic, ["x0", "x1"])
+        where.update(txn.positions)
+        write_rows(s.pg_kwargs, s.table, ["x0", "x1"], where)  # a read_uncommitted consumer
+        txn.abort()
+    else:
+        write_rows(s.pg_kwargs, s.table, ["x0", "x1"])  # rows no record produced
+    write_rows(s.pg_kwargs, s.table, every, where)
+    commit_group(kafka_config, s.group, s.topic)
+    s.run(None, "run-1")
+    assert counts(s, "run-1").get(kind) == 2, counts(s, "run-1")
+    path, plan = plan_file(s, "run-1")
+    assert sorted((d["verdict"], d["message_id"]) for d in plan["deletes"]) == [
+        (kind, "x0"), (kind, "x1")]  # fmt: skip
+    settled(s, kafka_config, path, plan, "run-2")
+    assert sorted(m for _, m in sink_rows(s)) == every
+
+
+# --- safety ------------------------------------------------------------------------------------
+
+
+def test_a_plan_is_refused_once_the_sink_changed(
+    setup: Callable[..., Setup], kafka_config: dict[str, str]
+) -> None:
+    s = setup("stale", semantics="at_most_once")
+    every = ids("m", 0, 4)
+    where = produce(kafka_config, s.topic, every)
+    write_rows(s.pg_kwargs, s.table, [*every, "m1"], where)
+    commit_group(kafka_config, s.group, s.topic)
+    s.run(None, "run-1")
+    path, plan = plan_file(s, "run-1")
+    write_rows(s.pg_kwargs, s.table, ["m1"], where)  # the consumer wrote m1 a third time
+    rows = sink_rows(s)
+    result = apply(s, path)
+    assert result.returncode == EXIT_ERROR, (result.returncode, tail(result.stdout))
+    assert "changed since plan" in result.stderr and "nothing was changed" in result.stderr, (
+        tail(result.stderr))  # fmt: skip
+    assert sink_rows(s) == rows
+    status, *_, detail = repair_row(plan["plan_id"])
+    assert status == "refused" and "changed since plan" in detail, (status, detail)
+    again = apply(s, path)
+    assert again.returncode == EXIT_OK and "already refused" in again.stdout, tail(again.stdout)
+    assert sink_rows(s) == rows
+
+    edited = dict(plan, topic="another")
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(edited, fh)
+    result = apply(s, path)
+    assert result.returncode == EXIT_ERROR and "edited" in result.stderr, tail(result.stderr)
+
+
+def test_a_sink_without_a_primary_key_is_refused(
+    setup: Callable[..., Setup], kafka_config: dict[str, str]
+) -> None:
+    s = setup("nokey", semantics="at_most_once")
+    where = produce(kafka_config, s.topic, ["m0"])
+    write_rows(s.pg_kwargs, s.table, ["m0", "m0"], where)
+    commit_group(kafka_config, s.group, s.topic)
+    s.run(None, "run-1")
+    with psycopg2.connect(**s.pg_kwargs) as pg, pg.cursor() as cur:
+        cur.execute(f"ALTER TABLE {s.table} DROP CONSTRAINT {s.table.split('.')[1]}_pkey")
+    pg.close()
+    result = repair_cli(s, "plan", "--pipeline", s.name, "--run-id", "run-1")
+    no_traceback(result, "plan without a key")
+    assert result.returncode == EXIT_ERROR and "no primary key" in result.stderr, (
+        tail(result.stderr))  # fmt: skip
+
+
+@pytest.mark.parametrize("crash", ["before_replay", "before_record"])
+def test_a_crash_mid_apply_is_finished_by_a_second_apply(
+    crash: str, setup: Callable[..., Setup], kafka_config: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    from recon.repair import applier
+    from recon.repair.plan_model import read_plan
+
+    s = setup(f"crash{crash.split('_')[1]}", semantics="at_least_once")
+    every = ids("m", 0, 6)
+    where = produce(kafka_config, s.topic, every)
+    write_rows(s.pg_kwargs, s.table, [*[m for m in every if m != "m3"], "m1"], where)
+    commit_group(kafka_config, s.group, s.topic)
+    s.run(None, "run-1")
+    path, plan = plan_file(s, "run-1")
+    assert len(plan["deletes"]) == 1 and len(plan["replays"]) == 1, plan
+    start = high_watermarks(kafka_config, s.topic)
+
+    class Crash(Exception):
+        pass
+
+    def boom(*_: Any, **__: Any) -> Any:
+        raise Crash(crash)
+
+    with monkeypatch.context() as m:
+        if crash == "before_replay":
+            m.setattr(applier, "produce", boom)
+        else:
+            m.setattr(applier.store, "mark_applied", boom)
+        with pytest.raises(Crash):
+            applier.apply_plan(read_plan(path), s.cfg, say=lambda _: None)
+    assert repair_row(plan["plan_id"])[0] == "applying"
+    assert sorted(m for _, m in sink_rows(s)) == ["m0", "m1", "m2", "m4", "m5"]  # one m1 gone
+    replayed_once = high_watermarks(kafka_config, s.topic)[0] - start[0]
+    assert replayed_once == (0 if crash == "before_replay" else 1), replayed_once
+
+    result = apply(s, path)
+    assert result.returncode == EXIT_OK, (result.returncode, tail(result.stderr))
+    assert high_watermarks(kafka_config, s.topic)[0] - start[0] == 1, "one replay in all"
+    assert repair_row(plan["plan_id"])[:3] == ("applied", 1, [
+        {"message_id": "m3", "partition": 0, "offset": start[0]}])  # fmt: skip
+    assert consume(s, kafka_config, start) == ["m3"]
+    summary = s.run(None, "run-2")
+    assert summary.contract_passed, (summary.counts, summary.violations)
+    assert repair_row(plan["plan_id"])[0] == "verified"
