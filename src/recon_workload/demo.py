@@ -92,6 +92,24 @@ def _results(pipelines: dict[str, str]) -> list[tuple[Any, ...]]:
     return rows
 
 
+def _repair_plan(pipeline: str, run_id: str) -> str | None:
+    """The broken pipeline's repair plan (``recon repair plan``), printed; its file's path."""
+    from recon.config import load_pipelines
+    from recon.errors import ReconError
+    from recon.repair.commands import summary_lines
+    from recon.repair.planner import make_plan, save_plan
+
+    try:
+        plan = make_plan(load_pipelines()[pipeline], run_id)
+        path = save_plan(plan)
+    except ReconError as exc:
+        print(f"demo: no repair plan for {pipeline}: {exc}", file=sys.stderr)
+        return None
+    print()
+    print("\n".join(summary_lines(plan)))
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     from recon import store
     from recon.config import load_pipelines
@@ -149,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             broken_failed[pipeline] = passed is False and "sent" in (alerts or "")
         elif not passed:
             honest_ok = False
+    planned = _repair_plan("ledger_broken_exactly_once", runs["ledger_broken_exactly_once"])
     inbox = Path(os.environ.get("RECON_INBOX", ".state/inbox"))
     received = sorted(p.name for p in inbox.glob("*")) if inbox.exists() else []
     base = os.environ["RECON_AIRFLOW_BASE_URL"]
@@ -161,7 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     say(f"alert inbox: {inbox} ({len(received)} files: mail-*.eml, webhook-*.json)")
     say("results in PostgreSQL schema recon: scripts/postgres.sh psql -d recon")
     say("stop everything with: make down")
-    if not (honest_ok and all(broken_failed.values())):
+    if planned:
+        say(f"its repair plan: {planned}; dry run: recon repair apply {planned} --dry-run")
+    if not (honest_ok and all(broken_failed.values()) and planned):
         print("demo: the verdicts are not the expected ones (see above)", file=sys.stderr)
         return 1
     return 0

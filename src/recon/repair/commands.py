@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 
 from recon.alert.text import shown
 
@@ -81,29 +80,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _plan(cfg: object, args: argparse.Namespace) -> int:
-    from recon.repair.plan_model import plan_to_dict, plan_to_json
-    from recon.repair.planner import NothingToRepair, make_plan
-    from recon.services import default_data_dir, results_db
-    from recon.store.repairs import record_plan
+    from recon.repair.plan_model import plan_to_json
+    from recon.repair.planner import NothingToRepair, make_plan, save_plan
 
     try:
         plan = make_plan(cfg, args.run_id, args.replay_topic)  # type: ignore[arg-type]
     except NothingToRepair as exc:
         print(str(exc))
         return 0
-    path = args.out or os.path.join(args.data_dir or default_data_dir(), "repairs",
-                                    plan.pipeline, f"{plan.plan_id}.json")  # fmt: skip
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path + ".tmp", "w", encoding="utf-8") as fh:
-        fh.write(plan_to_json(plan))
-    os.replace(path + ".tmp", path)
-    with results_db() as pg:
-        row = record_plan(pg, plan_to_dict(plan))
+    path = save_plan(plan, args.out, args.data_dir)
     if args.json:
         print(plan_to_json(plan), end="")
     else:
         print("\n".join(summary_lines(plan)))
-        print(f"  state: {row.status}; plan file: {path}")
+        print(f"  plan file: {path}")
         print(f"  next: recon repair apply {path} --dry-run, then without --dry-run")
     return 0
 

@@ -96,6 +96,27 @@ def make_plan(
     return dataclasses.replace(plan, plan_id=plan.content_id(), created_at=made)
 
 
+def save_plan(plan: RepairPlan, path: str | None = None, data_dir: str | None = None) -> str:
+    """Write the plan file (default: ``DATA_DIR/repairs/PIPELINE/PLAN_ID.json``) and record the
+    plan in ``recon.repairs`` as ``planned`` (kept as it is if already there).
+    :returns: the file's path."""
+    import os
+
+    from recon.repair.plan_model import plan_to_dict, plan_to_json
+    from recon.services import default_data_dir
+    from recon.store.repairs import record_plan
+
+    path = path or os.path.join(data_dir or default_data_dir(), "repairs", plan.pipeline,
+                                f"{plan.plan_id}.json")  # fmt: skip
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path + ".tmp", "w", encoding="utf-8") as fh:
+        fh.write(plan_to_json(plan))
+    os.replace(path + ".tmp", path)
+    with results_db() as pg:
+        record_plan(pg, plan_to_dict(plan))
+    return path
+
+
 def _replays(
     cfg: PipelineConfig, rows: list[tuple[str, str, str, int, int]]
 ) -> tuple[list[Replay], list[NotReplayable]]:
