@@ -202,14 +202,15 @@ class Setup:
 
     @classmethod
     def make(cls, tmp_path: Path, engine: str, topic: str, pg_kwargs: dict[str, Any], *,
-             prefix: str, semantics: str = "exactly_once") -> Setup:  # fmt: skip
+             prefix: str, semantics: str = "exactly_once",
+             idempotent: bool = False) -> Setup:  # fmt: skip
         tag = uuid.uuid4().hex[:8]
         name = f"ev_{prefix}_{engine}_{tag}"
         table = create_sink(pg_kwargs)
         yaml_path = tmp_path / f"pipelines-{tag}.yaml"
         yaml_path.write_text(WORKLOAD_PIPELINE.format(
             name=name, engine=engine, semantics=semantics, topic=topic,
-            group=f"ev-group-{tag}", table=table, idempotent=json.dumps(False),
+            group=f"ev-group-{tag}", table=table, idempotent=json.dumps(idempotent),
         ))  # fmt: skip
         cfg = load_pipelines(yaml_path)[name]
         assert cfg.engine == engine and cfg.settle_seconds == 0

@@ -46,6 +46,7 @@ from recon.rules import (
 from recon.rules.judging import Judging
 from recon.rules.run import (
     LatencyRow,
+    Replays,
     RuleEngine,
     judge,
     latency_stats,
@@ -57,6 +58,7 @@ from recon.rules.run import (
 )
 from recon.services import Progress, default_data_dir, noop, results_db, sink_db
 from recon.snapshot.window import PartitionWindow
+from recon.store.repairs import replayed_positions
 from recon.verdicts import Verdict
 
 
@@ -127,8 +129,9 @@ def reconcile_run(
     try:
         with results_db() as pg:
             store.mark_running(pg, cfg.name, run_id)
+            replays = replayed_positions(pg, cfg.name, cfg.kafka.topic)
         try:
-            judged = judge_run(cfg, record, io, progress, started=started)
+            judged = judge_run(cfg, record, io, progress, started=started, replays=replays)
             outcome = judged_outcome(
                 cfg, judged.counts, ledger_path=judged.ledger_path,
                 sink_rows_scanned=judged.sink_rows_scanned,
@@ -199,11 +202,14 @@ def judge_run(
     progress: Progress = noop,
     *,
     started: float | None = None,
+    replays: Replays = (),
 ) -> JudgedRun:
     """Every rule step of a run, in order, through ``io``; ends with the ledger version and the
     results written and the relation ``discrepancies`` defined (nothing is committed).
 
     :param started: when the run started (``time.monotonic()``), for the progress lines.
+    :param replays: ``(topic, partition, offset)`` of the records the pipeline's repairs
+        replayed (``recon.store.repairs.replayed_positions``).
     """
     rules, run_id = io.rules, record.run_id
     started = time.monotonic() if started is None else started
@@ -228,7 +234,8 @@ def judge_run(
     rules.use("sink_rows", sink)
     rules.use("ledger", ledger)
     rules.use("uncommitted", None)
-    register_parameters(rules, removed_ranges(record.windows), partition_ends(record.windows))
+    register_parameters(rules, removed_ranges(record.windows), partition_ends(record.windows),
+                        replays)  # fmt: skip
     judging = Judging.of(cfg, _payload_kinds(cfg))
     counts = judge(rules, judging)
     progress(f"run {run_id}: verdicts counted at {time.monotonic() - started:.1f} s")

@@ -8,6 +8,7 @@ from typing import Any
 from recon.rules.judging import Judging
 from recon.rules.run import (
     PartitionEnds,
+    Replays,
     UnverifiableRows,
     conform_sql,
     judge_inputs,
@@ -64,6 +65,7 @@ def reconcile(
     unverifiable: UnverifiableRows | None = None,
     partition_ends: PartitionEnds | None = None,
     judging: Judging | None = None,
+    replays: Replays | None = None,
 ) -> tuple[DuckDBRules, dict[str, int]]:
     """Judge a run with the rules: the relation ``results`` (``schemas.RESULT``) and the counts.
 
@@ -73,10 +75,11 @@ def reconcile(
     :param unverifiable: ``(topic, partition, from_offset, log_start_offset)`` per partition.
     :param partition_ends: ``(partition, window_to, log_start_offset)`` per partition.
     :param judging: the pipeline's declared checks (``recon.rules.run.judge``).
+    :param replays: ``(topic, partition, offset)`` of each record a repair replayed.
     """
     rules = DuckDBRules(con)
     inputs = {
         "records": window, "sink_rows": sink_rows, "ledger": ledger, "pending": pending,
         "uncommitted": uncommitted,
     }  # fmt: skip
-    return rules, judge_inputs(rules, inputs, unverifiable, partition_ends, judging)
+    return rules, judge_inputs(rules, inputs, unverifiable, partition_ends, judging, replays)

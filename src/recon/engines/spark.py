@@ -16,6 +16,7 @@ from recon.rules.judging import Judging
 from recon.rules.render import for_dialect
 from recon.rules.run import (
     PartitionEnds,
+    Replays,
     UnverifiableRows,
     conform_sql,
     judge_inputs,
@@ -86,6 +87,7 @@ def reconcile(
     unverifiable: UnverifiableRows | None = None,
     partition_ends: PartitionEnds | None = None,
     judging: Judging | None = None,
+    replays: Replays | None = None,
 ) -> tuple[SparkRules, dict[str, int]]:
     """Judge a run with the rules: the view ``results`` (``schemas.RESULT``) and the counts.
 
@@ -94,10 +96,11 @@ def reconcile(
     :param unverifiable: ``(topic, partition, from_offset, log_start_offset)`` per partition.
     :param partition_ends: ``(partition, window_to, log_start_offset)`` per partition.
     :param judging: the pipeline's declared checks (``recon.rules.run.judge``).
+    :param replays: ``(topic, partition, offset)`` of each record a repair replayed.
     """
     rules = SparkRules(spark)
     inputs = {
         "records": window, "sink_rows": sink_rows, "ledger": ledger, "pending": pending,
         "uncommitted": uncommitted,
     }  # fmt: skip
-    return rules, judge_inputs(rules, inputs, unverifiable, partition_ends, judging)
+    return rules, judge_inputs(rules, inputs, unverifiable, partition_ends, judging, replays)

@@ -4,7 +4,8 @@
 --   l  the message's ledger entry from earlier runs
 -- total = the ledger's sink count + this run's new sink rows.
 --   judged (a record in the window, or judged before and new sink rows): lost (total 0),
---     delivered (1) or duplicated (>1); topic_duplicate when it sits at more than one position.
+--     delivered (1) or duplicated (>1); topic_duplicate when it sits at more than one position
+--     that no repair replayed (input replays: a replay is the same message again on purpose).
 --     A delivery with a record in the window and its sink row new in this run has a latency
 --     (its first sink row's time minus its first record's timestamp, when both are known):
 --     over the pipeline's bound, it is late rather than delivered. Each new sink row counts as
@@ -136,12 +137,24 @@ classified AS (
              ELSE ${EMPTY_POSITIONS} END AS positions
     FROM states2
 ),
+-- How many of a judged message's positions hold a repair's replay.
+replayed AS (
+    SELECT x.message_id, count(*) AS n_replays
+    FROM (SELECT message_id, unnest(positions) AS p FROM classified
+          WHERE judged AND verdict IS NOT NULL) x
+    JOIN replays r ON r.topic = x.p.topic AND r."partition" = x.p."partition"
+        AND r."offset" = x.p."offset"
+    GROUP BY x.message_id
+),
 flagged AS (
-    SELECT *, judged AND array_length(positions) > 1 AS topic_duplicate,
-           coalesce(l_first_run_id, '?') AS first_run,
-           array_to_string(list_transform(list_slice(positions, 1, ${MAX_POSITIONS_IN_DETAIL}),
+    SELECT c.*, coalesce(r.n_replays, 0) AS n_replays,
+           c.judged AND array_length(c.positions) - coalesce(r.n_replays, 0) > 1
+               AS topic_duplicate,
+           coalesce(c.l_first_run_id, '?') AS first_run,
+           array_to_string(list_transform(list_slice(c.positions, 1, ${MAX_POSITIONS_IN_DETAIL}),
                q -> printf('%s/%d@%d', q.topic, q."partition", q."offset")), ', ') AS listed
-    FROM classified WHERE verdict IS NOT NULL
+    FROM classified c LEFT JOIN replayed r ON c.message_id = r.message_id
+    WHERE c.verdict IS NOT NULL
 )
 SELECT verdict, message_id, positions[1].topic AS topic,
        positions[1]."partition" AS "partition",
@@ -173,6 +186,9 @@ SELECT verdict, message_id, positions[1].topic AS topic,
            CASE WHEN topic_duplicate THEN
                'in the topic at ' || CAST(array_length(positions) AS VARCHAR) || ' positions: '
                || listed END,
+           CASE WHEN n_replays > 0 THEN
+               printf('%d of its positions are replays by a repair (recon.repairs): %s',
+                      n_replays, listed) END,
            CASE WHEN verdict = 'pending' THEN ${PENDING} END,
            CASE WHEN verdict = 'aborted_read' THEN
                'id only in records of aborted transactions: ' || listed END,

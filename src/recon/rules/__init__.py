@@ -14,6 +14,9 @@ first step (empty, with their columns, when the run has none):
                     ``topic, partition, from_offset, log_start_offset``
 ``partition_ends``  per partition: ``partition, window_to, log_start`` (where a pending
                     ledger entry's records stop being pending)
+``replays``         ``topic, partition, offset`` of every record a repair replayed
+                    (``recon.repairs``): a message at such a position is not a producer's
+                    ``topic_duplicate``
 ==================  ===================================================================
 
 Two inputs may carry a time (null when the source has none): ``records.timestamp`` (the
@@ -144,7 +147,7 @@ COMMIT_STEPS: tuple[Step, ...] = (
 #: The relations every engine registers before the first step.
 INPUTS = (
     "records", "pending", "sink_rows", "ledger", "uncommitted", "removed_ranges",
-    "partition_ends",
+    "partition_ends", "replays",
 )  # fmt: skip
 
 _POSITIONS = 'STRUCT(topic VARCHAR, "partition" INTEGER, "offset" BIGINT)[]'
@@ -213,6 +216,7 @@ INPUT_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("log_start_offset", "BIGINT"),
     ),  # fmt: skip
     "partition_ends": (("partition", "INTEGER"), ("window_to", "BIGINT"), ("log_start", "BIGINT")),
+    "replays": (("topic", "VARCHAR"), ("partition", "INTEGER"), ("offset", "BIGINT")),
     "carried": (("message_id", "VARCHAR"),),
 }
 # The inputs of the steps around the verdict steps, with the columns of the one they stand for.

@@ -28,6 +28,8 @@ from recon.verdicts import ALL_VERDICTS, Verdict
 
 UnverifiableRows = Sequence[tuple[str, int, int, int]]
 PartitionEnds = Sequence[tuple[int, int, int]]
+#: ``(topic, partition, offset)`` of each record a repair replayed.
+Replays = Sequence[tuple[str, int, int]]
 
 
 class RuleEngine(Protocol):
@@ -125,15 +127,19 @@ def register_parameters(
     engine: RuleEngine,
     unverifiable: UnverifiableRows | None,
     partition_ends: PartitionEnds | None,
+    replays: Replays | None = None,
 ) -> None:
-    """The run's parameters as the relations ``removed_ranges`` and ``partition_ends``.
+    """The run's parameters as the relations ``removed_ranges``, ``partition_ends`` and
+    ``replays``.
 
     :param unverifiable: ``(topic, partition, from_offset, log_start_offset)`` per partition;
         only those whose window starts below the log-start offset are kept.
     :param partition_ends: ``(partition, window_to, log_start_offset)`` per partition.
+    :param replays: ``(topic, partition, offset)`` of each record a repair replayed.
     """
     removed = [u for u in (unverifiable or ()) if u[2] < u[3]]
-    for name, rows in (("removed_ranges", removed), ("partition_ends", partition_ends or ())):
+    for name, rows in (("removed_ranges", removed), ("partition_ends", partition_ends or ()),
+                       ("replays", replays or ())):  # fmt: skip
         engine.define(name, for_dialect(values_sql(name, rows), engine.dialect), keep=True)
 
 
@@ -148,18 +154,20 @@ def judge_inputs(
     unverifiable: UnverifiableRows | None,
     partition_ends: PartitionEnds | None,
     judging: Judging | None = None,
+    replays: Replays | None = None,
 ) -> dict[str, int]:
     """Register a run's inputs and judge it (:func:`judge`).
 
     :param inputs: the engine's relations by input name (``records``, ``sink_rows``, ``ledger``,
         ``pending``, ``uncommitted``); a name absent or None is an empty input.
     :param judging: the pipeline's declared checks (:func:`judge`).
+    :param replays: ``(topic, partition, offset)`` of each record a repair replayed.
     """
     for name in ("records", "sink_rows", "ledger", "pending", "uncommitted"):
         engine.use(name, inputs.get(name))
     # The sink as a whole: what an upsert sink's order is judged against (the run's rows here).
     engine.use("sink_all", inputs.get("sink_all", inputs.get("sink_rows")))
-    register_parameters(engine, unverifiable, partition_ends)
+    register_parameters(engine, unverifiable, partition_ends, replays)
     return judge(engine, judging)
 
 

@@ -184,3 +184,18 @@ def repairable(pg: Any, pipeline: str, run_id: str) -> list[tuple[str, str, str,
         rows = cur.fetchall()
     pg.rollback()
     return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+
+
+def replayed_positions(pg: Any, pipeline: str, topic: str) -> list[tuple[str, int, int]]:
+    """``(topic, partition, offset)`` of every record the pipeline's repairs replayed to
+    ``topic``: the rules' ``replays`` (a replay is not a producer's duplicate)."""
+    with pg.cursor() as cur:
+        cur.execute(
+            "SELECT (r->>'partition')::int, (r->>'offset')::bigint FROM recon.repairs, "
+            "jsonb_array_elements(replayed) r WHERE pipeline = %s "
+            "AND plan->>'replay_topic' = %s ORDER BY 1, 2",
+            (pipeline, topic),
+        )
+        rows = [(topic, int(p), int(o)) for p, o in cur.fetchall()]
+    pg.rollback()
+    return rows
