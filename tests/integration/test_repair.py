@@ -9,6 +9,7 @@ committed), then runs again: the contract holds and the plan is ``verified``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -28,6 +29,7 @@ from everyday_kit import (
     OpenTransaction,
     Setup,
     commit_group,
+    delete_records,
     high_watermarks,
     ids,
     no_traceback,
@@ -345,3 +347,75 @@ def test_a_crash_mid_apply_is_finished_by_a_second_apply(
     summary = s.run(None, "run-2")
     assert summary.contract_passed, (summary.counts, summary.violations)
     assert repair_row(plan["plan_id"])[0] == "verified"
+
+
+def test_records_removed_by_retention_are_not_replayable(
+    setup: Callable[..., Setup], kafka_config: dict[str, str]
+) -> None:
+    s = setup("retention", semantics="at_least_once")
+    every = ids("m", 0, 6)
+    where = produce(kafka_config, s.topic, every)
+    write_rows(s.pg_kwargs, s.table, [m for m in every if m not in ("m1", "m4")], where)
+    commit_group(kafka_config, s.group, s.topic)
+    s.run(None, "run-1")
+    assert delete_records(kafka_config, s.topic, 0, where["m3"][1]) == where["m3"][1]
+    path, plan = plan_file(s, "run-1")
+    assert [r["message_id"] for r in plan["replays"]] == ["m4"]
+    (gone,) = plan["not_replayable"]
+    assert (gone["message_id"], gone["offset"]) == ("m1", where["m1"][1])
+    assert "removed by retention" in gone["reason"] and str(where["m3"][1]) in gone["reason"]
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    assert s.pg_kwargs["password"] not in text, "the plan file holds no credential"
+
+
+def test_a_plan_that_would_delete_a_last_copy_is_refused(
+    setup: Callable[..., Setup], kafka_config: dict[str, str]
+) -> None:
+    from recon.repair.plan_model import Delete, plan_to_json
+    from recon.repair.planner import make_plan
+    from recon.repair.sink_rows import state_of
+
+    s = setup("lastcopy", semantics="at_most_once")
+    where = produce(kafka_config, s.topic, ["m0", "m1"])
+    write_rows(s.pg_kwargs, s.table, ["m0", "m1", "m1"], where)
+    commit_group(kafka_config, s.group, s.topic)
+    s.run(None, "run-1")
+    plan = make_plan(s.cfg, "run-1")
+    # A plan (made by hand, with a consistent id) that deletes the kept row as well.
+    (kept,) = plan.kept.values()
+    deletes = (*plan.deletes, Delete("duplicated", "m1", kept))
+    bad = dataclasses.replace(plan, deletes=deletes, after=state_of([]))
+    bad = dataclasses.replace(bad, plan_id=bad.content_id())
+    path = os.path.join(s.data_dir, "bad-plan.json")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(plan_to_json(bad))
+    rows = sink_rows(s)
+    result = apply(s, path)
+    assert result.returncode == EXIT_ERROR, (result.returncode, tail(result.stdout))
+    assert "last row" in result.stderr and "nothing was changed" in result.stderr, tail(
+        result.stderr)  # fmt: skip
+    assert sink_rows(s) == rows
+
+
+def test_a_plan_for_another_sink_or_topic_is_refused(
+    setup: Callable[..., Setup], kafka_config: dict[str, str]
+) -> None:
+    from recon.repair.applier import apply_plan
+    from recon.repair.planner import make_plan
+    from recon.repair.sink_rows import RepairRefused
+
+    s = setup("moved", semantics="at_most_once")
+    where = produce(kafka_config, s.topic, ["m0"])
+    write_rows(s.pg_kwargs, s.table, ["m0", "m0"], where)
+    commit_group(kafka_config, s.group, s.topic)
+    s.run(None, "run-1")
+    plan = make_plan(s.cfg, "run-1")
+    rows = sink_rows(s)
+    moved = dataclasses.replace(s.cfg, sink=dataclasses.replace(s.cfg.sink, table="public.other"))
+    with pytest.raises(RepairRefused, match=r"sink.table: plan '.*', pipeline 'public.other'"):
+        apply_plan(plan, moved, say=lambda _: None)
+    renamed = dataclasses.replace(s.cfg, kafka=dataclasses.replace(s.cfg.kafka, topic="t2"))
+    with pytest.raises(RepairRefused, match="kafka.topic"):
+        apply_plan(plan, renamed, say=lambda _: None)
+    assert sink_rows(s) == rows
