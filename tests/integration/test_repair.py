@@ -223,6 +223,7 @@ def test_duplicated_rows_are_deleted_keeping_the_first(
     path, plan = plan_file(s, "run-1")
     assert sorted(d["message_id"] for d in plan["deletes"]) == ["m1", "m1", "m4"]
     assert plan["kept"] == {"m1": [str(first["m1"])], "m4": [str(first["m4"])]}
+    assert plan["kept_by"] == "id"  # the ingest sequence: the first row written
     settled(s, kafka_config, path, plan, "run-2")
     assert sorted(m for _, m in sink_rows(s)) == every
 

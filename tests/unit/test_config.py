@@ -83,6 +83,17 @@ def test_defaults() -> None:
     )
     assert config.kafka.start_offsets is None
     assert config.sink.ingest_seq_column is None
+    assert (config.sink.keep_first_by, config.sink.keep_order) == (None, None)
+
+
+def test_a_repair_keeps_the_first_row_by_the_declared_column() -> None:
+    sink = parse_pipelines(doc(sink__ingest_seq_column="id"))["payments"].sink
+    assert sink.keep_order == "id"
+    sink = parse_pipelines(doc(sink__ingest_seq_column="id", sink__keep_first_by="written_at"))[
+        "payments"].sink  # fmt: skip
+    assert (sink.keep_first_by, sink.keep_order) == ("written_at", "written_at")
+    (error,) = errors_of(doc(sink__keep_first_by=""))
+    assert "sink.keep_first_by" in error, error
 
 
 def test_path_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -57,6 +57,14 @@ class SinkSpec:
     #: When the consumer wrote the row (``timestamp``/``timestamptz``): with ``latency`` declared,
     #: each delivered message's latency is this minus the record's Kafka timestamp.
     time_column: str | None = None
+    #: Which of a duplicated message's sink rows a repair keeps: the first by this column
+    #: (default: ``ingest_seq_column``, else the primary key).
+    keep_first_by: str | None = None
+
+    @property
+    def keep_order(self) -> str | None:
+        """The column a repair orders a message's rows by to keep the first (None: the key)."""
+        return self.keep_first_by or self.ingest_seq_column
 
     @property
     def table_parts(self) -> tuple[str, ...]:

@@ -108,6 +108,7 @@ class SinkDecl(Declaration):
     message_id_column: Text
     ingest_seq_column: Text | None = None
     time_column: Text | None = None
+    keep_first_by: Text | None = None
 
     def spec(self) -> SinkSpec:
         """The validated value."""

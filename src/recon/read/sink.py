@@ -86,7 +86,7 @@ def inspect_sink(
             raise SinkTableError(
                 f"pipeline '{pipeline}': sink.table: table {schema}.{name} does not exist"
             )
-        for key in ("message_id_column", "ingest_seq_column", "time_column"):
+        for key in ("message_id_column", "ingest_seq_column", "time_column", "keep_first_by"):
             column = getattr(spec, key)
             if column is not None and column not in columns:
                 raise SinkTableError(

@@ -48,7 +48,8 @@ def summary_lines(plan: object) -> list[str]:
         lines += [f"    {d.verdict} {shown(d.message_id)} key {shown(','.join(d.key))}"
                   for d in plan.deletes[:20]]  # fmt: skip
     if plan.kept:
-        lines.append(f"  keep the first row of each of {len(plan.kept)} duplicated messages")
+        lines.append(f"  keep the first row (by {shown(plan.kept_by)}) of each of "
+                     f"{len(plan.kept)} duplicated messages")  # fmt: skip
     for n in plan.not_replayable[:20]:
         lines.append(f"  not replayable: {shown(n.message_id)}: {n.reason}")
     lines.append(f"  sink state planned against: {plan.before.rows} rows, "

@@ -87,6 +87,7 @@ class RepairPlan:
     not_replayable: tuple[NotReplayable, ...] = ()
     deletes: tuple[Delete, ...] = ()
     kept: dict[str, tuple[str, ...]] = field(default_factory=dict)  # duplicated id -> kept key
+    kept_by: str = "primary key"  # the column whose first row a duplicated message keeps
     plan_id: str = ""
     created_at: str = ""
 
@@ -139,7 +140,7 @@ def plan_from_dict(data: dict[str, Any], where: str = "plan") -> RepairPlan:
             not_replayable=tuple(NotReplayable(**r) for r in data["not_replayable"]),
             deletes=tuple(Delete(d["verdict"], d["message_id"], tuple(d["key"]))
                           for d in data["deletes"]),
-            kept={k: tuple(v) for k, v in data["kept"].items()},
+            kept={k: tuple(v) for k, v in data["kept"].items()}, kept_by=data["kept_by"],
             plan_id=data["plan_id"], created_at=data["created_at"],
         )  # fmt: skip
     except (KeyError, TypeError) as exc:

@@ -3,8 +3,8 @@
 - ``lost``: the record at its first committed position is replayed, if the topic still holds
   it (its offset at or above the partition's log start); otherwise it is listed as not
   replayable, with the log start that passed it.
-- ``duplicated``: every sink row of the message but the first (by the ingest sequence when the
-  pipeline declares one, else by primary key) is deleted.
+- ``duplicated``: every sink row of the message but the first (by ``sink.keep_first_by``, else
+  the ingest sequence when the pipeline declares one, else the primary key) is deleted.
 - ``phantom`` / ``aborted_read``: every sink row of the message is deleted (no committed record
   has that messageId, so no copy of a delivered message goes).
 
@@ -71,7 +71,7 @@ def make_plan(
         target = SinkTarget(cfg.sink.connection, cfg.sink.table, cfg.sink.message_id_column,
                             keys, types)  # fmt: skip
         before_rows = affected_rows(sink, target, sorted({r[1] for r in rows if r[0] in
-                                    DELETED_VERDICTS}), cfg.sink.ingest_seq_column)  # fmt: skip
+                                    DELETED_VERDICTS}), cfg.sink.keep_order)  # fmt: skip
         arrived = {m for m, _ in affected_rows(sink, target, sorted(
             {r[1] for r in rows if r[0] not in DELETED_VERDICTS}), None)}  # fmt: skip
         sink.rollback()
@@ -90,7 +90,7 @@ def make_plan(
         before=state_of(before_rows),
         after=state_of(r for r in before_rows if r not in deleted),
         replays=tuple(replays), not_replayable=tuple(not_replayable), deletes=tuple(deletes),
-        kept=kept,
+        kept=kept, kept_by=cfg.sink.keep_order or "primary key",
     )  # fmt: skip
     made = datetime.now(UTC).isoformat(timespec="seconds")
     return dataclasses.replace(plan, plan_id=plan.content_id(), created_at=made)
