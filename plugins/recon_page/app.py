@@ -7,6 +7,8 @@ Routes (each one checks the Airflow token itself, see :mod:`recon_page.auth`):
 ``/recon/api/runs?pipeline=P``        the pipeline's latest runs (at most 50), JSON
 ``/recon/api/discrepancies?pipeline=P``  its latest discrepancy rows (at most 100), JSON
 ``/recon/api/latency?pipeline=P``     delivery latency of its latest runs (whole run), JSON
+``/recon/api/repairs?pipeline=P``     its repair plans and their state (at most 50), JSON
+``/recon/repairs/<plan id>``          one repair plan, read-only (summary and JSON)
 ``/recon/docs/<path>``                the Great Expectations Data Docs site
 
 Without a valid token the JSON routes answer 401; the HTML routes send a browser without a token
@@ -26,7 +28,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
 from psycopg2 import Error as DatabaseError
 
-from recon_page import data, docs, render
+from recon_page import data, docs, render, repairs
 from recon_page.auth import (
     NotAuthenticated,
     authenticate,
@@ -148,6 +150,7 @@ def _view(conn: Any, latest: data.Run) -> render.PipelineView:
         latency_partitions=(
             data.latency_partitions(conn, latest.pipeline, latency[0].run_id) if latency else []
         ),
+        repairs=repairs.list_repairs(conn, latest.pipeline),
     )
 
 
@@ -250,6 +253,36 @@ def api_latency(
     """The whole-run latency row (ms) of each of the pipeline's latest runs that measured one."""
     rows = _rows_of(user, pipeline, data.latency, limit)
     return {"pipeline": pipeline, "latency": jsonable_encoder([asdict(r) for r in rows])}
+
+
+@app.get("/api/repairs")
+def api_repairs(
+    user: ApiUser,
+    pipeline: str,
+    limit: Annotated[int, Query(ge=1, le=repairs.MAX_REPAIRS)] = repairs.MAX_REPAIRS,
+) -> dict[str, Any]:
+    """The pipeline's repair plans, newest first, without their content (see the plan's page)."""
+    rows = _rows_of(user, pipeline, repairs.list_repairs, limit)
+    out = [{k: v for k, v in asdict(r).items() if k != "plan"} for r in rows]
+    return {"pipeline": pipeline, "repairs": jsonable_encoder(out)}
+
+
+@app.get("/repairs/{plan_id}", response_class=HTMLResponse)
+def repair_plan(request: Request, user: BrowserUser, plan_id: str) -> HTMLResponse:
+    """One plan, read-only: a plan of a pipeline the user may not read is "no such plan"."""
+    try:
+        with data.results_db() as conn:
+            found = repairs.find_repair(conn, plan_id)
+    except DB_ERRORS as exc:
+        raise _unavailable(exc) from None
+    if found is None or found.pipeline not in readable_pipelines(user, [found.pipeline]):
+        raise HTTPException(status_code=404, detail="no such repair plan")
+    html = render.document(
+        repairs.plan_view(found, _links(request)),
+        render.now_shown(),
+        title=f"Repair plan {found.plan_id} · {render.TITLE}",
+    )
+    return HTMLResponse(html, headers={"Content-Security-Policy": PAGE_CSP})
 
 
 @app.get("/docs")

@@ -78,6 +78,11 @@ def dag_id(pipeline: str) -> str:
     return f"recon_{pipeline}"
 
 
+def repair_dag_id(pipeline: str) -> str:
+    """The pipeline's repair DAG (``recon_airflow.factory.repair_dag_id_for``)."""
+    return f"recon_repair_{pipeline}"
+
+
 def readable_pipelines(user: Any, pipelines: Iterable[str]) -> set[str]:
     """The pipelines whose DAG the user may read (``GET`` on ``recon_<pipeline>``)."""
     names = set(pipelines)

@@ -1,7 +1,8 @@
 """The page, rendered on the server: self-contained HTML (inline CSS, SVG charts, no script).
 
 The overview and each pipeline's facts, charts and runs are drawn here; its discrepancies ("What
-to do" and the table) by :mod:`.discrepancies`, its latency by :mod:`.latency`.
+to do" and the table) by :mod:`.discrepancies`, its latency by :mod:`.latency`, its repair plans
+by :mod:`.repairs`.
 
 Every value from the database passes through :func:`html.escape` (``_e``) on its way out.
 """
@@ -14,8 +15,8 @@ from datetime import UTC, datetime
 from html import escape
 from urllib.parse import quote
 
-from recon_page import chart, discrepancies, latency
-from recon_page.auth import dag_id
+from recon_page import chart, discrepancies, latency, repairs
+from recon_page.auth import dag_id, repair_dag_id
 from recon_page.data import MAX_RUNS, Discrepancy, Latency, Run
 from recon_page.docs import docs_href
 
@@ -44,6 +45,16 @@ class Links:
     def docs(self, run: Run) -> str | None:
         return docs_href(run.validation_url, self.prefix)
 
+    def repair(self, plan_id: str) -> str:
+        """The read-only view of one repair plan."""
+        return f"{self.prefix}/repairs/{quote(plan_id, safe='')}"
+
+    def repair_dag(self, pipeline: str) -> str:
+        return f"{self.airflow}/dags/{quote(repair_dag_id(pipeline), safe='')}"
+
+    def airflow_run(self, dag: str, run_id: str) -> str:
+        return f"{self.airflow}/dags/{quote(dag, safe='')}/runs/{quote(run_id, safe='')}"
+
 
 @dataclass(frozen=True)
 class PipelineView:
@@ -54,6 +65,8 @@ class PipelineView:
     latency: Sequence[Latency] = ()
     #: per-partition rows of the newest of them (``data.latency_partitions``)
     latency_partitions: Sequence[Latency] = ()
+    #: the pipeline's repair plans, newest first (``repairs.list_repairs``)
+    repairs: Sequence[repairs.Repair] = ()
 
 
 def _e(value: object) -> str:
@@ -224,6 +237,7 @@ def pipeline_section(view: PipelineView, links: Links) -> str:
         + _charts(view)
         + discrepancies.todo(view.discrepancies)
         + discrepancies.table(view.discrepancies)
+        + repairs.section(name, view.repairs, links)
         + _runs_table(view, links)
         + "</section>"
     )
@@ -239,7 +253,7 @@ def page(
     now: datetime | None = None,
 ) -> str:
     """The whole page: an overview of every pipeline, then a section per shown pipeline."""
-    generated = _time(now or datetime.now(UTC))
+    generated = now_shown(now)
     if not latest:
         body = '<p class="none">No reconciliation runs yet.</p>'
     else:
@@ -252,10 +266,23 @@ def page(
                 "pick one in the table.</p>"
             )
         body += "".join(pipeline_section(v, links) for v in views)
+    return document(body, generated)
+
+
+def now_shown(now: datetime | None = None) -> str:
+    """When a page was generated, as it shows it (UTC)."""
+    return _time(now or datetime.now(UTC))
+
+
+def document(body: str, generated: str, title: str = TITLE) -> str:
+    """A whole page of this app around ``body`` (HTML already escaped), with its styles.
+
+    :param generated: when, as shown (UTC); :param title: the window's title (escaped here).
+    """
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{TITLE}</title><style>{CSS}{latency.CSS}</style></head><body>"
+        f"<title>{_e(title)}</title><style>{CSS}{latency.CSS}{repairs.CSS}</style></head><body>"
         f"<header><h1>{TITLE}</h1><p>Kafka → consumer → PostgreSQL: does each pipeline keep the "
         f"delivery semantic it claims? Generated {generated} UTC.</p></header>"
         f"<main>{body}</main></body></html>"

@@ -53,6 +53,8 @@ RECON_LOCAL_MEMORY_LIMIT       ``1GB``                        DuckDB's ``memory_
                                                               engine's judging (past it, DuckDB
                                                               spills to ``$RECON_DATA_DIR/duckdb-
                                                               spill``)
+RECON_APPLIED_BY               unset: ``user@host``           who ``recon repair apply`` records as
+                                                              having applied a plan
 ============================== ============================== ======================================
 
 A variable set to the empty string counts as unset, except where the function says otherwise
@@ -85,6 +87,7 @@ RECON_SPARK_DRIVER_MEMORY = "RECON_SPARK_DRIVER_MEMORY"
 RECON_SPARK_POOL = "RECON_SPARK_POOL"
 RECON_LOCAL_READERS = "RECON_LOCAL_READERS"
 RECON_LOCAL_MEMORY_LIMIT = "RECON_LOCAL_MEMORY_LIMIT"
+RECON_APPLIED_BY = "RECON_APPLIED_BY"
 
 #: The pipeline file's name at the repository root, when ``RECON_PIPELINES`` is unset.
 DEFAULT_PIPELINES_FILE = "pipelines.yaml"
@@ -234,3 +237,12 @@ def local_readers() -> int:
     """
     configured = _set(RECON_LOCAL_READERS)
     return int(configured) if configured else max(1, os.cpu_count() or 1)
+
+
+def applied_by() -> str:
+    """``$RECON_APPLIED_BY``, else ``user@host`` (the OS user at this machine): who a repair
+    plan's apply is recorded as (``recon.repairs.applied_by``)."""
+    import getpass
+    import socket
+
+    return _set(RECON_APPLIED_BY) or f"{getpass.getuser()}@{socket.gethostname()}"

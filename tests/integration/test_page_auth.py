@@ -151,6 +151,8 @@ def _routes(seeded: dict[str, Any]) -> list[str]:
         f"/recon/api/runs?pipeline={p}",
         "/recon/api/runs",
         f"/recon/api/discrepancies?pipeline={p}",
+        f"/recon/api/repairs?pipeline={p}",
+        "/recon/repairs/0123456789abcdef",
         "/recon/docs/index.html",
         f"/recon/docs/validations/{docs.name}",
     ]

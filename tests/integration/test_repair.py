@@ -420,3 +420,69 @@ def test_a_plan_for_another_sink_or_topic_is_refused(
     with pytest.raises(RepairRefused, match="kafka.topic"):
         apply_plan(plan, renamed, say=lambda _: None)
     assert sink_rows(s) == rows
+
+
+def test_lost_rows_written_to_the_sink_from_their_records(
+    setup: Callable[..., Setup], kafka_config: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recon.config import load_pipelines
+    from recon.repair import applier
+    from recon.repair.plan_model import read_plan
+
+    s = setup("direct", semantics="at_least_once")
+    s.yaml_path.write_text(
+        s.yaml_path.read_text() + "    repair:\n      sink_columns: {message_id: message_id, "
+        "kafka_partition: partition, kafka_offset: offset}\n"
+    )
+    s.cfg = load_pipelines(s.yaml_path)[s.name]
+    every = ids("m", 0, 6)
+    where = produce(kafka_config, s.topic, every)
+    write_rows(s.pg_kwargs, s.table, [*[m for m in every if m != "m2"], "m4"], where)
+    ends = commit_group(kafka_config, s.group, s.topic)
+    s.run(None, "run-1")
+    out = os.path.join(s.data_dir, "direct.json")
+    result = repair_cli(s, "plan", "--pipeline", s.name, "--run-id", "run-1", "--write-sink",
+                        "--out", out)  # fmt: skip
+    assert result.returncode == EXIT_OK, tail(result.stderr)
+    assert "write the sink rows of 1 lost records" in result.stdout, result.stdout
+    plan = read_plan(out)
+    assert (plan.replay_mode, [r.message_id for r in plan.replays]) == ("sink", ["m2"])
+    assert [d.message_id for d in plan.deletes] == ["m4"]
+
+    rows = sink_rows(s)
+    dry = apply(s, out, "--dry-run")
+    assert dry.returncode == EXIT_OK, tail(dry.stderr)
+    assert "DELETE FROM" in dry.stdout and "INSERT INTO" in dry.stdout, dry.stdout
+    assert f"('m2', 0, {where['m2'][1]})" in dry.stdout, dry.stdout
+    assert sink_rows(s) == rows
+
+    class Crash(Exception):
+        pass
+
+    def boom(*_: Any, **__: Any) -> Any:
+        raise Crash
+
+    with monkeypatch.context() as m:  # the sink transaction commits, its record does not
+        m.setattr(applier.store, "mark_applied", boom)
+        with pytest.raises(Crash):
+            applier.apply_plan(plan, s.cfg, say=lambda _: None)
+    done = apply(s, out)
+    assert done.returncode == EXIT_OK and "earlier apply" in done.stdout, tail(done.stdout)
+    assert sorted(m for _, m in sink_rows(s)) == every
+    with psycopg2.connect(**s.pg_kwargs) as pg, pg.cursor() as cur:
+        cur.execute(f"SELECT id, kafka_partition, kafka_offset FROM {s.table} "
+                    "WHERE message_id = 'm2'")  # fmt: skip
+        (key, partition, offset) = cur.fetchone()
+    pg.close()
+    assert (partition, offset) == where["m2"]
+    status, deleted, replayed, *_ = repair_row(plan.plan_id)
+    assert (status, deleted, replayed) == ("applied", 1, [
+        {"message_id": "m2", "sink_key": [str(key)]}])  # fmt: skip
+    assert high_watermarks(kafka_config, s.topic) == ends, "nothing was produced"
+    assert "nothing to do" in apply(s, out).stdout
+
+    summary = s.run(None, "run-2")
+    assert summary.contract_passed, (summary.counts, summary.violations)
+    assert repair_row(plan.plan_id)[0] == "verified"
+    assert s.discrepancies("run-1", "verdict, message_id, corrected_by_run") == [
+        ("duplicated", "m4", None), ("lost", "m2", "run-2")]  # fmt: skip

@@ -613,3 +613,29 @@ def test_no_message_is_in_pydantics_words(changes: dict[str, Any]) -> None:
     for error in errors_of(doc(**changes)):
         assert error.startswith("pipelines.yaml: pipeline 'payments': "), error
         assert "Input should" not in error and "pydantic" not in error, error
+
+
+def test_a_repair_may_write_lost_rows_from_a_column_mapping() -> None:
+    columns = {"message_id": "message_id", "kafka_offset": "offset", "amount": {"json_field": "a"},
+               "trace": {"header": "trace-id"}}  # fmt: skip
+    config = parse_pipelines(doc(repair={"sink_columns": columns}))["payments"]
+    assert config.repair is not None
+    assert config.repair.sink_columns == (
+        ("message_id", "message_id", None), ("kafka_offset", "offset", None),
+        ("amount", "json_field", "a"), ("trace", "header", "trace-id"),
+    )  # fmt: skip
+    assert parse_pipelines(doc())["payments"].repair is None
+
+
+@pytest.mark.parametrize(
+    ("columns", "said"),
+    [
+        ({"message_id": "message_id", "x": "size"}, "sink_columns.x: expected one of message_id"),
+        ({"x": "offset"}, "one column must get the message_id"),
+        ({"message_id": "message_id", "x": {"json_field": "a", "header": "b"}}, "exactly one"),
+        ({}, "at least one"),
+    ],
+)
+def test_a_wrong_repair_column_mapping_is_named(columns: dict[str, Any], said: str) -> None:
+    (error,) = errors_of(doc(repair={"sink_columns": columns}))
+    assert error.startswith("pipelines.yaml: pipeline 'payments': repair") and said in error, error

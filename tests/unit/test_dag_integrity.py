@@ -14,7 +14,11 @@ pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
 DAGS = ROOT / "dags"
-HEAVY = ("pyspark", "confluent_kafka", "great_expectations", "psycopg2", "recon.engine")
+# recon.repair and recon.store: the repair DAG's task imports them when it runs, never a parse.
+HEAVY = (
+    "pyspark", "confluent_kafka", "great_expectations", "psycopg2", "recon.engine",
+    "recon.repair", "recon.store",
+)  # fmt: skip
 DEMO_DAGS = {
     "recon_orders_at_most_once",
     "recon_clicks_at_least_once",
@@ -33,9 +37,36 @@ def dagbag():  # type: ignore[no-untyped-def]
     return DagBag(dag_folder=str(DAGS))
 
 
+REPAIR_DAGS = {d.replace("recon_", "recon_repair_", 1) for d in DEMO_DAGS}
+
+
 def test_every_dag_file_imports(dagbag) -> None:  # type: ignore[no-untyped-def]
     assert dagbag.import_errors == {}
-    assert DEMO_DAGS | {"recon_stack_check"} <= set(dagbag.dag_ids)
+    assert DEMO_DAGS | REPAIR_DAGS | {"recon_stack_check"} <= set(dagbag.dag_ids)
+
+
+def test_every_pipeline_has_a_manual_repair_dag_that_takes_a_plan_id(dagbag) -> None:  # type: ignore[no-untyped-def]
+    from airflow.sdk.exceptions import ParamValidationError
+
+    from recon_airflow.repair import ApplyRepairOperator
+
+    for dag_id in sorted(REPAIR_DAGS):
+        dag = dagbag.get_dag(dag_id)
+        pipeline = dag_id.removeprefix("recon_repair_")
+        assert dag.schedule is None and not dag.catchup, dag_id  # manual trigger only
+        assert dag.max_active_runs == 1 and "repair" in dag.tags
+        param = dag.params.get_param("plan_id")
+        assert param.schema["type"] == "string" and not param.has_value  # required
+        with pytest.raises(ParamValidationError, match="plan_id"):
+            dag.params.validate()  # a trigger without a plan id is refused by Airflow
+        (task,) = dag.tasks
+        assert isinstance(task, ApplyRepairOperator) and task.task_id == "apply_plan"
+        assert task.pipeline == pipeline and task.plan_id == "{{ params.plan_id }}"
+        assert "plan_id" in task.template_fields
+        assert (
+            task.pipelines_file
+            == dagbag.get_dag(f"recon_{pipeline}").get_task("reconcile").pipelines_file
+        )  # the same YAML as the pipeline's own DAG
 
 
 def test_every_dag_has_tags_and_retries(dagbag) -> None:  # type: ignore[no-untyped-def]
@@ -127,6 +158,16 @@ def test_a_pipelines_directory_adds_dags_that_run_with_their_own_file(tmp_path: 
     result = _import_dir_dags(tmp_path)
     assert result.returncode != 0
     assert "already declared in" in result.stderr and "demo/pipelines.yaml" in result.stderr
+
+
+def test_a_pipeline_clashing_with_a_repair_dag_is_an_import_error(tmp_path: Path) -> None:
+    # The reconciliation DAG of a pipeline named repair_extra is recon_repair_extra, the repair
+    # DAG of pipeline extra too: refused by name, not one silently replacing the other.
+    (tmp_path / "extra.yaml").write_text(EXTRA + EXTRA.split("pipelines:")[1].replace(
+        "extra:", "repair_extra:"))  # fmt: skip
+    result = _import_dir_dags(tmp_path)
+    assert result.returncode != 0
+    assert "recon_repair_extra" in result.stderr and "made twice" in result.stderr
 
 
 def test_a_local_engine_pipeline_runs_its_steps_without_spark_submit() -> None:

@@ -18,7 +18,7 @@ from fixtures.page_fakes import FakeConn, page_run
 from psycopg2 import errors
 
 from recon import details
-from recon_page import app, chart, data, hints, latency, render
+from recon_page import app, chart, data, hints, latency, render, repairs
 from recon_page.data import Discrepancy, Latency, Run
 
 pytestmark = pytest.mark.unit
@@ -143,6 +143,7 @@ def test_the_view_reads_the_partitions_of_the_newest_measured_run_only(
     asked: list[str] = []
     monkeypatch.setattr(data, "runs", lambda conn, p: [_run(2), _run(1)])
     monkeypatch.setattr(data, "discrepancies", lambda conn, p: [])
+    monkeypatch.setattr(repairs, "list_repairs", lambda conn, p: [])
     monkeypatch.setattr(data, "latency", lambda conn, p: [_lat("scheduled__r2"), _lat("r1")])
     monkeypatch.setattr(
         data, "latency_partitions", lambda conn, p, run_id: asked.append(run_id) or []

@@ -41,6 +41,7 @@ from recon.config.model import (
     OrderSpec,
     PayloadSpec,
     PipelineConfig,
+    RepairSpec,
     SinkSpec,
     Tolerances,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "LatencySpec",
     "MessageIdSpec",
     "OrderSpec",
+    "RepairSpec",
     "PayloadSpec",
     "PipelineConfig",
     "SinkSpec",

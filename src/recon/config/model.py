@@ -146,6 +146,23 @@ class OrderSpec:
     version_field: str | None = None
 
 
+#: What of a record a sink column may get when a repair writes a lost message's row itself.
+RECORD_FIELDS: tuple[str, ...] = (
+    "message_id", "topic", "partition", "offset", "timestamp", "key", "value",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RepairSpec:
+    """How a repair writes a lost message's sink row from its record.
+
+    :param sink_columns: ``(sink column, source, name)``: the source one of
+        :data:`RECORD_FIELDS` (name None), or ``json_field`` / ``header`` with its name.
+    """
+
+    sink_columns: tuple[tuple[str, str, str | None], ...]
+
+
 @dataclass(frozen=True)
 class AlertRoute:
     """One place a pipeline's alerts go: a notifier and the Airflow connection it sends through
@@ -183,3 +200,5 @@ class PipelineConfig:
     #: Where a failed run's alerts go; empty: the default routes (``webhook`` and ``email`` on
     #: the connections of ``recon.settings``).
     alerts: tuple[AlertRoute, ...] = ()
+    #: How a repair may write lost messages' sink rows itself (None: it replays records only).
+    repair: RepairSpec | None = None

@@ -43,6 +43,7 @@ from recon.config.model import (
     Tolerances,
 )
 from recon.config.problems import invalid, kind_of
+from recon.config.repair_decl import RepairDecl
 from recon.config.types import (
     PIPELINE_NAME_RE,
     ConnectionId,
@@ -253,6 +254,7 @@ class PipelineDecl(Declaration):
     latency: Annotated[LatencyDecl | None, BeforeValidator(mapping_not_null)] = None
     payload: Annotated[PayloadDecl | None, BeforeValidator(mapping_not_null)] = None
     order: Annotated[OrderDecl | None, BeforeValidator(mapping_not_null)] = None
+    repair: Annotated[RepairDecl | None, BeforeValidator(mapping_not_null)] = None
     idempotent_producer: bool = False
     catchup: bool = False
     retries: Count = 2
@@ -285,4 +287,5 @@ class PipelineDecl(Declaration):
             tags=self.tags,
             engine=self.engine,
             alerts=tuple(r.route() for r in self.alerts or ()),
+            repair=self.repair.spec() if self.repair is not None else None,
         )

@@ -5,42 +5,48 @@ replays, each step safe to run again.
 2. ``recon.repairs``: a plan already ``applied`` (or judged) changes nothing. Otherwise it is
    marked ``applying`` and the replay topic's end offsets are kept (once).
 3. The sink, in one transaction with the plan's rows locked: as planned -> delete exactly the
-   planned rows (refused if any is missing or a duplicated message would lose its last row);
-   as the plan leaves it -> an earlier apply committed the deletes, nothing to do; anything
-   else -> refused, nothing changed.
-4. The replays: the ones an earlier apply committed are found by their header and skipped; the
-   rest are read at their offsets and produced again, idempotently (in one Kafka transaction
-   when the pipeline claims exactly-once).
-5. ``recon.repairs``: ``applied``, with who, when, the deleted count and every replay's position.
+   planned rows (refused if any is missing or a duplicated message would lose its last row)
+   and, for a ``sink`` plan, insert the lost messages' rows built from their records; as the
+   plan leaves it -> an earlier apply committed that transaction, nothing to do; anything else
+   (a lost message with a row it did not write, other keys) -> refused, nothing changed.
+4. A ``topic`` plan's replays: the ones an earlier apply committed are found by their header
+   and skipped; the rest are read at their offsets and produced again, idempotently (in one
+   Kafka transaction when the pipeline claims exactly-once).
+5. ``recon.repairs``: ``applied``, with who, when, the deleted count and where every replay
+   went (a partition and offset, or the key of the row written).
 
 A crash anywhere leaves the plan ``applying``; applying it again finishes it.
 """
 
 from __future__ import annotations
 
-import getpass
-import os
-import socket
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from recon import settings
 from recon.alert.text import shown
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection
-from recon.repair.plan_model import RepairPlan
+from recon.repair.direct import row_values
+from recon.repair.plan_model import RepairPlan, SinkState, plan_to_dict
 from recon.repair.replay import produce, read_originals, replayed_before, watermarks
 from recon.repair.sink_rows import (
     RepairRefused,
     RepairStale,
+    Row,
     affected_rows,
     delete_rows,
     delete_statement,
+    insert_rows,
+    insert_statement,
     state_of,
 )
 from recon.services import results_db, sink_db
 from recon.store import ensure_schema
 from recon.store import repairs as store
+from recon.store.repairs import RepairRow
 
 Say = Callable[[str], None]
 
@@ -67,6 +73,12 @@ def check_matches(plan: RepairPlan, cfg: PipelineConfig) -> None:
             ("sink.message_id_column", plan.sink.message_id_column, cfg.sink.message_id_column),
             ("kafka.connection", plan.kafka_connection, cfg.kafka.connection),
             ("kafka.topic", plan.topic, cfg.kafka.topic),
+            # A plan that writes sink rows writes them as the pipeline says now, or not at all.
+            (
+                "repair.sink_columns",
+                plan.sink_columns,
+                (cfg.repair.sink_columns if cfg.repair else ()) if plan.sink_columns else (),
+            ),
         )
         if planned != now
     ]
@@ -78,15 +90,25 @@ def check_matches(plan: RepairPlan, cfg: PipelineConfig) -> None:
         )
 
 
-def applied_by() -> str:
-    """Who applies: ``RECON_APPLIED_BY`` (the Airflow task sets it to its DAG run), else the OS
-    user at this host."""
-    return os.environ.get("RECON_APPLIED_BY") or f"{getpass.getuser()}@{socket.gethostname()}"
+def _stale(plan: RepairPlan, now: SinkState, arrived: int) -> RepairStale:
+    return RepairStale(
+        f"pipeline '{plan.pipeline}': the sink changed since plan {plan.plan_id} was made: "
+        f"{plan.before.rows} rows of the messages it deletes from then, {now.rows} now"
+        + (", other keys" if now.rows == plan.before.rows and now != plan.before else "")
+        + (f"; {arrived} of its lost messages have sink rows now" if arrived else "")
+        + ": nothing was changed; make a new plan with `recon repair plan`"
+    )
+
+
+def _show_sql(say: Say, statements: list[str]) -> None:
+    if statements:
+        say("sink (one transaction):\n  " + "\n  ".join(statements))
 
 
 def _sink_step(plan: RepairPlan, cfg: PipelineConfig, say: Say, *, dry_run: bool,
                replayed: set[str]) -> int:  # fmt: skip
-    """The deletes, or the proof an earlier apply made them; :returns: rows deleted now.
+    """A ``topic`` plan's deletes, or the proof an earlier apply made them; :returns: rows
+    deleted now.
 
     :param replayed: lost messages an earlier apply replayed (their sink rows may be there now).
     """
@@ -96,14 +118,7 @@ def _sink_step(plan: RepairPlan, cfg: PipelineConfig, say: Say, *, dry_run: bool
             lost = sorted({r.message_id for r in plan.replays} - replayed)
             arrived = {m for m, _ in affected_rows(pg, plan.sink, lost, None)}
             if arrived or now not in (plan.before, plan.after):
-                raise RepairStale(
-                    f"pipeline '{plan.pipeline}': the sink changed since plan {plan.plan_id} was "
-                    f"made: {plan.before.rows} rows of the messages it deletes from then, "
-                    f"{now.rows} now" + (", other keys" if now.rows == plan.before.rows else "")
-                    + (f"; {len(arrived)} of its lost messages have sink rows now"
-                       if arrived else "")
-                    + ": nothing was changed; make a new plan with `recon repair plan`"
-                )  # fmt: skip
+                raise _stale(plan, now, len(arrived))
             if now == plan.after and plan.before != plan.after:
                 say(f"sink: the plan's {len(plan.deletes)} deletes were committed by an earlier "
                     "apply; nothing to delete")  # fmt: skip
@@ -111,12 +126,48 @@ def _sink_step(plan: RepairPlan, cfg: PipelineConfig, say: Say, *, dry_run: bool
             if dry_run:
                 if plan.deletes:
                     query, params = delete_statement(pg, plan.sink, plan.deletes)
-                    say("sink (one transaction):\n  "
-                        + pg.cursor().mogrify(query, params).decode())  # fmt: skip
+                    _show_sql(say, [pg.cursor().mogrify(query, params).decode()])
                 return 0
             deleted = delete_rows(pg, plan.sink, plan.deletes, set(plan.kept))
             pg.commit()
             return deleted
+        finally:
+            pg.rollback()
+
+
+def _write_sink(plan: RepairPlan, cfg: PipelineConfig, say: Say, *, dry_run: bool,
+                rows: list[list[Any]], again: bool) -> list[Row]:  # fmt: skip
+    """A ``sink`` plan's one transaction: the deletes and the lost messages' rows.
+
+    :param rows: the rows to insert (``plan.sink_columns`` order).
+    :param again: an earlier apply started (the plan is ``applying``): a sink as the plan
+        leaves it, each lost message with at most one row, is that apply's committed work.
+    :returns: (messageId, key) of each row written, now or by the earlier apply.
+    """
+    columns = [c for c, _, _ in plan.sink_columns]
+    lost = sorted({r.message_id for r in plan.replays})
+    with sink_db(cfg) as pg:
+        try:
+            now = state_of(affected_rows(pg, plan.sink, plan.state_ids(), None, lock=not dry_run))
+            present = affected_rows(pg, plan.sink, lost, None)
+            counts = Counter(m for m, _ in present)
+            if again and now == plan.after and max(counts.values(), default=0) <= 1:
+                say("sink: the plan's transaction was committed by an earlier apply")
+                return present
+            if present or now != plan.before:
+                raise _stale(plan, now, len(counts))
+            statements = []
+            if plan.deletes:
+                query, params = delete_statement(pg, plan.sink, plan.deletes)
+                statements.append(pg.cursor().mogrify(query, params).decode())
+            insert = insert_statement(pg, plan.sink, columns, rows) if rows else None
+            if dry_run:
+                _show_sql(say, [*statements, *([insert] if insert else [])])
+                return []
+            delete_rows(pg, plan.sink, plan.deletes, set(plan.kept))
+            written = insert_rows(pg, insert) if insert else []
+            pg.commit()
+            return written
         finally:
             pg.rollback()
 
@@ -133,10 +184,37 @@ def _describe(original: Any, target: str) -> str:
     )
 
 
+def _start(
+    plan: RepairPlan, kafka: dict[str, Any], dry_run: bool, say: Say, by: str
+) -> RepairRow | None:
+    """The plan's row, marked ``applying`` (unless a dry run); None when it is done with."""
+    with results_db() as pg:
+        ensure_schema(pg)
+        row = store.find_repair(pg, plan.plan_id) or store.record_plan(pg, plan_to_dict(plan))
+        if row.status in store.DONE:
+            say(f"plan {plan.plan_id}: already {row.status} (by {row.applied_by} at "
+                f"{row.applied_at}); nothing to do")  # fmt: skip
+            return None
+        if dry_run:
+            return row
+        ends = {}
+        if plan.replay_mode == "topic":
+            ends = {str(p): high for p, (_, high) in watermarks(kafka, plan.replay_topic).items()}
+        return store.mark_applying(pg, plan.plan_id, by, ends)
+
+
+def _refused(plan: RepairPlan, exc: RepairStale) -> None:
+    with results_db() as pg:
+        store.mark_refused(pg, plan.plan_id, str(exc))
+
+
 def apply_plan(plan: RepairPlan, cfg: PipelineConfig, *, dry_run: bool = False,
-               say: Say = print) -> ApplyResult:  # fmt: skip
+               say: Say = print, by: str | None = None) -> ApplyResult:  # fmt: skip
     """Apply ``plan`` (see the module); ``dry_run``: print the SQL and the records, change
     nothing.
+
+    :param by: who applies, as ``recon.repairs`` records it (default:
+        :func:`recon.settings.applied_by`; the Airflow task passes its DAG run).
 
     :raises RepairRefused: the plan does not match the pipeline, or would be unsafe.
     :raises RepairStale: the sink changed since the plan was made.
@@ -144,21 +222,12 @@ def apply_plan(plan: RepairPlan, cfg: PipelineConfig, *, dry_run: bool = False,
     """
     check_matches(plan, cfg)
     kafka = kafka_connection(cfg.kafka.connection).config
-    with results_db() as pg:
-        ensure_schema(pg)
-        row = store.find_repair(pg, plan.plan_id)
-        if row is None:
-            from recon.repair.plan_model import plan_to_dict
-
-            row = store.record_plan(pg, plan_to_dict(plan))
-        if row.status in store.DONE:
-            say(f"plan {plan.plan_id}: already {row.status} (by {row.applied_by} at "
-                f"{row.applied_at}); nothing to do")  # fmt: skip
-            return ApplyResult(plan.plan_id, f"already {row.status}")
-        if not dry_run:
-            ends = {str(p): high for p, (_, high) in watermarks(kafka, plan.replay_topic).items()}
-            row = store.mark_applying(pg, plan.plan_id, applied_by(), ends)
+    row = _start(plan, kafka, dry_run, say, by or settings.applied_by())
+    if row is None:
+        return ApplyResult(plan.plan_id, "nothing to do")
     result = ApplyResult(plan.plan_id, "dry run" if dry_run else "applied")
+    if plan.replay_mode == "sink":
+        return _apply_to_sink(plan, cfg, row, kafka, result, dry_run=dry_run, say=say)
     earlier = (
         {} if row.replay_from is None
         else replayed_before(kafka, plan.replay_topic, plan.plan_id, row.replay_from)
@@ -167,21 +236,17 @@ def apply_plan(plan: RepairPlan, cfg: PipelineConfig, *, dry_run: bool = False,
         result.deleted = _sink_step(plan, cfg, say, dry_run=dry_run, replayed=set(earlier))
     except RepairStale as exc:
         if not dry_run and not earlier:
-            with results_db() as pg:
-                store.mark_refused(pg, plan.plan_id, str(exc))
+            _refused(plan, exc)
         raise
     todo = [r for r in plan.replays if r.message_id not in earlier]
     originals, gone = read_originals(kafka, plan.topic, cfg.kafka.message_id, todo)
     result.not_replayable = [f"{r.message_id}: {why}" for r, why in gone]
     result.not_replayable += [f"{n.message_id}: {n.reason}" for n in plan.not_replayable]
-    same_topic = plan.replay_topic == plan.topic
     if dry_run:
         if originals:
-            say(
-                f"replays ({len(originals)} records"
-                + (", one Kafka transaction" if cfg.semantics == "exactly_once" else "")
-                + "):"
-            )
+            exactly_once = cfg.semantics == "exactly_once"
+            say(f"replays ({len(originals)} records"
+                + (", one Kafka transaction" if exactly_once else "") + "):")  # fmt: skip
             for o in originals:
                 say(_describe(o, plan.replay_topic))
         for line in result.not_replayable:
@@ -189,11 +254,39 @@ def apply_plan(plan: RepairPlan, cfg: PipelineConfig, *, dry_run: bool = False,
         return result
     positions = {}
     if originals:
-        positions = produce(kafka, plan.replay_topic, same_topic, originals, plan.plan_id,
+        positions = produce(kafka, plan.replay_topic, plan.replay_topic == plan.topic,
+                            originals, plan.plan_id,
                             transactional=cfg.semantics == "exactly_once")  # fmt: skip
     result.replayed, result.already_replayed = len(positions), len(earlier)
     replayed = [{"message_id": m, "partition": p, "offset": o}
                 for m, (p, o) in sorted({**earlier, **positions}.items())]  # fmt: skip
+    with results_db() as pg:
+        store.mark_applied(pg, plan.plan_id, len(plan.deletes), replayed,
+                           "; ".join(result.not_replayable)[:2000] or None)  # fmt: skip
+    return result
+
+
+def _apply_to_sink(plan: RepairPlan, cfg: PipelineConfig, row: RepairRow, kafka: dict[str, Any],
+                   result: ApplyResult, *, dry_run: bool, say: Say) -> ApplyResult:  # fmt: skip
+    """A ``sink`` plan: the lost messages' rows written from their records, in the same
+    transaction as the deletes."""
+    originals, gone = read_originals(kafka, plan.topic, cfg.kafka.message_id, plan.replays)
+    rows = [row_values(o, plan.topic, plan.sink_columns) for o in originals]
+    result.not_replayable = [f"{r.message_id}: {why}" for r, why in gone]
+    result.not_replayable += [f"{n.message_id}: {n.reason}" for n in plan.not_replayable]
+    try:
+        written = _write_sink(plan, cfg, say, dry_run=dry_run, rows=rows,
+                              again=row.status == "applying")  # fmt: skip
+    except RepairStale as exc:
+        if not dry_run and row.status != "applying":
+            _refused(plan, exc)
+        raise
+    if dry_run:
+        for line in result.not_replayable:
+            say(f"  not replayable: {line}")
+        return result
+    result.deleted, result.replayed = len(plan.deletes), len(written)
+    replayed = [{"message_id": m, "sink_key": list(k)} for m, k in sorted(written)]
     with results_db() as pg:
         store.mark_applied(pg, plan.plan_id, len(plan.deletes), replayed,
                            "; ".join(result.not_replayable)[:2000] or None)  # fmt: skip

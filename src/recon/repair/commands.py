@@ -16,6 +16,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     plan.add_argument("--run-id", help="the run to repair (default: the newest judged run)")
     plan.add_argument("--replay-topic", help="replay lost records to this topic (default: the "
                       "pipeline's own, each to its partition)")  # fmt: skip
+    plan.add_argument(
+        "--write-sink", action="store_true",
+        help="write lost messages' sink rows from their records (repair.sink_columns) instead "
+        "of producing the records again",
+    )  # fmt: skip
     plan.add_argument("--out", help="the plan file (default: DATA_DIR/repairs/PIPELINE/ID.json)")
     plan.add_argument("--data-dir", help="where runs keep their files (default: .state/data)")
     plan.add_argument("--json", action="store_true", help="print the plan itself")
@@ -36,7 +41,11 @@ def summary_lines(plan: object) -> list[str]:
 
     assert isinstance(plan, RepairPlan)
     lines = [f"repair plan {plan.plan_id} for pipeline {plan.pipeline}, run {shown(plan.run_id)}"]
-    if plan.replays:
+    if plan.replays and plan.replay_mode == "sink":
+        lines.append(f"  write the sink rows of {len(plan.replays)} lost records of "
+                     f"{shown(plan.topic)} into {shown(plan.sink.table)} "
+                     f"({', '.join(c for c, _, _ in plan.sink_columns)}):")  # fmt: skip
+    elif plan.replays:
         lines.append(f"  replay {len(plan.replays)} lost records from {shown(plan.topic)} to "
                      f"{shown(plan.replay_topic)}:")  # fmt: skip
         lines += [
@@ -85,7 +94,8 @@ def _plan(cfg: object, args: argparse.Namespace) -> int:
     from recon.repair.planner import NothingToRepair, make_plan, save_plan
 
     try:
-        plan = make_plan(cfg, args.run_id, args.replay_topic)  # type: ignore[arg-type]
+        plan = make_plan(cfg, args.run_id, args.replay_topic,  # type: ignore[arg-type]
+                         write_sink=args.write_sink)  # fmt: skip
     except NothingToRepair as exc:
         print(str(exc))
         return 0

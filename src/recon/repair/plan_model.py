@@ -88,6 +88,10 @@ class RepairPlan:
     deletes: tuple[Delete, ...] = ()
     kept: dict[str, tuple[str, ...]] = field(default_factory=dict)  # duplicated id -> kept key
     kept_by: str = "primary key"  # the column whose first row a duplicated message keeps
+    #: ``topic``: lost records are produced again (to ``replay_topic``); ``sink``: their sink
+    #: rows are written directly from the records, by ``sink_columns`` (``repair:`` declared)
+    replay_mode: str = "topic"
+    sink_columns: tuple[tuple[str, str, str | None], ...] = ()
     plan_id: str = ""
     created_at: str = ""
 
@@ -141,6 +145,8 @@ def plan_from_dict(data: dict[str, Any], where: str = "plan") -> RepairPlan:
             deletes=tuple(Delete(d["verdict"], d["message_id"], tuple(d["key"]))
                           for d in data["deletes"]),
             kept={k: tuple(v) for k, v in data["kept"].items()}, kept_by=data["kept_by"],
+            replay_mode=data["replay_mode"],
+            sink_columns=tuple(tuple(c) for c in data["sink_columns"]),
             plan_id=data["plan_id"], created_at=data["created_at"],
         )  # fmt: skip
     except (KeyError, TypeError) as exc:

@@ -30,7 +30,13 @@ from recon.repair.plan_model import (
     SinkTarget,
 )
 from recon.repair.replay import watermarks
-from recon.repair.sink_rows import RepairRefused, affected_rows, key_columns, state_of
+from recon.repair.sink_rows import (
+    RepairRefused,
+    affected_rows,
+    column_names,
+    key_columns,
+    state_of,
+)
 from recon.services import results_db, sink_db
 from recon.store import ensure_schema, find_run
 from recon.store.repairs import DELETED_VERDICTS, latest_judged_run, repairable
@@ -41,16 +47,26 @@ class NothingToRepair(ReconError):
 
 
 def make_plan(
-    cfg: PipelineConfig, run_id: str | None = None, replay_topic: str | None = None
-) -> RepairPlan:
+    cfg: PipelineConfig, run_id: str | None = None, replay_topic: str | None = None,
+    *, write_sink: bool = False,
+) -> RepairPlan:  # fmt: skip
     """The plan that repairs ``run_id``'s results (default: the newest judged run).
 
     :param cfg: the pipeline, as declared now.
     :param replay_topic: where replays go (default: the pipeline's own topic, each record to its
         own partition); a repair topic the consumer also reads, by key.
+    :param write_sink: write lost messages' sink rows directly from their records (by the
+        pipeline's ``repair.sink_columns``) instead of producing the records again.
     :raises RepairRefused: the sink has no primary key, or the run is another pipeline's.
     :raises NothingToRepair: the run has nothing a plan repairs.
     """
+    if write_sink and (cfg.repair is None or replay_topic):
+        raise RepairRefused(
+            f"pipeline '{cfg.name}': writing lost rows to the sink needs repair.sink_columns "
+            "declared (which record field each sink column gets)"
+            if cfg.repair is None else "a plan writes lost rows to the sink or replays them to "
+            "a topic, not both: drop --replay-topic or --write-sink"
+        )  # fmt: skip
     with results_db() as pg:
         ensure_schema(pg)
         run_id = run_id or latest_judged_run(pg, cfg.name)
@@ -70,6 +86,8 @@ def make_plan(
             )
         target = SinkTarget(cfg.sink.connection, cfg.sink.table, cfg.sink.message_id_column,
                             keys, types)  # fmt: skip
+        if write_sink:
+            _check_sink_columns(cfg, column_names(sink, cfg.sink.table))
         before_rows = affected_rows(sink, target, sorted({r[1] for r in rows if r[0] in
                                     DELETED_VERDICTS}), cfg.sink.keep_order)  # fmt: skip
         arrived = {m for m, _ in affected_rows(sink, target, sorted(
@@ -91,6 +109,8 @@ def make_plan(
         after=state_of(r for r in before_rows if r not in deleted),
         replays=tuple(replays), not_replayable=tuple(not_replayable), deletes=tuple(deletes),
         kept=kept, kept_by=cfg.sink.keep_order or "primary key",
+        replay_mode="sink" if write_sink else "topic",
+        sink_columns=cfg.repair.sink_columns if write_sink and cfg.repair else (),
     )  # fmt: skip
     made = datetime.now(UTC).isoformat(timespec="seconds")
     return dataclasses.replace(plan, plan_id=plan.content_id(), created_at=made)
@@ -115,6 +135,16 @@ def save_plan(plan: RepairPlan, path: str | None = None, data_dir: str | None = 
     with results_db() as pg:
         record_plan(pg, plan_to_dict(plan))
     return path
+
+
+def _check_sink_columns(cfg: PipelineConfig, columns: set[str]) -> None:
+    assert cfg.repair is not None
+    for column, _, _ in cfg.repair.sink_columns:
+        if column not in columns:
+            raise RepairRefused(
+                f"pipeline '{cfg.name}': repair.sink_columns.{column}: table {cfg.sink.table} "
+                "has no such column"
+            )
 
 
 def _replays(

@@ -30,6 +30,7 @@ class Original:
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes], ...]
+    timestamp_ms: int | None = None
 
 
 def _consumer(config: Mapping[str, Any]) -> Any:
@@ -115,7 +116,8 @@ def read_originals(
                 gone.append((r, f"{topic}/{r.partition}@{r.offset} holds another messageId now"))
                 continue
             headers = tuple((k, v or b"") for k, v in msg.headers() or [])
-            found.append(Original(r, msg.key(), msg.value(), headers))
+            kind, stamp = msg.timestamp()
+            found.append(Original(r, msg.key(), msg.value(), headers, stamp if kind else None))
     finally:
         consumer.close()
     return found, gone

@@ -144,3 +144,46 @@ def delete_rows(pg: Any, target: SinkTarget, deletes: Sequence[Delete], keep_one
                     f"{len(keep_one) - left} duplicated messages; nothing was changed"
                 )
     return int(deleted)
+
+
+def column_names(pg: Any, table: str) -> set[str]:
+    """The sink table's column names."""
+    from psycopg2 import sql
+
+    schema, name = _split(table)
+    with pg.cursor() as cur:
+        cur.execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
+            "AND NOT attisdropped",
+            (sql.Identifier(schema, name).as_string(pg),),
+        )
+        names = {r[0] for r in cur.fetchall()}
+    pg.rollback()
+    return names
+
+
+def insert_statement(
+    pg: Any, target: SinkTarget, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> str:
+    """One ``INSERT`` of the rows a repair writes itself, with its values inlined (what the dry
+    run prints is what runs), returning each new row's key and messageId."""
+    from psycopg2 import sql
+
+    head = sql.SQL("INSERT INTO {table} ({columns}) VALUES ").format(
+        table=sql.Identifier(*_split(target.table)),
+        columns=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
+    )
+    tail = sql.SQL(" RETURNING {mid}::text, {keys}").format(
+        mid=sql.Identifier(target.message_id_column), keys=_key_text(target)
+    )
+    with pg.cursor() as cur:
+        marks = "(" + ", ".join(["%s"] * len(columns)) + ")"
+        values = ", ".join(cur.mogrify(marks, tuple(r)).decode() for r in rows)
+    return str(head.as_string(pg)) + values + str(tail.as_string(pg))
+
+
+def insert_rows(pg: Any, statement: str) -> list[Row]:
+    """Run :func:`insert_statement`'s statement inside the caller's transaction."""
+    with pg.cursor() as cur:
+        cur.execute(statement)
+        return [(r[0], tuple(r[1:])) for r in cur.fetchall()]

@@ -2,7 +2,8 @@
 pipeline is checked against the sink as the run left it.
 
 - every replayed message has exactly one sink row (none yet while the consumer group has not
-  committed past its replay: the plan waits for a later run; none after that: ``failed``);
+  committed past its replay: the plan waits for a later run; none after that: ``failed``); a
+  row the plan wrote itself (``--write-sink``) is still there;
 - every duplicated message has exactly one row, and the rows the plan kept are there;
 - no phantom or aborted_read message has a row any more, and no deleted key is back.
 
@@ -51,6 +52,10 @@ def judge(plan: RepairPlan, replayed: Sequence[Mapping[str, Any]],
         n = count[r.message_id]
         if n > 1:
             problems.append(f"replayed {r.message_id} has {n} sink rows")
+        elif plan.replay_mode == "sink":
+            written = positions.get(r.message_id, {}).get("sink_key")
+            if written is not None and (r.message_id, tuple(written)) not in keys:
+                problems.append(f"the row written for {r.message_id} is gone")
         elif n == 0:
             where = positions.get(r.message_id)
             consumed = (

@@ -193,7 +193,7 @@ def replayed_positions(pg: Any, pipeline: str, topic: str) -> list[tuple[str, in
         cur.execute(
             "SELECT (r->>'partition')::int, (r->>'offset')::bigint FROM recon.repairs, "
             "jsonb_array_elements(replayed) r WHERE pipeline = %s "
-            "AND plan->>'replay_topic' = %s ORDER BY 1, 2",
+            "AND plan->>'replay_topic' = %s AND r ? 'offset' ORDER BY 1, 2",
             (pipeline, topic),
         )
         rows = [(topic, int(p), int(o)) for p, o in cur.fetchall()]
