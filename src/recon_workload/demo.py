@@ -181,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     say("results in PostgreSQL schema recon: scripts/postgres.sh psql -d recon")
     say("stop everything with: make down")
     if planned:
-        say(f"its repair plan: {planned}; dry run: recon repair apply {planned} --dry-run")
+        say(f"its repair plan: {planned}; dry run: recon repair apply {planned} --dry-run; "
+            f"on the page: {base}/recon/?pipeline={broken}")  # fmt: skip
     if not (honest_ok and all(broken_failed.values()) and planned):
         print("demo: the verdicts are not the expected ones (see above)", file=sys.stderr)
         return 1

@@ -96,8 +96,8 @@ class Airflow:
             f"The dag-processor's last lines in $AIRFLOW_HOME/airflow.log:\n{log_tail()}"
         )
 
-    def trigger(self, dag_id: str, run_id: str) -> None:
-        body = {"dag_run_id": run_id, "logical_date": None, "conf": {}}
+    def trigger(self, dag_id: str, run_id: str, conf: dict[str, Any] | None = None) -> None:
+        body = {"dag_run_id": run_id, "logical_date": None, "conf": conf or {}}
         self.call("POST", f"/dags/{dag_id}/dagRuns", json=body)
 
     def run(self, dag_id: str, run_id: str) -> dict[str, Any]:

@@ -4,7 +4,8 @@ Headless Chromium (Debian's package) driven by Node's playwright-core (``ui_chec
 screenshots land in ``test-artifacts/`` at the repository root.
 
 The seeded pipeline's runs also get delivery-latency rows (``recon.latency``, issue 19) and one
-``late`` discrepancy, inserted here: the page must draw the latency chart and show the verdict.
+``late`` discrepancy, inserted here: the page must draw the latency chart and show the verdict;
+and a repair plan (``recon.repairs``, issue 21): listed, and shown on its own view.
 """
 
 from __future__ import annotations
@@ -86,11 +87,28 @@ def latency_rows(seeded_pipeline: tuple[str, list[str]]) -> Iterator[int]:
         pg.close()
 
 
+@pytest.fixture
+def repair_plan(seeded_pipeline: tuple[str, list[str]]) -> Iterator[str]:
+    """A repair plan of the seeded pipeline's newest run in ``recon.repairs`` (as ``recon repair
+    plan`` records it); yields its id. The seeding fixture forgets the pipeline after."""
+    from fixtures.repair_plans import sample_plan_dict
+
+    from recon.engine import results_db
+    from recon.store.repairs import record_plan
+
+    pipeline, run_ids = seeded_pipeline
+    plan = sample_plan_dict(pipeline, run_id=run_ids[-1])
+    with results_db() as pg:
+        record_plan(pg, plan)
+    yield str(plan["plan_id"])
+
+
 def test_reconciliation_page_in_the_airflow_ui(
     airflow_url: str,
     browser_deps: dict[str, str],
     seeded_pipeline: tuple[str, list[str]],
     latency_rows: int,
+    repair_plan: str,
 ) -> None:
     pipeline, _ = seeded_pipeline
     ARTIFACTS.mkdir(exist_ok=True)
@@ -103,6 +121,7 @@ def test_reconciliation_page_in_the_airflow_ui(
             "RECON_UI_USER": "admin",
             "RECON_UI_PASSWORD": os.environ.get("RECON_AIRFLOW_ADMIN_PASSWORD", ""),
             "RECON_UI_PIPELINE": pipeline,
+            "RECON_UI_PLAN_ID": repair_plan,
             "RECON_UI_SCREENSHOT": str(SCREENSHOT),
             "RECON_UI_SCREENSHOT_FULL": str(SCREENSHOT_FULL),
             "RECON_UI_USER_DATA_DIR": profile,
@@ -139,5 +158,10 @@ def test_reconciliation_page_in_the_airflow_ui(
     assert result["latency_bound_ms"] == str(BOUND_MS), result
     assert result["latency_partition_rows"] == 1 + PARTITIONS, result
     assert result["latency_chart_height"] > 100, result  # rendered, not collapsed
+    # the repair plan (issue 21): listed in the pipeline's Repairs section, and its own view
+    assert result["repair_rows"] == 1 and result["repair_links"] == 1, result
+    assert f"repair plan {repair_plan} for pipeline {pipeline}" in result["plan_summary"], result
+    assert "replay 1 lost records" in result["plan_summary"], result
+    assert result["plan_forms"] == 0, "the plan view has no write action"
     assert SCREENSHOT.stat().st_size > 10_000
     assert SCREENSHOT_FULL.stat().st_size > 10_000

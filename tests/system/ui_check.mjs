@@ -4,6 +4,7 @@
 // page's frame, and saves screenshots.
 //
 // Input (environment): RECON_UI_BASE_URL, RECON_UI_USER, RECON_UI_PASSWORD, RECON_UI_PIPELINE,
+// RECON_UI_PLAN_ID (a repair plan of that pipeline),
 // RECON_UI_SCREENSHOT (the UI view), RECON_UI_SCREENSHOT_FULL (the page alone, full length),
 // RECON_UI_USER_DATA_DIR (fresh, empty), RECON_NODE_DIR (where playwright-core is installed),
 // CHROMIUM (default /usr/bin/chromium).
@@ -82,6 +83,9 @@ try {
     const box = await latency.first().boundingBox();
     result.latency_chart_height = box ? Math.round(box.height) : 0;
   }
+  const plan = env('RECON_UI_PLAN_ID');
+  result.repair_rows = await section.locator('table.repairs tbody tr').count();
+  result.repair_links = await section.locator(`table.repairs a[href*="${plan}"]`).count();
   result.late_rows = await section.locator('table.discrepancies tbody tr td:nth-child(2)')
     .evaluateAll((cells) => cells.filter((c) => c.innerText.trim().startsWith('late')).length);
   await page.screenshot({ path: env('RECON_UI_SCREENSHOT') });
@@ -91,6 +95,11 @@ try {
   await direct.goto(`${base}/recon/?pipeline=${encodeURIComponent(pipeline)}`);
   result.direct_bars = await direct.locator('svg.chart rect.bar').count();
   await direct.screenshot({ path: env('RECON_UI_SCREENSHOT_FULL'), fullPage: true });
+
+  result.step = 'repair plan';
+  await direct.goto(`${base}/recon/repairs/${encodeURIComponent(plan)}`);
+  result.plan_summary = (await direct.locator('pre.plan').first().innerText()).trim();
+  result.plan_forms = await direct.locator('form, button').count();
 
   result.ok = true;
   result.step = 'done';
