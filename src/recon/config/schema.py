@@ -254,7 +254,6 @@ class PipelineDecl(Declaration):
     latency: Annotated[LatencyDecl | None, BeforeValidator(mapping_not_null)] = None
     payload: Annotated[PayloadDecl | None, BeforeValidator(mapping_not_null)] = None
     order: Annotated[OrderDecl | None, BeforeValidator(mapping_not_null)] = None
-    repair: Annotated[RepairDecl | None, BeforeValidator(mapping_not_null)] = None
     idempotent_producer: bool = False
     catchup: bool = False
     retries: Count = 2
@@ -264,6 +263,7 @@ class PipelineDecl(Declaration):
         BeforeValidator(_routes_shape),
         AfterValidator(_distinct_routes),
     ] = None
+    repair: Annotated[RepairDecl | None, BeforeValidator(mapping_not_null)] = None
 
     def config(self, name: str) -> PipelineConfig:
         """The validated pipeline.
