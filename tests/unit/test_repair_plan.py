@@ -135,3 +135,72 @@ def test_the_summary_escapes_what_comes_from_the_data() -> None:
     text = "\n".join(summary_lines(plan))
     assert "\x1b" not in text and "delete 1 sink rows of public.orders by (id)" in text
     assert "replay 1 lost records from orders to orders" in text
+
+
+class _Msg:
+    def __init__(self, partition: int, offset: int, eof: bool = False) -> None:
+        self._p, self._o, self._eof = partition, offset, eof
+
+    def error(self) -> object | None:
+        if not self._eof:
+            return None
+        from confluent_kafka import KafkaError
+
+        return KafkaError(KafkaError._PARTITION_EOF)
+
+    def partition(self) -> int:
+        return self._p
+
+    def offset(self) -> int:
+        return self._o
+
+    def topic(self) -> str:
+        return "orders"
+
+    def key(self) -> bytes:
+        return f"m{self._o}".encode()
+
+    def value(self) -> bytes:
+        return b"{}"
+
+    def headers(self) -> list[tuple[str, bytes]]:
+        return [("message_id", f"m{self._o}".encode())]
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, 1_700_000_000_000)
+
+
+class _Log:
+    """A partition log with offsets ``present`` (compaction and markers leave gaps)."""
+
+    def __init__(self, present: list[int]) -> None:
+        self.present, self.at, self.seeks = sorted(present), 0, 0
+
+    def assign(self, tps: list) -> None:  # type: ignore[type-arg]
+        self.seeks += 1
+        self.at = tps[0].offset
+
+    def poll(self, timeout: float) -> _Msg:
+        later = [o for o in self.present if o >= self.at]
+        if not later:
+            return _Msg(0, self.at, eof=True)
+        self.at = later[0] + 1
+        return _Msg(0, later[0])
+
+    def close(self) -> None:
+        pass
+
+
+def test_originals_are_read_forward_and_gaps_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    from recon.config import MessageIdSpec
+    from recon.repair import replay
+
+    log = _Log([*range(0, 10), *range(12, 20), 5000, 5001])
+    monkeypatch.setattr(replay, "_consumer", lambda config: log)
+    wanted = [Replay("lost", f"m{o}", 0, o) for o in (3, 4, 10, 15, 5001, 6000)]
+    found, gone = replay.read_originals({}, "orders", MessageIdSpec("header", "message_id"), wanted)
+    assert [o.replay.offset for o in found] == [3, 4, 15, 5001]
+    assert [(r.offset, "no longer in orders/0" in why) for r, why in gone] == [
+        (10, True), (6000, True)]  # fmt: skip
+    assert log.seeks == 2  # read forward from 3 to 15, one seek over the gap to 5001
+    assert found[0].headers == (("message_id", b"m3"),) and found[0].timestamp_ms

@@ -41,7 +41,8 @@ def _consumer(config: Mapping[str, Any]) -> Any:
     return Consumer(
         {**config, "group.id": f"recon-repair-{uuid.uuid4().hex[:12]}",
          "enable.auto.commit": False, "isolation.level": "read_committed",
-         "auto.offset.reset": "earliest", "enable.partition.eof": True},
+         "auto.offset.reset": "earliest", "enable.partition.eof": True,
+         "fetch.wait.max.ms": 50},
         logger=_QuietLog(),
     )  # fmt: skip
 
@@ -86,38 +87,58 @@ def _message_id(msg: Any, spec: MessageIdSpec) -> str | None:
     return None if found is None else str(found)
 
 
+#: A gap between two planned offsets of a partition longer than this is skipped by a seek; a
+#: shorter one is read through (a seek costs a fetch round trip).
+SEEK_GAP = 2000
+
+
+def _next_record(consumer: Any, where: str) -> Any:
+    """The next record of the assigned partition, or None at its end."""
+    from confluent_kafka import KafkaError
+
+    msg = consumer.poll(_TIMEOUT)
+    if msg is None:
+        raise ReplayFailed(f"{where}: nothing read in {_TIMEOUT:.0f} s")
+    if msg.error() is not None:
+        if msg.error().code() == KafkaError._PARTITION_EOF:
+            return None
+        raise ReplayFailed(f"{where}: {msg.error()}")
+    return msg
+
+
 def read_originals(
     config: Mapping[str, Any], topic: str, spec: MessageIdSpec, replays: Sequence[Replay]
 ) -> tuple[list[Original], list[tuple[Replay, str]]]:
     """Each planned record read at its offset: the records, and the ones that are gone (removed
-    by retention or compaction since the plan, or another message at that offset), with why."""
-    from confluent_kafka import KafkaError, TopicPartition
+    by retention or compaction since the plan, or another message at that offset), with why.
+    Each partition is read forward through its planned offsets, seeking over long gaps."""
+    from confluent_kafka import TopicPartition
 
     found: list[Original] = []
     gone: list[tuple[Replay, str]] = []
+    by_partition: dict[int, list[Replay]] = {}
+    for r in sorted(replays, key=lambda r: (r.partition, r.offset)):
+        by_partition.setdefault(r.partition, []).append(r)
     consumer = _consumer(config)
     try:
-        for r in sorted(replays, key=lambda r: (r.partition, r.offset)):
-            consumer.assign([TopicPartition(topic, r.partition, r.offset)])
-            msg = None
-            while msg is None:
-                msg = consumer.poll(_TIMEOUT)
-                if msg is None:
-                    raise ReplayFailed(f"{topic}/{r.partition}: nothing read in {_TIMEOUT:.0f} s")
-                if msg.error() is not None:
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
-                        break
-                    raise ReplayFailed(f"{topic}/{r.partition}: {msg.error()}")
-            if msg is None or msg.error() is not None or msg.offset() != r.offset:
-                gone.append((r, f"offset {r.offset} is no longer in {topic}/{r.partition} "
-                                "(removed by retention or compaction since the plan)"))  # fmt: skip
-                continue
-            if _message_id(msg, spec) != r.message_id:
-                gone.append((r, f"{topic}/{r.partition}@{r.offset} holds another messageId now"))
-                continue
-            headers = tuple((k, v or b"") for k, v in msg.headers() or [])
-            kind, stamp = msg.timestamp()
-            found.append(Original(r, msg.key(), msg.value(), headers, stamp if kind else None))
+        for partition, wanted in by_partition.items():
+            where, msg = f"{topic}/{partition}", None
+            for r in wanted:
+                if msg is None or r.offset - msg.offset() > SEEK_GAP:
+                    consumer.assign([TopicPartition(topic, partition, r.offset)])
+                    msg = _next_record(consumer, where)
+                while msg is not None and msg.offset() < r.offset:
+                    msg = _next_record(consumer, where)
+                if msg is None or msg.offset() != r.offset:
+                    gone.append((r, f"offset {r.offset} is no longer in {where} (removed by "
+                                    "retention or compaction since the plan)"))  # fmt: skip
+                    continue
+                if _message_id(msg, spec) != r.message_id:
+                    gone.append((r, f"{where}@{r.offset} holds another messageId now"))
+                    continue
+                headers = tuple((k, v or b"") for k, v in msg.headers() or [])
+                kind, stamp = msg.timestamp()
+                found.append(Original(r, msg.key(), msg.value(), headers, stamp if kind else None))
     finally:
         consumer.close()
     return found, gone
