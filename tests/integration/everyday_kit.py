@@ -22,6 +22,7 @@ import psycopg2
 from confluent_kafka import (
     Consumer,
     ConsumerGroupTopicPartitions,
+    KafkaError,
     KafkaException,
     Producer,
     TopicPartition,
@@ -180,6 +181,36 @@ def write_rows(pg_kwargs: Mapping[str, Any], table: str, ids: Iterable[str],
             insert(cur, table, ids, positions)
     finally:
         pg.close()
+
+
+def consume_into_sink(kafka_config: Mapping[str, str], topic: str, group: str,
+                      pg_kwargs: Mapping[str, Any], table: str,
+                      since: Mapping[int, int]) -> list[str]:  # fmt: skip
+    """A consumer of ``group``: every committed record of ``topic`` from ``since`` (per partition)
+    to the end becomes one sink row (messageId from header ``message_id``); the group commits the
+    end. :returns: the messageIds written."""
+    ends = high_watermarks(kafka_config, topic)
+    consumer = Consumer({**kafka_config, "group.id": f"kit-reader-{uuid.uuid4().hex[:8]}",
+                         "isolation.level": "read_committed", "enable.partition.eof": True,
+                         "enable.auto.commit": False})  # fmt: skip
+    written: dict[str, tuple[int, int]] = {}
+    try:
+        todo = {p for p in ends if since.get(p, 0) < ends[p]}
+        consumer.assign([TopicPartition(topic, p, since.get(p, 0)) for p in sorted(todo)])
+        while todo:
+            msg = consumer.poll(30)
+            assert msg is not None, "nothing read in 30 s"
+            if msg.error() is not None:
+                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+                todo.discard(msg.partition())
+                continue
+            mid = dict(msg.headers() or [])["message_id"].decode()
+            written[mid] = (msg.partition(), msg.offset())
+    finally:
+        consumer.close()
+    write_rows(pg_kwargs, table, list(written), written)
+    commit_group(kafka_config, group, topic, ends)
+    return list(written)
 
 
 # --- a pipeline, its runs and their results -------------------------------------------------------

@@ -9,19 +9,19 @@ committed), then runs again: the contract holds and the plan is ``verified``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import json
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg2
 import pytest
-from confluent_kafka import Consumer, KafkaError, TopicPartition
 from everyday_kit import (
     EXIT_ERROR,
     EXIT_OK,
@@ -29,6 +29,7 @@ from everyday_kit import (
     OpenTransaction,
     Setup,
     commit_group,
+    consume_into_sink,
     delete_records,
     high_watermarks,
     ids,
@@ -65,30 +66,8 @@ def setup(
 
 
 def consume(s: Setup, kafka_config: dict[str, str], since: dict[int, int]) -> list[str]:
-    """The pipeline's consumer: every committed record from ``since`` to the end becomes one
-    sink row; the group commits the end. :returns: the messageIds written."""
-    ends = high_watermarks(kafka_config, s.topic)
-    consumer = Consumer({**kafka_config, "group.id": f"rp-reader-{uuid.uuid4().hex[:8]}",
-                         "isolation.level": "read_committed", "enable.partition.eof": True,
-                         "enable.auto.commit": False})  # fmt: skip
-    written: dict[str, tuple[int, int]] = {}
-    try:
-        todo = {p for p in ends if since.get(p, 0) < ends[p]}
-        consumer.assign([TopicPartition(s.topic, p, since.get(p, 0)) for p in sorted(todo)])
-        while todo:
-            msg = consumer.poll(30)
-            assert msg is not None, "nothing read in 30 s"
-            if msg.error() is not None:
-                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                todo.discard(msg.partition())
-                continue
-            mid = dict(msg.headers() or [])["message_id"].decode()
-            written[mid] = (msg.partition(), msg.offset())
-    finally:
-        consumer.close()
-    write_rows(s.pg_kwargs, s.table, list(written), written)
-    commit_group(kafka_config, s.group, s.topic, ends)
-    return list(written)
+    """The pipeline's consumer takes every committed record from ``since`` to the end."""
+    return consume_into_sink(kafka_config, s.topic, s.group, s.pg_kwargs, s.table, since)
 
 
 def sink_rows(s: Setup) -> list[tuple[int, str]]:
@@ -99,24 +78,35 @@ def sink_rows(s: Setup) -> list[tuple[int, str]]:
     return rows
 
 
-def repair_cli(s: Setup, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "recon.cli", "--pipelines", str(s.yaml_path), "repair",
-               *args]  # fmt: skip
-    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=REPO,
-                          env=os.environ.copy())  # fmt: skip
+def repair_cli(s: Setup, *args: str, own_process: bool = False) -> subprocess.CompletedProcess[str]:
+    """``recon repair ARGS`` with the test's pipeline file: in this process (``recon.cli.main``,
+    the command's own code, its output captured), or as its own process (``own_process``: the
+    command line end to end, once per test file is enough; each costs an interpreter start)."""
+    argv = ["--pipelines", str(s.yaml_path), "repair", *args]
+    if own_process:
+        return subprocess.run([sys.executable, "-m", "recon.cli", *argv], capture_output=True,
+                              text=True, timeout=300, cwd=REPO, env=os.environ.copy())  # fmt: skip
+    from recon.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
-def plan_file(s: Setup, run_id: str) -> tuple[str, dict[str, Any]]:
+def plan_file(s: Setup, run_id: str, own_process: bool = False) -> tuple[str, dict[str, Any]]:
     out = os.path.join(s.data_dir, f"plan-{run_id}.json")
-    result = repair_cli(s, "plan", "--pipeline", s.name, "--run-id", run_id, "--out", out)
+    result = repair_cli(s, "plan", "--pipeline", s.name, "--run-id", run_id, "--out", out,
+                        own_process=own_process)  # fmt: skip
     no_traceback(result, "repair plan")
     assert result.returncode == EXIT_OK, (result.returncode, tail(result.stderr))
     with open(out, encoding="utf-8") as fh:
         return out, json.load(fh)
 
 
-def apply(s: Setup, path: str, *flags: str) -> subprocess.CompletedProcess[str]:
-    result = repair_cli(s, "apply", path, *flags)
+def apply(s: Setup, path: str, *flags: str, own_process: bool = False
+          ) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    result = repair_cli(s, "apply", path, *flags, own_process=own_process)
     no_traceback(result, f"repair apply {' '.join(flags)}")
     return result
 
@@ -137,7 +127,7 @@ def counts(s: Setup, run_id: str) -> dict[str, int]:
 
 
 def settled(s: Setup, kafka_config: dict[str, str], path: str, plan: dict[str, Any],
-            run_id: str) -> None:  # fmt: skip
+            run_id: str, own_process: bool = False) -> None:  # fmt: skip
     """Dry run changes nothing; apply; a second apply changes nothing; the consumer takes the
     replays; the next run's contract holds and the plan is verified."""
     before_rows, before_ends = sink_rows(s), high_watermarks(kafka_config, s.topic)
@@ -150,7 +140,7 @@ def settled(s: Setup, kafka_config: dict[str, str], path: str, plan: dict[str, A
     for r in plan["replays"]:
         assert r["message_id"] in dry.stdout, f"dry run shows the record of {r}"
 
-    done = apply(s, path)
+    done = apply(s, path, own_process=own_process)
     assert done.returncode == EXIT_OK, (done.returncode, tail(done.stderr))
     status, deleted, replayed, by, _, _ = repair_row(plan["plan_id"])
     assert (status, deleted, len(replayed)) == (
@@ -192,11 +182,11 @@ def test_lost_messages_are_replayed_and_delivered_once(
     commit_group(kafka_config, s.group, s.topic)
     s.run(None, "run-1")
     assert counts(s, "run-1").get("lost") == 2, counts(s, "run-1")
-    path, plan = plan_file(s, "run-1")
+    path, plan = plan_file(s, "run-1", own_process=True)
     assert [(r["message_id"], r["offset"]) for r in plan["replays"]] == [
         ("m2", where["m2"][1]), ("m5", where["m5"][1])]  # fmt: skip
     assert plan["deletes"] == [] and plan["not_replayable"] == []
-    settled(s, kafka_config, path, plan, "run-2")
+    settled(s, kafka_config, path, plan, "run-2", own_process=True)
     assert [m for _, m in sink_rows(s)].count("m2") == 1
     # The replays are the same messages at new offsets: delivered now, not a producer's topic
     # duplicate (recon.repairs knows the replays' positions), and run 1's lost rows corrected.
