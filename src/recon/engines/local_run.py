@@ -128,8 +128,9 @@ def snapshot_topic(
         readers = {}
         for part, isolation in _ISOLATION.items():
             ranges = [r for r in part_ranges(record.windows, part) if r.end > r.start]
-            if not ranges and part == "inflight":
-                # Nearly always: no open transaction. No reader process for nothing.
+            if not ranges:
+                # Nearly always for inflight (no open transaction), often for pending (the group
+                # committed everything): no reader process for nothing.
                 _empty_part(f"{staging}/{part}")
                 continue
             readers[part] = read_ranges(
@@ -140,7 +141,7 @@ def snapshot_topic(
             )  # fmt: skip
         try:
             copier.start()
-            read = {"inflight": 0} | {part: _wait(cfg, r) for part, r in readers.items()}
+            read = dict.fromkeys(_ISOLATION, 0) | {p: _wait(cfg, r) for p, r in readers.items()}
             took["records"] = time.monotonic() - started
         finally:
             for r in readers.values():
