@@ -164,6 +164,10 @@ def settled(s: Setup, kafka_config: dict[str, str], path: str, plan: dict[str, A
     assert summary.contract_passed, (summary.counts, summary.violations)
     status, _, _, _, verified_by, detail = repair_row(plan["plan_id"])
     assert (status, verified_by) == ("verified", run_id), (status, verified_by, detail)
+    listed = repair_cli(s, "list", "--pipeline", s.name)
+    assert listed.returncode == EXIT_OK, tail(listed.stderr)
+    (line,) = [x for x in listed.stdout.splitlines() if plan["plan_id"] in x]
+    assert "verified" in line and "replayed messages delivered once" in line, line
 
 
 # --- one test per verdict ---------------------------------------------------------------------
