@@ -20,7 +20,8 @@ def get_pipeline(pipelines: Mapping[str, PipelineConfig], name: str) -> Pipeline
 
 
 def check_pipeline(cfg: PipelineConfig) -> None:
-    """Resolve the connections and look at the topic and the sink table.
+    """Resolve the connections and look at the topic and the sink table (and the columns a
+    repair writes, when ``repair`` is declared).
 
     :raises ReconError: the first problem, naming the pipeline and key.
     """
@@ -59,5 +60,10 @@ def check_pipeline(cfg: PipelineConfig) -> None:
         raise ReconError(f"pipeline '{cfg.name}': sink.connection: {first_line(exc)}") from None
     try:
         inspect_sink(pg, cfg.sink, cfg.name, cfg.payload, cfg.order)
+        if cfg.repair is not None:
+            from recon.repair.planner import check_sink_columns
+            from recon.repair.sink_rows import column_names
+
+            check_sink_columns(cfg, column_names(pg, cfg.sink.table))
     finally:
         pg.close()

@@ -480,3 +480,21 @@ def test_lost_rows_written_to_the_sink_from_their_records(
     assert repair_row(plan.plan_id)[0] == "verified"
     assert s.discrepancies("run-1", "verdict, message_id, corrected_by_run") == [
         ("duplicated", "m4", None), ("lost", "m2", "run-2")]  # fmt: skip
+
+
+def test_a_repair_column_the_sink_lacks_is_named_before_any_run(
+    setup: Callable[..., Setup],
+) -> None:
+    from recon.config import load_pipelines
+    from recon.preflight import check_pipeline
+    from recon.repair.sink_rows import RepairRefused
+
+    s = setup("nocolumn")
+    s.yaml_path.write_text(s.yaml_path.read_text() + "    repair:\n      sink_columns: "
+                           "{message_id: message_id, amount: {json_field: amount}}\n")  # fmt: skip
+    cfg = load_pipelines(s.yaml_path)[s.name]
+    with pytest.raises(RepairRefused, match=rf"pipeline '{s.name}': repair.sink_columns.amount"):
+        check_pipeline(cfg)
+    result = repair_cli(s, "plan", "--pipeline", s.name, "--write-sink")
+    assert result.returncode == EXIT_ERROR and "repair.sink_columns.amount" in result.stderr, (
+        tail(result.stderr))  # fmt: skip

@@ -68,7 +68,7 @@ def summary_lines(plan: object) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from recon.config import load_pipelines
-    from recon.preflight import get_pipeline
+    from recon.preflight import check_pipeline, get_pipeline
 
     if args.repair_command == "apply":
         from recon.repair.applier import apply_plan
@@ -76,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
         plan = read_plan(args.plan)
         cfg = get_pipeline(load_pipelines(args.pipelines), plan.pipeline)
+        check_pipeline(cfg)
         result = apply_plan(plan, cfg, dry_run=args.dry_run)
         if result.status == "applied":
             print(f"plan {plan.plan_id}: applied: {result.deleted} sink rows deleted, "
@@ -86,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = get_pipeline(load_pipelines(args.pipelines), args.pipeline)
     if args.repair_command == "list":
         return _list(cfg.name, args.json)
+    check_pipeline(cfg)  # connections, topic, sink table and columns: named before anything
     return _plan(cfg, args)
 
 

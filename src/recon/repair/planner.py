@@ -87,7 +87,7 @@ def make_plan(
         target = SinkTarget(cfg.sink.connection, cfg.sink.table, cfg.sink.message_id_column,
                             keys, types)  # fmt: skip
         if write_sink:
-            _check_sink_columns(cfg, column_names(sink, cfg.sink.table))
+            check_sink_columns(cfg, column_names(sink, cfg.sink.table))
         before_rows = affected_rows(sink, target, sorted({r[1] for r in rows if r[0] in
                                     DELETED_VERDICTS}), cfg.sink.keep_order)  # fmt: skip
         arrived = {m for m, _ in affected_rows(sink, target, sorted(
@@ -137,9 +137,9 @@ def save_plan(plan: RepairPlan, path: str | None = None, data_dir: str | None = 
     return path
 
 
-def _check_sink_columns(cfg: PipelineConfig, columns: set[str]) -> None:
-    assert cfg.repair is not None
-    for column, _, _ in cfg.repair.sink_columns:
+def check_sink_columns(cfg: PipelineConfig, columns: set[str]) -> None:
+    """:raises RepairRefused: a column of ``repair.sink_columns`` is not in the sink table."""
+    for column, _, _ in cfg.repair.sink_columns if cfg.repair else ():
         if column not in columns:
             raise RepairRefused(
                 f"pipeline '{cfg.name}': repair.sink_columns.{column}: table {cfg.sink.table} "
