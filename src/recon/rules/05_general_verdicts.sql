@@ -137,11 +137,13 @@ classified AS (
              ELSE ${EMPTY_POSITIONS} END AS positions
     FROM states2
 ),
--- How many of a judged message's positions hold a repair's replay.
+-- How many of a judged message's positions hold a repair's replay. A replayed message also sits
+-- at its first position (its ledger entry's), so only messages at several positions are looked
+-- at: a big window's single-position messages are never unnested.
 replayed AS (
     SELECT x.message_id, count(*) AS n_replays
     FROM (SELECT message_id, unnest(positions) AS p FROM classified
-          WHERE judged AND verdict IS NOT NULL) x
+          WHERE judged AND verdict IS NOT NULL AND array_length(positions) > 1) x
     JOIN replays r ON r.topic = x.p.topic AND r."partition" = x.p."partition"
         AND r."offset" = x.p."offset"
     GROUP BY x.message_id
