@@ -498,3 +498,38 @@ def test_a_repair_column_the_sink_lacks_is_named_before_any_run(
     result = repair_cli(s, "plan", "--pipeline", s.name, "--write-sink")
     assert result.returncode == EXIT_ERROR and "repair.sink_columns.amount" in result.stderr, (
         tail(result.stderr))  # fmt: skip
+
+
+def test_a_write_sink_apply_that_died_before_its_commit_is_done_by_the_next(
+    setup: Callable[..., Setup], kafka_config: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recon.config import load_pipelines
+    from recon.repair import applier
+    from recon.repair.planner import make_plan
+
+    s = setup("uncommitted", semantics="at_least_once")
+    s.yaml_path.write_text(s.yaml_path.read_text() + "    repair:\n      sink_columns: "
+                           "{message_id: message_id, kafka_offset: offset}\n")  # fmt: skip
+    s.cfg = load_pipelines(s.yaml_path)[s.name]
+    where = produce(kafka_config, s.topic, ["m0", "m1"])
+    write_rows(s.pg_kwargs, s.table, ["m0"], where)
+    commit_group(kafka_config, s.group, s.topic)
+    s.run(None, "run-1")
+    plan = make_plan(s.cfg, "run-1", write_sink=True)
+    assert not plan.deletes and [r.message_id for r in plan.replays] == ["m1"]
+
+    class Crash(Exception):
+        pass
+
+    def boom(*_: Any, **__: Any) -> Any:
+        raise Crash
+
+    with monkeypatch.context() as m:  # dies inside the sink transaction: nothing committed
+        m.setattr(applier, "insert_rows", boom)
+        with pytest.raises(Crash):
+            applier.apply_plan(plan, s.cfg, say=lambda _: None)
+    assert repair_row(plan.plan_id)[0] == "applying"
+    assert [m for _, m in sink_rows(s)] == ["m0"]
+    result = applier.apply_plan(plan, s.cfg, say=lambda _: None)
+    assert (result.status, result.replayed) == ("applied", 1)
+    assert sorted(m for _, m in sink_rows(s)) == ["m0", "m1"]

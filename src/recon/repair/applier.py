@@ -54,7 +54,7 @@ Say = Callable[[str], None]
 @dataclass
 class ApplyResult:
     plan_id: str
-    status: str  # applied | already <status> | dry run
+    status: str  # applied | nothing to do | dry run
     deleted: int = 0
     replayed: int = 0
     already_replayed: int = 0
@@ -141,7 +141,8 @@ def _write_sink(plan: RepairPlan, cfg: PipelineConfig, say: Say, *, dry_run: boo
 
     :param rows: the rows to insert (``plan.sink_columns`` order).
     :param again: an earlier apply started (the plan is ``applying``): a sink as the plan
-        leaves it, each lost message with at most one row, is that apply's committed work.
+        leaves it (its deletes made, or rows of its lost messages there, one each) is that
+        apply's committed work; a sink as planned means its transaction never committed.
     :returns: (messageId, key) of each row written, now or by the earlier apply.
     """
     columns = [c for c, _, _ in plan.sink_columns]
@@ -151,10 +152,13 @@ def _write_sink(plan: RepairPlan, cfg: PipelineConfig, say: Say, *, dry_run: boo
             now = state_of(affected_rows(pg, plan.sink, plan.state_ids(), None, lock=not dry_run))
             present = affected_rows(pg, plan.sink, lost, None)
             counts = Counter(m for m, _ in present)
-            if again and now == plan.after and max(counts.values(), default=0) <= 1:
+            fresh = now == plan.before and not present
+            # Without deletes the state cannot tell; the rows the transaction wrote can.
+            committed = (plan.before != plan.after or bool(present)) and now == plan.after
+            if not fresh and again and committed and max(counts.values(), default=0) <= 1:
                 say("sink: the plan's transaction was committed by an earlier apply")
                 return present
-            if present or now != plan.before:
+            if not fresh:
                 raise _stale(plan, now, len(counts))
             statements = []
             if plan.deletes:
@@ -186,8 +190,9 @@ def _describe(original: Any, target: str) -> str:
 
 def _start(
     plan: RepairPlan, kafka: dict[str, Any], dry_run: bool, say: Say, by: str
-) -> RepairRow | None:
-    """The plan's row, marked ``applying`` (unless a dry run); None when it is done with."""
+) -> tuple[RepairRow, bool] | None:
+    """The plan's row, marked ``applying`` (unless a dry run), and whether an earlier apply had
+    started it (it was ``applying`` already); None when the plan is done with."""
     with results_db() as pg:
         ensure_schema(pg)
         row = store.find_repair(pg, plan.plan_id) or store.record_plan(pg, plan_to_dict(plan))
@@ -195,12 +200,13 @@ def _start(
             say(f"plan {plan.plan_id}: already {row.status} (by {row.applied_by} at "
                 f"{row.applied_at}); nothing to do")  # fmt: skip
             return None
+        resumed = row.status == "applying"
         if dry_run:
-            return row
+            return row, resumed
         ends = {}
         if plan.replay_mode == "topic":
             ends = {str(p): high for p, (_, high) in watermarks(kafka, plan.replay_topic).items()}
-        return store.mark_applying(pg, plan.plan_id, by, ends)
+        return store.mark_applying(pg, plan.plan_id, by, ends), resumed
 
 
 def _refused(plan: RepairPlan, exc: RepairStale) -> None:
@@ -222,12 +228,14 @@ def apply_plan(plan: RepairPlan, cfg: PipelineConfig, *, dry_run: bool = False,
     """
     check_matches(plan, cfg)
     kafka = kafka_connection(cfg.kafka.connection).config
-    row = _start(plan, kafka, dry_run, say, by or settings.applied_by())
-    if row is None:
+    started = _start(plan, kafka, dry_run, say, by or settings.applied_by())
+    if started is None:
         return ApplyResult(plan.plan_id, "nothing to do")
+    row, resumed = started
     result = ApplyResult(plan.plan_id, "dry run" if dry_run else "applied")
     if plan.replay_mode == "sink":
-        return _apply_to_sink(plan, cfg, row, kafka, result, dry_run=dry_run, say=say)
+        return _apply_to_sink(plan, cfg, kafka, result, resumed=resumed, dry_run=dry_run,
+                              say=say)  # fmt: skip
     earlier = (
         {} if row.replay_from is None
         else replayed_before(kafka, plan.replay_topic, plan.plan_id, row.replay_from)
@@ -235,7 +243,7 @@ def apply_plan(plan: RepairPlan, cfg: PipelineConfig, *, dry_run: bool = False,
     try:
         result.deleted = _sink_step(plan, cfg, say, dry_run=dry_run, replayed=set(earlier))
     except RepairStale as exc:
-        if not dry_run and not earlier:
+        if not dry_run and not resumed:
             _refused(plan, exc)
         raise
     todo = [r for r in plan.replays if r.message_id not in earlier]
@@ -266,19 +274,22 @@ def apply_plan(plan: RepairPlan, cfg: PipelineConfig, *, dry_run: bool = False,
     return result
 
 
-def _apply_to_sink(plan: RepairPlan, cfg: PipelineConfig, row: RepairRow, kafka: dict[str, Any],
-                   result: ApplyResult, *, dry_run: bool, say: Say) -> ApplyResult:  # fmt: skip
+def _apply_to_sink(plan: RepairPlan, cfg: PipelineConfig, kafka: dict[str, Any],
+                   result: ApplyResult, *, resumed: bool, dry_run: bool,
+                   say: Say) -> ApplyResult:  # fmt: skip
     """A ``sink`` plan: the lost messages' rows written from their records, in the same
-    transaction as the deletes."""
+    transaction as the deletes.
+
+    :param resumed: an earlier apply of the plan started (and may have committed).
+    """
     originals, gone = read_originals(kafka, plan.topic, cfg.kafka.message_id, plan.replays)
     rows = [row_values(o, plan.topic, plan.sink_columns) for o in originals]
     result.not_replayable = [f"{r.message_id}: {why}" for r, why in gone]
     result.not_replayable += [f"{n.message_id}: {n.reason}" for n in plan.not_replayable]
     try:
-        written = _write_sink(plan, cfg, say, dry_run=dry_run, rows=rows,
-                              again=row.status == "applying")  # fmt: skip
+        written = _write_sink(plan, cfg, say, dry_run=dry_run, rows=rows, again=resumed)
     except RepairStale as exc:
-        if not dry_run and row.status != "applying":
+        if not dry_run and not resumed:
             _refused(plan, exc)
         raise
     if dry_run:
