@@ -84,6 +84,9 @@ install_venv() {  # <python> <venv> <what to say>
   VIRTUAL_ENV="$venv" "$venv/bin/uv" pip install -q --compile-bytecode --python "$venv/bin/python" \
     -c "$RECON_ROOT/constraints.txt" -e "$RECON_ROOT[airflow,spark,dev,bench]" \
     || die "installing the pinned Python packages on $("$py" -V 2>&1) failed (see above): is PyPI reachable?"
+  # pyspark is an sdist: every fresh venv builds it again into a new revision of uv's cache
+  # (1.3 GB each: 52 of them had filled 45 GB of this machine's disk). Drop the stale ones.
+  "$venv/bin/uv" cache prune -q 2>/dev/null || true
   echo "$hash" > "$venv/.recon-stamp"
 }
 
