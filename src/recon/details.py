@@ -26,6 +26,10 @@ PENDING_NEVER_COMMITTED = (
 NOT_FOUND_REMOVED = "no committed record found, and records below the log-start offset are gone"
 PHANTOM = "no committed record in the window, the pending records or the ledger"
 #: A ``late`` delivery: its latency and the pipeline's bound, both in milliseconds (``printf``).
+#: An ``unpublished`` message: the source row that names it, and how many rows do.
+UNPUBLISHED = "source row %s (of %d naming it) settled; no committed record of the topic carries it"
+SOURCE_WITHOUT_ID = "source row %s without a message id"
+
 LATE = "delivered %d ms after its record's Kafka timestamp; the bound is %d ms"
 
 #: A ``mismatched`` delivery, or a duplicated message whose copies differ: the compared fields

@@ -39,6 +39,11 @@ class SinkTableError(ReconError):
     ``order``), is missing or of a type its check cannot read."""
 
 
+class SourceTableError(ReconError):
+    """The pipeline's source table (``source``), or a column it declares there, is missing or of
+    a type the run cannot read."""
+
+
 class InputSchemaError(ReconError):
     """A DataFrame handed to the reconciler lacks a column it needs."""
 

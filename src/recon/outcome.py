@@ -59,6 +59,8 @@ class RunSummary:
     unordered: dict[str, int] | None = None
     #: what a declared check could not use, by reason (``recon.store.RunOutcome.unchecked``)
     unchecked: dict[str, int] = field(default_factory=dict)
+    #: a run with a source: its way from source to sink (``recon.store.RunOutcome.funnel``)
+    funnel: dict[str, Any] | None = None
 
 
 def latency_figures(
@@ -95,6 +97,7 @@ def judged_outcome(
     untimed: tuple[int, int] = (0, 0),
     late_after_ms: int | None = None,
     unordered: tuple[int, int, int] | None = None,
+    funnel: dict[str, Any] | None = None,
 ) -> store.RunOutcome:
     """What a run commits besides its discrepancy rows: its counts judged by the claimed contract.
 
@@ -124,6 +127,7 @@ def judged_outcome(
         timestamp_type=timestamp_type,
         untimed=untimed,
         unordered=unordered,
+        funnel=funnel,
     )
 
 
@@ -157,6 +161,7 @@ def run_summary(
         if outcome.unordered is None
         else dict(zip(("records", "sink_rows", "shared_keys"), outcome.unordered, strict=True)),
         unchecked=outcome.unchecked,
+        funnel=None if outcome.funnel is None else dict(outcome.funnel),
     )
 
 
@@ -171,7 +176,8 @@ def redact(text: str, cfg: PipelineConfig) -> str:
         text = scrub(text, kafka.config)
     except ConnectionNotFound:
         pass
-    for conn_id in (cfg.sink.connection, results_conn_id()):
+    source = () if cfg.source is None else (cfg.source.connection,)
+    for conn_id in (cfg.sink.connection, *source, results_conn_id()):
         try:
             secrets.extend(postgres_connection(conn_id).secrets)
         except ConnectionNotFound:

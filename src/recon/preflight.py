@@ -21,7 +21,7 @@ def get_pipeline(pipelines: Mapping[str, PipelineConfig], name: str) -> Pipeline
 
 def check_pipeline(cfg: PipelineConfig) -> None:
     """Resolve the connections and look at the topic and the sink table (and the columns a
-    repair writes, when ``repair`` is declared).
+    repair writes, when ``repair`` is declared, and the source table, when ``source`` is).
 
     :raises ReconError: the first problem, naming the pipeline and key.
     """
@@ -35,9 +35,11 @@ def check_pipeline(cfg: PipelineConfig) -> None:
         topic_partitions,
     )
 
+    source = () if cfg.source is None else (("source.connection", cfg.source.connection),)
     for key, conn_id, resolve in (
         ("kafka.connection", cfg.kafka.connection, kafka_connection),
         ("sink.connection", cfg.sink.connection, postgres_connection),
+        *((k, c, postgres_connection) for k, c in source),
     ):
         try:
             resolve(conn_id)
@@ -67,3 +69,19 @@ def check_pipeline(cfg: PipelineConfig) -> None:
             check_sink_columns(cfg, column_names(pg, cfg.sink.table))
     finally:
         pg.close()
+    if cfg.source is not None:
+        _check_source(cfg)
+
+
+def _check_source(cfg: PipelineConfig) -> None:
+    """The source table and its declared columns exist (``source``)."""
+    import psycopg2
+
+    from recon.read.source import inspect_source
+    from recon.services import source_db
+
+    try:
+        with source_db(cfg) as pg:
+            inspect_source(pg, cfg)
+    except psycopg2.OperationalError as exc:
+        raise ReconError(f"pipeline '{cfg.name}': source.connection: {first_line(exc)}") from None

@@ -34,21 +34,30 @@ def noop(_: str) -> None:
 
 @contextlib.contextmanager
 def results_db() -> Iterator[Any]:
-    import psycopg2
-
-    conn = postgres_connection(results_conn_id())
-    pg = psycopg2.connect(connect_timeout=15, **conn.psycopg2_kwargs())
-    try:
+    with _postgres(results_conn_id()) as pg:
         yield pg
-    finally:
-        pg.close()
 
 
 @contextlib.contextmanager
 def sink_db(cfg: PipelineConfig) -> Iterator[Any]:
+    with _postgres(cfg.sink.connection) as pg:
+        yield pg
+
+
+@contextlib.contextmanager
+def source_db(cfg: PipelineConfig) -> Iterator[Any]:
+    """The pipeline's source database (``source.connection``; it must declare a source)."""
+    if cfg.source is None:
+        raise ValueError(f"pipeline '{cfg.name}' declares no source")
+    with _postgres(cfg.source.connection) as pg:
+        yield pg
+
+
+@contextlib.contextmanager
+def _postgres(conn_id: str) -> Iterator[Any]:
     import psycopg2
 
-    conn = postgres_connection(cfg.sink.connection)
+    conn = postgres_connection(conn_id)
     pg = psycopg2.connect(connect_timeout=15, **conn.psycopg2_kwargs())
     try:
         yield pg

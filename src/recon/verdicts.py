@@ -24,6 +24,10 @@ class Verdict(StrEnum):
     #: (a stale overwrite; ``order`` declared); judged on that newest record.
     OUT_OF_ORDER = "out_of_order"
     LOST = "lost"
+    #: The pipeline's source (``source:``, an outbox table) holds the message, settled, yet no
+    #: committed record of the topic ever carried it: lost before the topic (an ``acks=0``
+    #: producer's dropped send, a relay that skipped a row).
+    UNPUBLISHED = "unpublished"
     DUPLICATED = "duplicated"
     TOPIC_DUPLICATE = "topic_duplicate"
     PHANTOM = "phantom"
@@ -45,6 +49,10 @@ JUDGED: tuple[str, ...] = (
     Verdict.DUPLICATED.value,
 )
 
+# What a contract ratio is relative to: the judged messages and the unpublished ones (a loss at
+# the first hop; never in JUDGED, which the rules read as "a committed record was judged").
+RATIO_BASE: tuple[str, ...] = (*JUDGED, Verdict.UNPUBLISHED.value)
+
 # Sink rows with no committed record behind them.
 UNMATCHED: tuple[str, ...] = (
     Verdict.PHANTOM.value,
@@ -57,6 +65,8 @@ UNMATCHED: tuple[str, ...] = (
 ROW_VERDICTS: tuple[str, ...] = tuple(v for v in ALL_VERDICTS if v != Verdict.TOPIC_DUPLICATE)
 
 # Verdicts the ledger keeps, so that later sink rows are counted against earlier messages.
-LEDGER_VERDICTS: tuple[str, ...] = (*JUDGED, Verdict.PENDING.value, *UNMATCHED)
+LEDGER_VERDICTS: tuple[str, ...] = (
+    *JUDGED, Verdict.PENDING.value, *UNMATCHED, Verdict.UNPUBLISHED.value,
+)  # fmt: skip
 
 SEMANTICS: tuple[str, ...] = ("at_most_once", "at_least_once", "exactly_once")

@@ -28,7 +28,7 @@ import pytest
 
 from recon.config import KafkaSource, MessageIdSpec, PipelineConfig, SinkSpec, Tolerances
 from recon.contract.evaluate import evaluate_contract
-from recon.verdicts import JUDGED, ROW_VERDICTS, SEMANTICS, Verdict
+from recon.verdicts import RATIO_BASE, ROW_VERDICTS, SEMANTICS, Verdict
 
 pytestmark = pytest.mark.unit
 
@@ -389,14 +389,14 @@ def test_suite_files_express_the_contract_table(semantics: str) -> None:
         assert kwargs["value_set"] == [verdict]
         if verdict == tolerated:
             assert kwargs["mostly"] == {"$PARAMETER": f"{verdict}_mostly"}
-            assert kwargs["row_condition"]["parameter"] == list(JUDGED)
+            assert kwargs["row_condition"]["parameter"] == list(RATIO_BASE)
         else:
             assert "mostly" not in kwargs, f"{semantics} must forbid {verdict}"
     # late: a share of the judged messages under every semantic (latency is no delivery claim)
     late = rules[Verdict.LATE]
     assert late["kwargs"]["value_set"] == [Verdict.LATE]
     assert late["kwargs"]["mostly"] == {"$PARAMETER": "late_mostly"}
-    assert late["kwargs"]["row_condition"]["parameter"] == list(JUDGED)
+    assert late["kwargs"]["row_condition"]["parameter"] == list(RATIO_BASE)
     assert late["meta"] == {
         "recon_rule": "late_ratio",
         "verdict": "late",
@@ -408,7 +408,7 @@ def test_suite_files_express_the_contract_table(semantics: str) -> None:
         assert "mostly" not in mismatched
     else:
         assert mismatched["mostly"] == {"$PARAMETER": "mismatched_mostly"}
-    assert len(suite["expectations"]) <= 12  # each costs a Spark aggregate
+    assert len(suite["expectations"]) <= 13  # each costs a Spark aggregate
     cfg = _cfg(semantics, Tolerances(), idempotent=True)
     used = _placeholders(suite["expectations"])
     assert used == set(suite_parameters(cfg))
@@ -420,7 +420,7 @@ def test_suite_parameters_follow_the_pipeline() -> None:
 
     tolerances = Tolerances(
         max_loss_ratio=0.1, max_unverifiable=3, max_invalid=4, max_late_ratio=0.2,
-        max_mismatched_ratio=0.25,
+        max_mismatched_ratio=0.25, max_unpublished_ratio=0.05,
     )  # fmt: skip
     # only the placeholders of the pipeline's own suite: at_most_once tolerates no duplicates
     assert suite_parameters(_cfg("at_most_once", tolerances, idempotent=False)) == {
@@ -428,6 +428,7 @@ def test_suite_parameters_follow_the_pipeline() -> None:
         "late_mostly": 0.8,
         "mismatched_mostly": 0.75,
         "out_of_order_mostly": 1.0,
+        "unpublished_mostly": 0.95,
         "topic_duplicate_allowed": [False, True],
         "max_unverifiable": 3,
         "max_invalid": 4,

@@ -15,7 +15,7 @@ from recon.alert.text import shown, value
 from recon.contract.table import CONTRACT, Allowance
 from recon.details import differing_fields, late_figures, out_of_order_positions
 from recon.validation import ValidationOutcome, data_docs_url
-from recon.verdicts import JUDGED, Verdict
+from recon.verdicts import RATIO_BASE, Verdict
 
 DEFAULT_SAMPLE_SIZE = 10
 
@@ -200,7 +200,7 @@ def build_alert(
     :param dag_id: the pipeline's DAG id for the run link (default: the pipeline name).
     """
     counts = {str(k): int(v) for k, v in (summary.get("counts") or {}).items()}
-    judged = sum(counts.get(v, 0) for v in JUDGED)
+    judged = sum(counts.get(v, 0) for v in RATIO_BASE)
     all_samples: Mapping[str, Sequence[Mapping[str, Any]]] = summary.get("samples") or {}
     reports: list[VerdictReport] = []
     sample_ids: dict[str, list[str]] = {}

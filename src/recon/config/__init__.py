@@ -43,6 +43,7 @@ from recon.config.model import (
     PipelineConfig,
     RepairSpec,
     SinkSpec,
+    SourceSpec,
     Tolerances,
 )
 from recon.config.problems import MAX_REPORTED_ERRORS
@@ -63,6 +64,7 @@ __all__ = [
     "MessageIdSpec",
     "OrderSpec",
     "RepairSpec",
+    "SourceSpec",
     "PayloadSpec",
     "PipelineConfig",
     "SinkSpec",

@@ -82,7 +82,7 @@ def check_pipeline(name: str, raw: Any) -> tuple[PipelineConfig | None, list[tup
 
 def validation_context(raw: Any) -> dict[str, Any]:
     """What the schema's checks that read another key of the pipeline need: ``semantics`` as
-    written, whether ``latency``, ``payload`` and ``order`` are declared, whether
+    written, whether ``latency``, ``payload``, ``order`` and ``source`` are declared, whether
     ``sink.time_column`` holds a value.
 
     A flag is ``None`` when the mapping holding it is not one: that is reported at its own key,
@@ -97,6 +97,7 @@ def validation_context(raw: Any) -> dict[str, Any]:
             "time_column": None,
             "payload": None,
             "order": None,
+            "source": None,
         }
     sink = raw.get("sink")
     # A time column with a wrong value is reported at sink.time_column; only absence (or null,
@@ -108,6 +109,7 @@ def validation_context(raw: Any) -> dict[str, Any]:
         "time_column": time_column,
         "payload": "payload" in raw,
         "order": "order" in raw,
+        "source": "source" in raw,
     }
 
 

@@ -83,6 +83,7 @@ class Tolerances:
     max_late_ratio: float = 0.0
     max_mismatched_ratio: float = 0.0
     max_out_of_order_ratio: float = 0.0
+    max_unpublished_ratio: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,37 @@ class OrderSpec:
     version_field: str | None = None
 
 
+@dataclass(frozen=True)
+class SourceSpec:
+    """The source side of a three-way reconciliation: a PostgreSQL table the application writes
+    each message's row to before it is published (a transactional outbox). A settled row whose
+    messageId no committed record of the topic carries is ``unpublished``.
+
+    :param connection: the Airflow connection id of the source's database.
+    :param table: ``schema.table`` or ``table``.
+    :param message_id_column: the column holding the messageId.
+    :param time_column: when the row was written (``timestamp``/``timestamptz``): a row is
+        judged once it is older than the pipeline's ``settle_seconds``, and read while it is
+        younger than ``horizon_hours``.
+    :param key_column: what names a row in findings (an ingest sequence or the primary key;
+        default: the messageId).
+    :param horizon_hours: how far back each run reads the source: at least the longest a record
+        may wait in the topic before the consumer group commits it (its retention).
+    """
+
+    connection: str
+    table: str
+    message_id_column: str
+    time_column: str
+    key_column: str | None = None
+    horizon_hours: float = 168.0
+
+    @property
+    def table_parts(self) -> tuple[str, ...]:
+        """``("schema", "table")`` or ``("table",)``, ready for ``psycopg2.sql.Identifier``."""
+        return tuple(self.table.split("."))
+
+
 #: What of a record a sink column may get when a repair writes a lost message's row itself.
 RECORD_FIELDS: tuple[str, ...] = (
     "message_id", "topic", "partition", "offset", "timestamp", "key", "value",
@@ -202,3 +234,5 @@ class PipelineConfig:
     alerts: tuple[AlertRoute, ...] = ()
     #: How a repair may write lost messages' sink rows itself (None: it replays records only).
     repair: RepairSpec | None = None
+    #: The source the topic is fed from (None: a two-way reconciliation, topic and sink).
+    source: SourceSpec | None = None

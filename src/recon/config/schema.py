@@ -44,6 +44,7 @@ from recon.config.model import (
 )
 from recon.config.problems import invalid, kind_of
 from recon.config.repair_decl import RepairDecl
+from recon.config.source_decl import SourceDecl
 from recon.config.types import (
     PIPELINE_NAME_RE,
     ConnectionId,
@@ -123,6 +124,7 @@ _RATIO_NOUNS = {
     "max_late_ratio": "late deliveries",
     "max_mismatched_ratio": "mismatched deliveries",
     "max_out_of_order_ratio": "stale overwrites",
+    "max_unpublished_ratio": "unpublished messages",
 }
 
 
@@ -139,10 +141,11 @@ class TolerancesDecl(Declaration):
     max_late_ratio: Ratio = 0.0
     max_mismatched_ratio: Ratio = 0.0
     max_out_of_order_ratio: Ratio = 0.0
+    max_unpublished_ratio: Ratio = 0.0
 
     @field_validator(
         "max_loss_ratio", "max_duplicate_ratio", "max_late_ratio", "max_mismatched_ratio",
-        "max_out_of_order_ratio",
+        "max_out_of_order_ratio", "max_unpublished_ratio",
     )  # fmt: skip
     @classmethod
     def _ratio_allowed(cls, value: float, info: ValidationInfo) -> float:
@@ -189,6 +192,13 @@ class TolerancesDecl(Declaration):
     def _out_of_order_needs_order(cls, value: float, info: ValidationInfo) -> float:
         if value > 0 and context(info).get("order") is False:
             raise invalid("has no effect without order: declare order, or remove it")
+        return value
+
+    @field_validator("max_unpublished_ratio")
+    @classmethod
+    def _unpublished_needs_source(cls, value: float, info: ValidationInfo) -> float:
+        if value > 0 and context(info).get("source") is False:
+            raise invalid("has no effect without source: declare source, or remove it")
         return value
 
     def values(self) -> Tolerances:
@@ -264,6 +274,7 @@ class PipelineDecl(Declaration):
         AfterValidator(_distinct_routes),
     ] = None
     repair: Annotated[RepairDecl | None, BeforeValidator(mapping_not_null)] = None
+    source: Annotated[SourceDecl | None, BeforeValidator(mapping_not_null)] = None
 
     def config(self, name: str) -> PipelineConfig:
         """The validated pipeline.
@@ -288,4 +299,5 @@ class PipelineDecl(Declaration):
             engine=self.engine,
             alerts=tuple(r.route() for r in self.alerts or ()),
             repair=self.repair.spec() if self.repair is not None else None,
+            source=self.source.spec() if self.source is not None else None,
         )

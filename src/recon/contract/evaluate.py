@@ -5,8 +5,8 @@ forbidden, allowed up to a ratio or a count tolerance, or forbidden for an idemp
 only); this module judges a run's counts by it. The Great Expectations suites of
 ``expectations/`` are generated from the same table, so both decide alike.
 
-Ratios are relative to the messages judged in the run (``recon.verdicts.JUDGED``: delivered,
-late, mismatched, out_of_order, lost, duplicated);
+Ratios are relative to the messages judged in the run (``recon.verdicts.RATIO_BASE``: delivered,
+late, mismatched, out_of_order, lost, duplicated, unpublished);
 ``late`` is allowed up to ``tolerances.max_late_ratio`` under every semantic (0 unless set).
 ``topic_duplicate`` fails only a pipeline that declares ``idempotent_producer: true``.
 ``unverifiable`` and ``invalid`` fail unless ``max_unverifiable`` / ``max_invalid`` (absolute
@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from recon.config import Tolerances
 from recon.contract.table import CONTRACT, Allowance, Rule
-from recon.verdicts import ALL_VERDICTS, JUDGED, SEMANTICS
+from recon.verdicts import ALL_VERDICTS, RATIO_BASE, SEMANTICS
 
 
 class Violation(NamedTuple):
@@ -57,7 +57,7 @@ def _allowed(verdict: str, rule: Rule, tolerances: Tolerances) -> float:
         value: float = getattr(tolerances, rule.tolerance)
         return value
     # Violation.allowed of a judged verdict is a ratio (0.0), of any other a count (0).
-    return 0.0 if verdict in JUDGED else 0
+    return 0.0 if verdict in RATIO_BASE else 0
 
 
 def _over(rule: Rule, count: int, judged: int, allowed: float, idempotent_producer: bool) -> bool:
@@ -65,7 +65,7 @@ def _over(rule: Rule, count: int, judged: int, allowed: float, idempotent_produc
 
     :param rule: the verdict's cell of the contract table.
     :param count: the run's rows of the verdict.
-    :param judged: the run's judged messages (``recon.verdicts.JUDGED``).
+    :param judged: the run's judged messages (``recon.verdicts.RATIO_BASE``).
     :param allowed: what the rule lets pass (:func:`_allowed`).
     :param idempotent_producer: whether the pipeline declares an idempotent producer.
     """
@@ -101,7 +101,7 @@ def evaluate_contract(
         if count < 0:
             raise ValueError(f"negative count for {verdict}: {count}")
     tol = tolerances or Tolerances()
-    judged = sum(int(counts.get(verdict, 0)) for verdict in JUDGED)
+    judged = sum(int(counts.get(verdict, 0)) for verdict in RATIO_BASE)
     violations: list[Violation] = []
     for verdict, rule in CONTRACT[semantics].items():
         count = int(counts.get(verdict, 0))

@@ -11,7 +11,7 @@ contract reads it:
   :func:`recon.validation.suites.suite_parameters` fills their placeholders by it.
 
 Ratios are relative to the messages judged in the run (delivered + late + mismatched +
-out_of_order + lost + duplicated).
+out_of_order + lost + duplicated) and the unpublished ones (``recon.verdicts.RATIO_BASE``).
 Verdicts absent from the table never fail a run: ``delivered``, and ``pending`` (judged in a later
 run). A verdict absent from a run's counts counts 0.
 
@@ -27,6 +27,10 @@ delivered exactly once as produced. The other claims allow it up to
 for a key holds an older record than the key's newest, when the pipeline declares ``order``) is
 alike: forbidden under ``exactly_once``, up to ``tolerances.max_out_of_order_ratio`` elsewhere.
 
+``unpublished`` (a message the pipeline's ``source`` holds that the topic never got) is a loss
+before the topic: allowed up to ``tolerances.max_unpublished_ratio`` under ``at_most_once`` (0
+unless set), forbidden under the other two. A pipeline without ``source`` never has one.
+
 This module imports nothing of ``recon`` but the verdict vocabulary, so that any module (the
 configuration's validation too) may read the table without an import circle.
 """
@@ -38,7 +42,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Final
 
-from recon.verdicts import JUDGED, SEMANTICS, Verdict
+from recon.verdicts import RATIO_BASE, SEMANTICS, Verdict
 
 
 class Allowance(Enum):
@@ -110,6 +114,9 @@ def unless_idempotent(reason: str) -> Rule:
 _FORBIDS = "{semantics} forbids {verdict} messages"
 _NO_RECORD = "sink rows without a committed record are forbidden under {semantics}"
 _CHANGED = "{semantics} forbids a delivery whose content changed on the way ({verdict})"
+_UNPUBLISHED = (
+    "{semantics} forbids a message the source produced and the topic never got ({verdict})"
+)
 _STALE = "{semantics} forbids a stale overwrite of an upsert sink ({verdict})"
 _RETRY = "the producer is declared idempotent, yet a messageId is at more than one offset"
 
@@ -130,7 +137,7 @@ def _checked(table: dict[str, dict[str, Rule]]) -> dict[str, dict[str, Rule]]:
             measured = rule.allowance in (Allowance.RATIO, Allowance.COUNT)
             if measured != (rule.tolerance is not None):
                 raise ValueError(f"{semantics}/{verdict}: a tolerance belongs to ratios and counts")
-            if rule.allowance is Allowance.RATIO and verdict not in JUDGED:
+            if rule.allowance is Allowance.RATIO and verdict not in RATIO_BASE:
                 raise ValueError(f"{semantics}/{verdict}: a ratio needs a judged verdict")
             # Idempotence speaks of producer retries only: a messageId at two offsets.
             idempotence = rule.allowance is Allowance.UNLESS_IDEMPOTENT
@@ -151,6 +158,7 @@ CONTRACT: Final[Mapping[str, Mapping[str, Rule]]] = _checked(
             Verdict.LATE: up_to_ratio("max_late_ratio"),
             Verdict.MISMATCHED: up_to_ratio("max_mismatched_ratio"),
             Verdict.OUT_OF_ORDER: up_to_ratio("max_out_of_order_ratio"),
+            Verdict.UNPUBLISHED: up_to_ratio("max_unpublished_ratio"),
             Verdict.PHANTOM: forbidden(_NO_RECORD),
             Verdict.ABORTED_READ: forbidden(_NO_RECORD),
             Verdict.TOPIC_DUPLICATE: unless_idempotent(_RETRY),
@@ -163,6 +171,7 @@ CONTRACT: Final[Mapping[str, Mapping[str, Rule]]] = _checked(
             Verdict.LATE: up_to_ratio("max_late_ratio"),
             Verdict.MISMATCHED: up_to_ratio("max_mismatched_ratio"),
             Verdict.OUT_OF_ORDER: up_to_ratio("max_out_of_order_ratio"),
+            Verdict.UNPUBLISHED: forbidden(_UNPUBLISHED),
             Verdict.PHANTOM: forbidden(_NO_RECORD),
             Verdict.ABORTED_READ: forbidden(_NO_RECORD),
             Verdict.TOPIC_DUPLICATE: unless_idempotent(_RETRY),
@@ -175,6 +184,7 @@ CONTRACT: Final[Mapping[str, Mapping[str, Rule]]] = _checked(
             Verdict.LATE: up_to_ratio("max_late_ratio"),
             Verdict.MISMATCHED: forbidden(_CHANGED),
             Verdict.OUT_OF_ORDER: forbidden(_STALE),
+            Verdict.UNPUBLISHED: forbidden(_UNPUBLISHED),
             Verdict.PHANTOM: forbidden(_NO_RECORD),
             Verdict.ABORTED_READ: forbidden(_NO_RECORD),
             Verdict.TOPIC_DUPLICATE: unless_idempotent(_RETRY),

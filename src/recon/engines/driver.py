@@ -34,20 +34,26 @@ from recon.outcome import (
     require_record,
     run_summary,
 )
+from recon.read.source import SourceTimes, source_times
 from recon.rules import (
     ABORTED_STEPS,
     CARRIED_STEPS,
     COMMIT_STEPS,
     COUNT_STEPS,
+    FACT_LEDGER_STEPS,
     FACT_STEPS,
     PENDING_STEPS,
     SCAN_STEPS,
+    SOURCE_FACT_STEPS,
+    SOURCE_ID_STEPS,
+    SOURCE_KNOWN_STEPS,
 )
 from recon.rules.judging import Judging
 from recon.rules.run import (
     LatencyRow,
     Replays,
     RuleEngine,
+    funnel,
     judge,
     latency_stats,
     next_ledger,
@@ -78,6 +84,9 @@ class RunIO(Protocol):
 
     def sink_rows(self) -> Any:
         """The run's sink rows (every row of a sink scanned whole)."""
+
+    def source_rows(self, times: SourceTimes) -> Any:
+        """The run's source rows (``recon.read.source``), for a pipeline with a source."""
 
     @property
     def data_dir(self) -> str:
@@ -130,15 +139,18 @@ def reconcile_run(
         with results_db() as pg:
             store.mark_running(pg, cfg.name, run_id)
             replays = replayed_positions(pg, cfg.name, cfg.kafka.topic)
+            times = _source_times(pg, cfg, record)
         try:
-            judged = judge_run(cfg, record, io, progress, started=started, replays=replays)
+            judged = judge_run(
+                cfg, record, io, progress, started=started, replays=replays, source=times
+            )
             outcome = judged_outcome(
                 cfg, judged.counts, ledger_path=judged.ledger_path,
                 sink_rows_scanned=judged.sink_rows_scanned,
                 duration_seconds=time.monotonic() - started, latency=judged.latency,
                 untimed=judged.untimed, late_after_ms=judged.judging.late_after_ms,
                 timestamp_type=_timestamp_type(cfg) if judged.latency else None,
-                unordered=judged.unordered if cfg.order else None,
+                unordered=judged.unordered if cfg.order else None, funnel=judged.funnel,
             )  # fmt: skip
             with results_db() as pg:
                 written = store.commit_run(
@@ -153,6 +165,14 @@ def reconcile_run(
         f"run {run_id}: committed {written} discrepancy rows in {outcome.duration_seconds:.1f} s"
     )
     return run_summary(cfg, record, outcome, written, judged.samples)
+
+
+def _source_times(pg: Any, cfg: PipelineConfig, record: store.RunRecord) -> SourceTimes | None:
+    """Which source rows the run reads and judges (None: the pipeline declares no source)."""
+    if cfg.source is None:
+        return None
+    base = None if record.base_run_id is None else store.find_run(pg, cfg.name, record.base_run_id)
+    return source_times(cfg, record.snapshot_at, None if base is None else base.snapshot_at)
 
 
 def _timestamp_type(cfg: PipelineConfig) -> str | None:
@@ -193,6 +213,8 @@ class JudgedRun(NamedTuple):
     #: usable records and sink rows without an upsert key or position, and keys with more than
     #: one sink row (``order`` declared).
     unordered: tuple[int, int, int] = (0, 0, 0)
+    #: a run with a source: ``recon.rules.run.funnel``'s counts and ``unsourced_sample``.
+    funnel: dict[str, Any] | None = None
 
 
 def judge_run(
@@ -203,6 +225,7 @@ def judge_run(
     *,
     started: float | None = None,
     replays: Replays = (),
+    source: SourceTimes | None = None,
 ) -> JudgedRun:
     """Every rule step of a run, in order, through ``io``; ends with the ledger version and the
     results written and the relation ``discrepancies`` defined (nothing is committed).
@@ -210,6 +233,7 @@ def judge_run(
     :param started: when the run started (``time.monotonic()``), for the progress lines.
     :param replays: ``(topic, partition, offset)`` of the records the pipeline's repairs
         replayed (``recon.store.repairs.replayed_positions``).
+    :param source: which source rows the run reads and judges (None: no source declared).
     """
     rules, run_id = io.rules, record.run_id
     started = time.monotonic() if started is None else started
@@ -219,18 +243,33 @@ def judge_run(
     run_steps(rules, PENDING_STEPS)
     rules.use("pending", rules.relation("pending_read"))
     rules.use("sink_all", io.sink_rows())
+    rules.use("source_rows", None if source is None else io.source_rows(source))
+    run_steps(rules, SOURCE_ID_STEPS)
     base_entries = io.entry_store.read_manifest(record.base_ledger_path)
-    sink = rules.relation("sink_all")
+    sink, known = rules.relation("sink_all"), None
     if cfg.sink.ingest_seq_column:
         rules.use("carried_from", _carried_from(cfg, record, io, base_entries, progress))
         run_steps(rules, CARRIED_STEPS + FACT_STEPS)
-        ledger = read_newest(rules, io.entry_store, base_entries, rules.relation("fact_ids"))
+        if source is None:
+            ledger = read_newest(rules, io.entry_store, base_entries, rules.relation("fact_ids"))
+        else:
+            run_steps(rules, SOURCE_FACT_STEPS)
+            ids = rules.relation("source_fact_ids")
+            ledger = read_newest(rules, io.entry_store, base_entries, ids)
+            if ledger is not None:
+                rules.use("ledger_all", ledger)
+                run_steps(rules, FACT_LEDGER_STEPS + SOURCE_KNOWN_STEPS)
+                ledger, known = rules.relation("fact_ledger"), rules.relation("source_in_ledger")
     else:
         ledger = read_newest(rules, io.entry_store, base_entries)
         if ledger is not None:
             rules.use("ledger_all", ledger)
+            if source is not None:
+                run_steps(rules, SOURCE_KNOWN_STEPS)
+                known = rules.relation("source_in_ledger")
             run_steps(rules, SCAN_STEPS)
             sink, ledger = rules.relation("scan_sink_rows"), rules.relation("scan_ledger")
+    rules.use("source_known", known)
     rules.use("sink_rows", sink)
     rules.use("ledger", ledger)
     rules.use("uncommitted", None)
@@ -265,6 +304,13 @@ def judge_run(
         progress(f"run {run_id}: {no_order[2]} keys have more than one row in the upsert sink "
                  f"(no unique {cfg.order.key_column}?): each is judged by its highest "
                  f"{cfg.order.position_column}")  # fmt: skip
+    found = None
+    if source is not None:
+        counts_, unsourced = funnel(rules, DISCREPANCY_SAMPLE)
+        found = {**counts_, "unsourced_sample": unsourced}
+        progress(f"run {run_id}: source -> topic -> sink: {counts_['produced']} produced, "
+                 f"{counts_['published']} published, {counts_['committed']} committed, "
+                 f"{counts_['delivered']} delivered; {counts_['unsourced']} unsourced")  # fmt: skip
     next_ledger(rules, run_id)
     ledger_path = io.write_version(base_entries, ledger is not None)
     progress(f"run {run_id}: ledger and results written at {time.monotonic() - started:.1f} s")
@@ -281,6 +327,7 @@ def judge_run(
         no_time,
         judging,
         no_order,
+        found,
     )
 
 

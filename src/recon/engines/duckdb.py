@@ -66,6 +66,8 @@ def reconcile(
     partition_ends: PartitionEnds | None = None,
     judging: Judging | None = None,
     replays: Replays | None = None,
+    source_rows: str | None = None,
+    source_known: str | None = None,
 ) -> tuple[DuckDBRules, dict[str, int]]:
     """Judge a run with the rules: the relation ``results`` (``schemas.RESULT``) and the counts.
 
@@ -76,10 +78,11 @@ def reconcile(
     :param partition_ends: ``(partition, window_to, log_start_offset)`` per partition.
     :param judging: the pipeline's declared checks (``recon.rules.run.judge``).
     :param replays: ``(topic, partition, offset)`` of each record a repair replayed.
+    :param source_rows, source_known: a run with a source (``recon.rules``), None without.
     """
     rules = DuckDBRules(con)
     inputs = {
         "records": window, "sink_rows": sink_rows, "ledger": ledger, "pending": pending,
-        "uncommitted": uncommitted,
+        "uncommitted": uncommitted, "source_rows": source_rows, "source_known": source_known,
     }  # fmt: skip
     return rules, judge_inputs(rules, inputs, unverifiable, partition_ends, judging, replays)

@@ -44,8 +44,9 @@ from recon.read.kafka_local.pool import ReaderLost, Readers, default_workers, re
 from recon.read.kafka_local.reader import KafkaReadFailed
 from recon.read.message_ids import window_schema
 from recon.read.ranges import OffsetRange, part_ranges
+from recon.read.source import SourceTimes
 from recon.rules.render import literal as _literal
-from recon.services import Progress, default_data_dir, noop, sink_db
+from recon.services import Progress, default_data_dir, noop, sink_db, source_db
 from recon.snapshot.offsets import KafkaAuthFailed
 from recon.snapshot.window import PartitionWindow
 
@@ -250,6 +251,23 @@ class LocalRunIO:
         statement = sink_rows_sql(source, columns)
         self.con.execute(f"CREATE OR REPLACE TEMP VIEW recon_sink AS {statement}")
         return "recon_sink"
+
+    def source_rows(self, times: SourceTimes) -> str:
+        from recon.read.sink_arrow import copy_to_parquet
+        from recon.read.source import inspect_source, source_query, source_schema
+
+        directory = f"{self.run_dir}/source"
+        os.makedirs(directory, exist_ok=True)
+        with source_db(self.cfg) as pg:
+            query = source_query(pg, self.cfg, times, inspect_source(pg, self.cfg))
+            # Arrow's CSV reader takes no 't'/'f': the flag comes out as 1/0.
+            n = copy_to_parquet(
+                pg, f"SELECT message_id, source_key, judge::int FROM ({query}) q",
+                source_schema(), f"{directory}/part-0.parquet", unique=("message_id", "source_key"),
+            )  # fmt: skip
+        assert self.cfg.source is not None
+        self.progress(f"run {self.record.run_id}: {n} rows of source {self.cfg.source.table}")
+        return _view(self.con, "recon_source", directory)
 
     def results_at(self, path: str) -> str | None:
         directory = local_path(path)

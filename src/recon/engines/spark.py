@@ -88,6 +88,8 @@ def reconcile(
     partition_ends: PartitionEnds | None = None,
     judging: Judging | None = None,
     replays: Replays | None = None,
+    source_rows: Any | None = None,
+    source_known: Any | None = None,
 ) -> tuple[SparkRules, dict[str, int]]:
     """Judge a run with the rules: the view ``results`` (``schemas.RESULT``) and the counts.
 
@@ -97,10 +99,11 @@ def reconcile(
     :param partition_ends: ``(partition, window_to, log_start_offset)`` per partition.
     :param judging: the pipeline's declared checks (``recon.rules.run.judge``).
     :param replays: ``(topic, partition, offset)`` of each record a repair replayed.
+    :param source_rows, source_known: a run with a source (``recon.rules``), None without.
     """
     rules = SparkRules(spark)
     inputs = {
         "records": window, "sink_rows": sink_rows, "ledger": ledger, "pending": pending,
-        "uncommitted": uncommitted,
+        "uncommitted": uncommitted, "source_rows": source_rows, "source_known": source_known,
     }  # fmt: skip
     return rules, judge_inputs(rules, inputs, unverifiable, partition_ends, judging, replays)

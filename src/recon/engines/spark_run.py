@@ -21,7 +21,8 @@ from recon.paths import _safe, is_local, publish_results, results_path, window_p
 from recon.read.kafka_spark import read_window, reraise_read_failure
 from recon.read.ranges import OffsetRange, part_ranges
 from recon.read.sink import inspect_sink, read_sink_rows, sink_query
-from recon.services import Progress, default_data_dir, noop, sink_db
+from recon.read.source import SourceTimes
+from recon.services import Progress, default_data_dir, noop, sink_db, source_db
 from recon.snapshot.window import PartitionWindow
 from recon.spark import persist
 
@@ -129,6 +130,16 @@ class SparkRunIO:
 
     def sink_rows(self) -> DataFrame:
         return self._cache(_sink_rows_for_run(self.spark, self.cfg, self.record))
+
+    def source_rows(self, times: SourceTimes) -> DataFrame:
+        from recon.read.source import inspect_source, source_query
+
+        assert self.cfg.source is not None
+        with source_db(self.cfg) as pg:
+            query = source_query(pg, self.cfg, times, inspect_source(pg, self.cfg))
+        # One JDBC partition: the query reads by time, which gives no integer to slice by.
+        conn = postgres_connection(self.cfg.source.connection)
+        return self._cache(read_sink_rows(self.spark, conn, query, None, None))
 
     def results_at(self, path: str) -> DataFrame | None:
         from pyspark.errors import AnalysisException

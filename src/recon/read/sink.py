@@ -46,11 +46,28 @@ class SinkTable:
         return sql.Identifier(self.schema, self.table)
 
 
-def _split_table(table: str) -> tuple[str, str]:
+def split_table(table: str) -> tuple[str, str]:
+    """``(schema, table)`` of a declared table (``public`` when it names none)."""
     if "." in table:
         schema, name = table.split(".", 1)
         return schema, name
     return "public", table
+
+
+def table_columns(pg: Any, schema: str, name: str) -> dict[str, str]:
+    """A table's columns and their types (``format_type``); empty when there is no such table.
+
+    :param pg: an open psycopg2 connection.
+    """
+    with pg.cursor() as cur:
+        cur.execute(
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+            "JOIN pg_class c ON c.oid = a.attrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped",
+            (schema, name),
+        )
+        return dict(cur.fetchall())
 
 
 def inspect_sink(
@@ -72,16 +89,9 @@ def inspect_sink(
     """
     from psycopg2 import sql
 
-    schema, name = _split_table(spec.table)
+    schema, name = split_table(spec.table)
+    columns = table_columns(pg, schema, name)
     with pg.cursor() as cur:
-        cur.execute(
-            "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
-            "JOIN pg_class c ON c.oid = a.attrelid "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped",
-            (schema, name),
-        )
-        columns = dict(cur.fetchall())
         if not columns:
             raise SinkTableError(
                 f"pipeline '{pipeline}': sink.table: table {schema}.{name} does not exist"
@@ -132,10 +142,19 @@ def _time_expression(spec: SinkSpec, table: SinkTable) -> Any:
 
     if spec.time_column is None:
         return sql.SQL("NULL::timestamptz")
-    column = sql.Identifier(spec.time_column)
-    if table.time_type is not None and "without time zone" in table.time_type:
-        return sql.SQL("({} AT TIME ZONE 'UTC')").format(column)
-    return sql.SQL("{}::timestamptz").format(column)
+    return as_timestamptz(spec.time_column, table.time_type)
+
+
+def as_timestamptz(column: str, column_type: str | None) -> Any:
+    """A timestamp column as ``timestamptz`` (a zoneless one read as UTC), composed.
+
+    :param column_type: its type as ``format_type`` names it.
+    """
+    from psycopg2 import sql
+
+    if column_type is not None and "without time zone" in column_type:
+        return sql.SQL("({} AT TIME ZONE 'UTC')").format(sql.Identifier(column))
+    return sql.SQL("{}::timestamptz").format(sql.Identifier(column))
 
 
 def sink_query(

@@ -61,10 +61,8 @@ def copy_sink_rows(
     payload: PayloadSpec | None = None,
     order: OrderSpec | None = None,
 ) -> int:
-    """Write the run's sink rows to the Parquet file ``path``; returns how many.
-
-    The rows stream from ``COPY`` through a pipe into Arrow's CSV reader and on to Parquet in
-    batches: neither the CSV text nor the table is ever whole in memory or on disk.
+    """Write the run's sink rows to the Parquet file ``path`` (:func:`copy_to_parquet`);
+    returns how many.
 
     :param pg: an open psycopg2 connection to the sink database.
     :param spec: the sink declaration.
@@ -73,9 +71,6 @@ def copy_sink_rows(
     :param payload: the pipeline's ``payload`` (``table`` inspected with it).
     :param order: the pipeline's ``order`` (``table`` inspected with it).
     """
-    import pyarrow.parquet as pq
-    from pyarrow import csv
-
     compared = len(table.payload_kinds)
     schema = sink_schema(compared)
     items = "".join(f", payload_{i}" for i in range(1, compared + 1))
@@ -86,6 +81,26 @@ def copy_sink_rows(
         f"SELECT sink_key, message_id, sink_time, order_key, order_position{items} "
         f"FROM ({sink_query(pg, spec, table, rows, payload, order, flat=True)}) q"
     )
+    # The ids are unique: a dictionary would only be built to be thrown away.
+    return copy_to_parquet(pg, query, schema, path, unique=("sink_key", "message_id"))
+
+
+def copy_to_parquet(
+    pg: Any, query: str, schema: Any, path: str, unique: tuple[str, ...] = ()
+) -> int:
+    """Write the rows of ``query`` to the Parquet file ``path``; returns how many.
+
+    The rows stream from ``COPY`` through a pipe into Arrow's CSV reader and on to Parquet in
+    batches: neither the CSV text nor the table is ever whole in memory or on disk.
+
+    :param pg: an open psycopg2 connection (the COPY's read-only transaction is rolled back).
+    :param query: its columns in the order of ``schema``; times come out in UTC, ISO style.
+    :param schema: the file's Arrow schema.
+    :param unique: columns whose values are (nearly) all distinct: not dictionary-encoded.
+    """
+    import pyarrow.parquet as pq
+    from pyarrow import csv
+
     read_end, write_end = os.pipe()
     failure: list[BaseException] = []
 
@@ -97,18 +112,17 @@ def copy_sink_rows(
         except BaseException as exc:  # re-raised below, after the reader has drained the pipe
             failure.append(exc)
 
-    producer = threading.Thread(target=produce, name="recon-sink-copy")
+    producer = threading.Thread(target=produce, name="recon-copy")
     producer.start()
     written = 0
-    # The ids are unique: a dictionary would only be built to be thrown away.
     writer = pq.ParquetWriter(
         path, schema, compression="lz4",
-        use_dictionary=[n for n in schema.names if n not in ("sink_key", "message_id")],
+        use_dictionary=[n for n in schema.names if n not in unique],
     )  # fmt: skip
     try:
         with os.fdopen(read_end, "rb") as source:
-            # No row in the run's range (an idle pipeline) is no CSV at all, which Arrow
-            # refuses: the Parquet file is left with no row group.
+            # No row (an idle pipeline) is no CSV at all, which Arrow refuses: the Parquet file
+            # is left with no row group.
             empty = not source.peek(1)
             reader = (
                 []

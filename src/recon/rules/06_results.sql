@@ -1,7 +1,9 @@
 -- Every verdict row of the run, in the shape of recon.schemas.RESULT: the fast path's messages
 -- (their lists built here, as they are read), the general path's, one `invalid` row per record
 -- or sink row without a usable messageId, and one `unverifiable` row per partition whose window
--- starts below its log-start offset (the removed range: records that cannot be judged).
+-- starts below its log-start offset (the removed range: records that cannot be judged); with a
+-- source, one `unpublished` row per settled source message no committed record carries
+-- (06_source_judged) and one `invalid` row per settled source row without a messageId.
 -- latency_ms: a judged message's delivery latency, when the run knows both times. The fast and
 -- general paths' verdicts are read as judged (05_*_judged: with an upsert sink's order applied;
 -- the verdicts themselves otherwise).
@@ -49,3 +51,20 @@ SELECT 'unverifiable' AS verdict, CAST(NULL AS VARCHAR) AS message_id, topic,
               from_offset, log_start_offset - 1) AS detail,
        ${EMPTY_POSITIONS} AS positions, ${NO_LATENCY}
 FROM removed_ranges
+UNION ALL
+SELECT 'unpublished' AS verdict, message_id, CAST(NULL AS VARCHAR) AS topic,
+       CAST(NULL AS INTEGER) AS "partition", CAST([] AS BIGINT[]) AS offsets,
+       CAST(NULL AS BIGINT) AS first_offset, CAST(0 AS BIGINT) AS sink_count,
+       CAST([] AS VARCHAR[]) AS sink_keys, false AS topic_duplicate,
+       printf(${UNPUBLISHED_DETAIL}, source_key, n_rows) AS detail,
+       ${EMPTY_POSITIONS} AS positions, ${NO_LATENCY}
+FROM source_judged
+UNION ALL
+SELECT 'invalid' AS verdict, message_id, CAST(NULL AS VARCHAR) AS topic,
+       CAST(NULL AS INTEGER) AS "partition", CAST([] AS BIGINT[]) AS offsets,
+       CAST(NULL AS BIGINT) AS first_offset, CAST(0 AS BIGINT) AS sink_count,
+       CAST([] AS VARCHAR[]) AS sink_keys, false AS topic_duplicate,
+       printf(${SOURCE_WITHOUT_ID}, coalesce(source_key, '(unnamed)')) AS detail,
+       ${EMPTY_POSITIONS} AS positions, ${NO_LATENCY}
+FROM source_rows
+WHERE judge AND (message_id IS NULL OR trim(message_id) = '')

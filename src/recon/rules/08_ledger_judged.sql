@@ -1,7 +1,12 @@
 -- This run's verdicts of the general path's messages that the ledger keeps (a sink row with no
--- committed record keeps no position: it never stands for a record of the topic).
+-- committed record keeps no position: it never stands for a record of the topic), and its
+-- unpublished source messages (no position either).
 SELECT message_id, verdict AS n_verdict, sink_count AS n_sink_count,
        CASE WHEN verdict IN ${UNMATCHED} THEN ${EMPTY_POSITIONS} ELSE positions END
            AS n_positions
 FROM general_judged
 WHERE message_id IS NOT NULL AND verdict IN ${LEDGER_VERDICTS}
+UNION ALL
+SELECT message_id, 'unpublished' AS n_verdict, CAST(0 AS BIGINT) AS n_sink_count,
+       ${EMPTY_POSITIONS} AS n_positions
+FROM source_judged

@@ -17,6 +17,10 @@ first step (empty, with their columns, when the run has none):
 ``replays``         ``topic, partition, offset`` of every record a repair replayed
                     (``recon.repairs``): a message at such a position is not a producer's
                     ``topic_duplicate``
+``source_rows``     the pipeline's source rows (``source:``, an outbox) written within its
+                    horizon up to the snapshot: ``message_id, source_key, judge``; ``judge``
+                    marks the rows that settled in this run (each is judged by one run)
+``source_known``    ``message_id`` of the settled source messages the ledger has an entry of
 ==================  ===================================================================
 
 Two inputs may carry a time (null when the source has none): ``records.timestamp`` (the
@@ -28,6 +32,10 @@ compared content, as text, in the pipeline's order; null when it declares no ``p
 delivery ``mismatched``. And both may carry ``order_key`` and ``order_position`` (an upsert sink's
 key and position, ``order`` declared), judged against input ``sink_all`` (the sink as a whole) by
 :data:`ORDER_STEPS`.
+
+With a source, :data:`SOURCE_STEPS` find the ``unpublished`` messages (``06_results`` reads
+them) and :data:`FUNNEL_STEPS` count the way from source to sink; without one, ``source_rows``
+and ``source_known`` are empty and so is what they make.
 
 Outputs: ``results`` (``schemas.RESULT``), ``verdict_counts``, ``latency_stats`` and
 ``ledger_next``
@@ -90,6 +98,32 @@ ORDER_STEPS: tuple[Step, ...] = (
 #: A judged run's records and sink rows without an upsert key or position (``order`` declared).
 UNORDERED_STEPS: tuple[Step, ...] = (Step("07_unordered"),)
 
+#: A settled source message no committed record carries: ``unpublished`` (run by ``judge``
+#: before the results; empty without a source).
+SOURCE_STEPS: tuple[Step, ...] = (Step("06_source_judged", keep=True),)
+
+#: The source messages that settled in the run, one row per id (input ``source_rows``): run
+#: before a run's ledger read, whose ids they join (:data:`SOURCE_FACT_STEPS`).
+SOURCE_ID_STEPS: tuple[Step, ...] = (Step("00_source_ids", keep=True),)
+
+#: A run with a source whose sink has an ingest sequence reads the ledger entries of its facts
+#: and of its settled source messages at once (``source_fact_ids``); from them (input
+#: ``ledger_all``), the entries the verdict steps judge with (``fact_ledger``).
+SOURCE_FACT_STEPS: tuple[Step, ...] = (Step("00_source_fact_ids"),)
+FACT_LEDGER_STEPS: tuple[Step, ...] = (Step("00_fact_ledger", keep=True),)
+
+#: The settled source messages the ledger knows (input ``ledger_all``): ``source_in_ledger``,
+#: the run's input ``source_known``.
+SOURCE_KNOWN_STEPS: tuple[Step, ...] = (Step("00_source_in_ledger", keep=True),)
+
+#: A judged run with a source: its window's messages no source row names, and the counts
+#: from source to sink (``funnel``, one row).
+FUNNEL_STEPS: tuple[Step, ...] = (
+    Step("07_source_unsourced", keep=True),
+    Step("07_funnel"),
+    Step("07_unsourced_sample"),
+)
+
 #: The run's result rows and their counts.
 RESULT_STEPS: tuple[Step, ...] = (Step("06_results"), Step("07_verdict_counts", keep=True))
 
@@ -147,7 +181,7 @@ COMMIT_STEPS: tuple[Step, ...] = (
 #: The relations every engine registers before the first step.
 INPUTS = (
     "records", "pending", "sink_rows", "ledger", "uncommitted", "removed_ranges",
-    "partition_ends", "replays",
+    "partition_ends", "replays", "source_rows", "source_known",
 )  # fmt: skip
 
 _POSITIONS = 'STRUCT(topic VARCHAR, "partition" INTEGER, "offset" BIGINT)[]'
@@ -218,6 +252,8 @@ INPUT_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     "partition_ends": (("partition", "INTEGER"), ("window_to", "BIGINT"), ("log_start", "BIGINT")),
     "replays": (("topic", "VARCHAR"), ("partition", "INTEGER"), ("offset", "BIGINT")),
     "carried": (("message_id", "VARCHAR"),),
+    "source_rows": (("message_id", "VARCHAR"), ("source_key", "VARCHAR"), ("judge", "BOOLEAN")),
+    "source_known": (("message_id", "VARCHAR"),),
 }
 # The inputs of the steps around the verdict steps, with the columns of the one they stand for.
 INPUT_COLUMNS["readable"] = INPUT_COLUMNS["inflight"] = INPUT_COLUMNS["every"] = _RECORD

@@ -73,6 +73,8 @@ def _vocabulary() -> dict[str, str]:
         "PENDING_NEVER_COMMITTED": literal(details.PENDING_NEVER_COMMITTED),
         "NOT_FOUND_REMOVED": literal(details.NOT_FOUND_REMOVED),
         "PHANTOM": literal(details.PHANTOM),
+        "UNPUBLISHED_DETAIL": literal(details.UNPUBLISHED),
+        "SOURCE_WITHOUT_ID": literal(details.SOURCE_WITHOUT_ID),
     }
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, cast
 
 from recon.rules import (
+    FUNNEL_STEPS,
     INPUT_COLUMNS,
     LATENCY_STEPS,
     LEDGER_INPUTS,
@@ -18,6 +19,8 @@ from recon.rules import (
     OPTIONAL_COLUMNS,
     ORDER_STEPS,
     RESULT_STEPS,
+    SOURCE_ID_STEPS,
+    SOURCE_STEPS,
     UNORDERED_STEPS,
     VERDICT_STEPS,
     Step,
@@ -159,12 +162,15 @@ def judge_inputs(
     """Register a run's inputs and judge it (:func:`judge`).
 
     :param inputs: the engine's relations by input name (``records``, ``sink_rows``, ``ledger``,
-        ``pending``, ``uncommitted``); a name absent or None is an empty input.
+        ``pending``, ``uncommitted``, ``source_rows``, ``source_known``); a name absent or None
+        is an empty input.
     :param judging: the pipeline's declared checks (:func:`judge`).
     :param replays: ``(topic, partition, offset)`` of each record a repair replayed.
     """
-    for name in ("records", "sink_rows", "ledger", "pending", "uncommitted"):
+    for name in ("records", "sink_rows", "ledger", "pending", "uncommitted", "source_rows",
+                 "source_known"):  # fmt: skip
         engine.use(name, inputs.get(name))
+    run_steps(engine, SOURCE_ID_STEPS)
     # The sink as a whole: what an upsert sink's order is judged against (the run's rows here).
     engine.use("sink_all", inputs.get("sink_all", inputs.get("sink_rows")))
     register_parameters(engine, unverifiable, partition_ends, replays)
@@ -172,7 +178,8 @@ def judge_inputs(
 
 
 def judge(engine: RuleEngine, judging: Judging | None = None) -> dict[str, int]:
-    """Run the verdict steps over the registered inputs; the counts per verdict.
+    """Run the verdict steps over the registered inputs (``source_ids`` defined: see
+    ``recon.rules.SOURCE_ID_STEPS``); the counts per verdict.
 
     :param judging: the pipeline's declared checks: the latency bound and the payload
         comparison (None: neither).
@@ -187,6 +194,7 @@ def judge(engine: RuleEngine, judging: Judging | None = None) -> dict[str, int]:
     else:
         engine.define("fast_judged", "SELECT * FROM fast_verdicts")
         engine.define("general_judged", "SELECT * FROM general_verdicts")
+    run_steps(engine, SOURCE_STEPS, params)
     run_steps(engine, RESULT_STEPS, params)
     counts = dict.fromkeys(ALL_VERDICTS, 0)
     flagged = 0
@@ -225,6 +233,28 @@ def unordered(engine: RuleEngine) -> tuple[int, int, int]:
     run_steps(engine, UNORDERED_STEPS)
     ((records, sink_rows, shared_keys),) = engine.rows("unordered")
     return int(records), int(sink_rows), int(shared_keys)
+
+
+#: One run's way from source to sink (``07_funnel``): produced, published, committed,
+#: delivered, unsourced, source rows without a messageId, extra rows of ids held twice.
+FUNNEL_FIELDS = (
+    "produced", "published", "committed", "delivered", "unsourced", "source_invalid",
+    "source_duplicates",
+)  # fmt: skip
+
+
+def funnel(engine: RuleEngine, sample: int) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    """After :func:`judge` of a run with a source: its counts from source to sink, by
+    :data:`FUNNEL_FIELDS`, and its first ``sample`` unsourced messages (in partition, offset
+    order, with where they sit in the topic)."""
+    run_steps(engine, FUNNEL_STEPS, {"SAMPLE": str(int(sample))})
+    (row,) = engine.rows("funnel")
+    counts = {name: int(value or 0) for name, value in zip(FUNNEL_FIELDS, row, strict=True)}
+    first = [
+        {"message_id": m, "partition": int(p), "offset": int(o)}
+        for m, p, o in engine.rows("unsourced_sample")
+    ]
+    return counts, first
 
 
 def next_ledger(engine: RuleEngine, run_id: str) -> None:

@@ -141,6 +141,11 @@ CREATE TABLE IF NOT EXISTS recon.latency (
 -- shared_keys (upsert keys with more than one sink row).
 ALTER TABLE recon.runs ADD COLUMN IF NOT EXISTS unchecked jsonb NOT NULL DEFAULT '{}'::jsonb;
 
+-- A run with a source (three-way): its way from source to sink (produced, published, committed,
+-- delivered), the findings beside it (unsourced, source_invalid, source_duplicates) and the
+-- first unsourced messages (unsourced_sample); NULL for a run without a source.
+ALTER TABLE recon.runs ADD COLUMN IF NOT EXISTS funnel jsonb;
+
 -- Repair plans (recon.repair): what a plan would change, where it stands, who applied it.
 -- status: planned | applying (sink changed or replays started, not finished) | applied |
 -- verified | failed (set by the first run after the apply that could judge it) | refused (its

@@ -118,6 +118,9 @@ class RunOutcome:
     #: an upsert sink's records and rows without a key or position, and its keys with more than
     #: one row (``recon.rules.run.unordered``); None: the pipeline declares no order.
     unordered: tuple[int, int, int] | None = None
+    #: a run with a source: its counts from source to sink and its first unsourced messages
+    #: (``recon.runs.funnel``); None: the pipeline declares no source.
+    funnel: Mapping[str, Any] | None = None
 
     @property
     def unchecked(self) -> dict[str, int]:
@@ -189,13 +192,16 @@ def commit_run(
             cur.execute(
                 "UPDATE recon.runs SET status = %s, finished_at = now(), counts = %s, "
                 "contract_passed = %s, violations = %s, ledger_path = %s, sink_rows_scanned = %s, "
-                "duration_seconds = %s, topic_duplicates = %s, unchecked = %s, error = NULL "
+                "duration_seconds = %s, topic_duplicates = %s, unchecked = %s, funnel = %s, "
+                "error = NULL "
                 "WHERE pipeline = %s AND run_id = %s",
                 (
                     outcome.status, json.dumps(dict(outcome.counts)), outcome.contract_passed,
                     json.dumps(outcome.violations), outcome.ledger_path,
                     outcome.sink_rows_scanned, outcome.duration_seconds,
-                    outcome.topic_duplicates, json.dumps(outcome.unchecked), pipeline, run_id,
+                    outcome.topic_duplicates, json.dumps(outcome.unchecked),
+                    None if outcome.funnel is None else json.dumps(dict(outcome.funnel)),
+                    pipeline, run_id,
                 ),
             )  # fmt: skip
             if advance:

@@ -212,7 +212,8 @@ def list_runs(pg: Any, pipeline: str, limit: int = 20) -> list[dict[str, Any]]:
     with pg.cursor() as cur:
         cur.execute(
             "SELECT run_id, status, started_at, finished_at, counts, contract_passed, "
-            "duration_seconds, rewinds, unchecked, error FROM recon.runs WHERE pipeline = %s "
+            "duration_seconds, rewinds, unchecked, funnel, error FROM recon.runs "
+            "WHERE pipeline = %s "
             "ORDER BY started_at DESC LIMIT %s",
             (pipeline, limit),
         )

@@ -19,7 +19,7 @@ from recon import settings
 from recon.config import PipelineConfig
 from recon.contract.table import CONTRACT, Allowance, Rule
 from recon.errors import ReconError
-from recon.verdicts import JUDGED, ROW_VERDICTS, SEMANTICS, Verdict
+from recon.verdicts import JUDGED, RATIO_BASE, ROW_VERDICTS, SEMANTICS, Verdict
 
 #: Environment variable naming the folder of the suite files (default: ``<repo>/expectations``).
 EXPECTATIONS_ENV = settings.RECON_EXPECTATIONS_DIR
@@ -135,6 +135,8 @@ def suite_parameters(cfg: PipelineConfig) -> dict[str, Any]:
 #: guarantees. Every verdict of the table has one, so that any cell may forbid its verdict.
 _NOTE_LEAD: dict[str, str] = {
     Verdict.LOST: "Every committed message below the committed offset has a sink row",
+    Verdict.UNPUBLISHED: "Every settled message of the pipeline's source (its outbox) is in a "
+    "committed record of the topic",
     Verdict.DUPLICATED: "At most one sink row per messageId",
     Verdict.LATE: "A delivered message whose sink row time is more than latency.max_seconds after "
     "its record's Kafka timestamp",
@@ -265,10 +267,10 @@ def _cell(semantics: str, verdict: str, rule: Rule) -> dict[str, Any]:
     kwargs: dict[str, Any] = {"column": "verdict", "value_set": [name]}
     if rule.allowance is Allowance.RATIO:
         kwargs["mostly"] = parameter
-        kwargs["row_condition"] = _where("verdict", "IN", list(JUDGED))
+        kwargs["row_condition"] = _where("verdict", "IN", list(RATIO_BASE))
         notes = (
             f"{name} allowed up to the pipeline's {rule.tolerance} of the judged messages "
-            f"({' + '.join(JUDGED)}); mostly = 1 - {rule.tolerance}, filled in at run time as "
+            f"({' + '.join(RATIO_BASE)}); mostly = 1 - {rule.tolerance}, filled in at run time as "
             f"${parameter['$PARAMETER']}."
         )
     else:

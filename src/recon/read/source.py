@@ -1,0 +1,132 @@
+"""A run's source rows (``source:``, an outbox table): the third party of a three-way run.
+
+Each run reads the rows written within the source's horizon up to its snapshot (``created <=
+snapshot_at``): the window's records were published before the snapshot, so the row of every one
+of them that has a source row is there, and a record that none names is ``unsourced``. A row is
+judged by exactly one run, the one in whose settle interval it was written: after the base run's
+``snapshot_at - settle_seconds`` and at most this run's (a re-run of a run id judges the same
+rows). The rules' input ``source_rows`` (``recon.rules``) has ``message_id, source_key, judge``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from recon.config import PipelineConfig, SourceSpec
+from recon.errors import SourceTableError
+
+
+@dataclass(frozen=True)
+class SourceTimes:
+    """Which source rows a run reads, and which of them it judges.
+
+    :param read_from: rows written after this are read (exclusive).
+    :param snapshot_at: ... and at or before this (the run's snapshot).
+    :param settled_from: rows written after this are judged (None: every settled one read).
+    :param settled_to: ... and at or before this (the snapshot minus the settle time).
+    """
+
+    read_from: datetime
+    snapshot_at: datetime
+    settled_from: datetime | None
+    settled_to: datetime
+
+
+def source_times(
+    cfg: PipelineConfig, snapshot_at: datetime, base_snapshot_at: datetime | None
+) -> SourceTimes:
+    """The run's :class:`SourceTimes`.
+
+    :param base_snapshot_at: the snapshot time of the run this one continues (None: the first).
+    """
+    assert cfg.source is not None
+    settle = timedelta(seconds=cfg.settle_seconds)
+    horizon_from = snapshot_at - timedelta(hours=cfg.source.horizon_hours)
+    settled_from = None if base_snapshot_at is None else base_snapshot_at - settle
+    # Rows that settled since the base run are judged even when that was longer ago than the
+    # horizon: a long pause must not skip them.
+    read_from = horizon_from if settled_from is None else min(horizon_from, settled_from)
+    return SourceTimes(read_from, snapshot_at, settled_from, snapshot_at - settle)
+
+
+def inspect_source(pg: Any, cfg: PipelineConfig) -> str:
+    """Check that the source table and its declared columns exist; the time column's type.
+
+    :raises SourceTableError: naming the pipeline and the key.
+    """
+    from recon.read.sink import split_table, table_columns
+
+    spec = _spec(cfg)
+    schema, name = split_table(spec.table)
+    columns = table_columns(pg, schema, name)
+    pg.rollback()
+    where = f"pipeline '{cfg.name}': source"
+    if not columns:
+        raise SourceTableError(f"{where}.table: table {schema}.{name} does not exist")
+    for key in ("message_id_column", "time_column", "key_column"):
+        column = getattr(spec, key)
+        if column is not None and column not in columns:
+            raise SourceTableError(f"{where}.{key}: table {schema}.{name} has no column '{column}'")
+    time_type = columns[spec.time_column]
+    if not time_type.startswith("timestamp"):
+        raise SourceTableError(
+            f"{where}.time_column: column '{spec.time_column}' of table {schema}.{name} is "
+            f"{time_type}, expected timestamp with time zone (or without, read as UTC)"
+        )
+    return time_type
+
+
+def source_query(pg: Any, cfg: PipelineConfig, times: SourceTimes, time_type: str) -> str:
+    """The statement that reads the run's source rows (``message_id, source_key, judge``).
+
+    :param time_type: the time column's type (:func:`inspect_source`).
+    """
+    from psycopg2 import sql
+
+    from recon.read.sink import as_timestamptz, split_table
+
+    spec = _spec(cfg)
+    created = as_timestamptz(spec.time_column, time_type)
+    message_id = sql.SQL("{}::text").format(sql.Identifier(spec.message_id_column))
+    key = (
+        sql.SQL("{}::text").format(sql.Identifier(spec.key_column))
+        if spec.key_column is not None
+        else message_id
+    )
+    settled = sql.SQL("{created} <= %(settled_to)s").format(created=created)
+    if times.settled_from is not None:
+        settled = sql.SQL("{created} > %(settled_from)s AND {rest}").format(
+            created=created, rest=settled
+        )
+    statement = sql.SQL(
+        "SELECT {message_id} AS message_id, {key} AS source_key, ({settled}) AS judge "
+        "FROM {table} WHERE {created} > %(read_from)s AND {created} <= %(snapshot_at)s"
+    ).format(
+        message_id=message_id, key=key, settled=settled, created=created,
+        table=sql.Identifier(*split_table(spec.table)),
+    )  # fmt: skip
+    params = {
+        "read_from": times.read_from, "snapshot_at": times.snapshot_at,
+        "settled_from": times.settled_from, "settled_to": times.settled_to,
+    }  # fmt: skip
+    with pg.cursor() as cur:
+        text: bytes = cur.mogrify(statement, params)
+    return text.decode()
+
+
+def source_schema() -> Any:
+    """The Arrow schema of the local engine's source rows file (``judge`` as 1/0: Arrow's CSV
+    reader takes no ``t``/``f``; the rules' input reads it as a boolean)."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [("message_id", pa.string()), ("source_key", pa.string()), ("judge", pa.int8())]
+    )
+
+
+def _spec(cfg: PipelineConfig) -> SourceSpec:
+    if cfg.source is None:
+        raise SourceTableError(f"pipeline '{cfg.name}': declares no source")
+    return cfg.source

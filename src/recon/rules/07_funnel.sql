@@ -1,0 +1,15 @@
+-- The run's way from source to sink, one row: the source messages that settled in this run
+-- (produced), those a committed record carries (published: produced minus unpublished), the
+-- window's committed messages (committed), those with a sink row (delivered), and the findings
+-- beside them: the window's committed messages no source row names (unsourced: an extra
+-- producer, a replay from elsewhere; a finding, not a loss), the settled source rows without a
+-- messageId, and the extra rows of ids the source holds more than once.
+SELECT
+    (SELECT count(*) FROM source_ids) AS produced,
+    (SELECT count(*) FROM source_ids) - (SELECT count(*) FROM source_judged) AS published,
+    (SELECT count(DISTINCT message_id) FROM checked_records WHERE ok) AS committed,
+    (SELECT count(*) FROM results WHERE verdict IN ${JUDGED} AND sink_count > 0) AS delivered,
+    (SELECT count(*) FROM source_unsourced) AS unsourced,
+    (SELECT count(*) FROM source_rows
+     WHERE judge AND (message_id IS NULL OR trim(message_id) = '')) AS source_invalid,
+    (SELECT coalesce(sum(n_rows - 1), 0) FROM source_ids) AS source_duplicates

@@ -1,0 +1,153 @@
+"""Three-way runs on the real stack (issue 20): an outbox table as the pipeline's source, records
+that never reached the topic judged ``unpublished`` exactly once, the funnel stored with the run,
+and a source declared wrong refused with the pipeline and key named. Both engines."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg2
+import pytest
+from everyday_kit import (
+    ENGINES,
+    EXIT_ERROR,
+    Setup,
+    commit_group,
+    consume_into_sink,
+    high_watermarks,
+    no_traceback,
+    produce,
+    tail,
+)
+
+from recon.config import load_pipelines
+
+pytestmark = pytest.mark.integration
+
+
+def _source_block(table: str, key_column: str | None = "seq") -> str:
+    key = f"      key_column: {key_column}\n" if key_column else ""
+    return (
+        "    source:\n      connection: postgres_sink\n"
+        f"      table: {table}\n      message_id_column: message_id\n"
+        f"      time_column: created_at\n{key}"
+    )
+
+
+@pytest.fixture
+def sourced(
+    tmp_path: Path, new_topic: Callable[..., str], pg_kwargs: dict[str, Any]
+) -> Iterator[Callable[..., tuple[Setup, str]]]:
+    """A pipeline (topic, group, sink) whose source is a fresh outbox table."""
+    made: list[tuple[Setup, str]] = []
+
+    def make(engine: str, semantics: str = "exactly_once") -> tuple[Setup, str]:
+        topic = new_topic("ev-src", partitions=1)
+        s = Setup.make(tmp_path, engine, topic, pg_kwargs, prefix="src", semantics=semantics)
+        outbox = f"public.outbox_{uuid.uuid4().hex[:12]}"
+        with psycopg2.connect(**pg_kwargs) as pg, pg.cursor() as cur:
+            cur.execute(f"CREATE TABLE {outbox} (seq bigserial PRIMARY KEY, message_id text, "
+                        "created_at timestamptz NOT NULL DEFAULT clock_timestamp())")  # fmt: skip
+        pg.close()
+        s.yaml_path.write_text(s.yaml_path.read_text() + _source_block(outbox))
+        s.cfg = load_pipelines(s.yaml_path)[s.name]
+        made.append((s, outbox))
+        return s, outbox
+
+    yield make
+    for s, outbox in made:
+        s.closers.append(lambda t=outbox, kw=s.pg_kwargs: _drop(kw, t))
+        s.close()
+
+
+def _drop(pg_kwargs: dict[str, Any], table: str) -> None:
+    with psycopg2.connect(**pg_kwargs) as pg, pg.cursor() as cur:
+        cur.execute(f"DROP TABLE IF EXISTS {table}")
+    pg.close()
+
+
+def _outbox(pg_kwargs: dict[str, Any], table: str, ids: list[str | None]) -> None:
+    with psycopg2.connect(**pg_kwargs) as pg, pg.cursor() as cur:
+        for mid in ids:
+            cur.execute(f"INSERT INTO {table} (message_id) VALUES (%s)", (mid,))
+    pg.close()
+
+
+def _funnel(s: Setup, run_id: str) -> dict[str, Any]:
+    (funnel,) = s.run_row(run_id, "funnel") or (None,)
+    assert funnel is not None, f"run {run_id} stored no funnel"
+    return dict(funnel)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_outbox_rows_the_topic_never_got_are_unpublished_once(
+    engine: str, sourced: Callable[..., tuple[Setup, str]], kafka_config: dict[str, str],
+    pg_kwargs: dict[str, Any], spark: Any,
+) -> None:  # fmt: skip
+    s, outbox = sourced(engine)
+    # a1..a6 in the outbox (and one row without an id); the relay published a1..a4 only, and
+    # another producer x1, which no outbox row names.
+    _outbox(pg_kwargs, outbox, ["a1", "a2", "a3", "a4", "a5", None, "a6"])
+    produce(kafka_config, s.topic, ["a1", "a2", "a3", "a4", "x1"])
+    consume_into_sink(kafka_config, s.topic, s.group, pg_kwargs, s.table, {})
+
+    summary = s.run(spark, "r1")
+    got = [(v, m, d) for v, m, d in s.discrepancies("r1")]
+    unpublished = sorted(m for v, m, _ in got if v == "unpublished")
+    assert unpublished == ["a5", "a6"], got
+    invalid = [d for v, _, d in got if v == "invalid"]
+    assert invalid == ["source row 6 without a message id"], got
+    assert summary.counts["unpublished"] == 2 and not summary.contract_passed
+    funnel = _funnel(s, "r1")
+    assert {k: funnel[k] for k in ("produced", "published", "committed", "delivered",
+                                   "unsourced", "source_invalid", "source_duplicates")} == {
+        "produced": 6, "published": 4, "committed": 5, "delivered": 5, "unsourced": 1,
+        "source_invalid": 1, "source_duplicates": 0,
+    }  # fmt: skip
+    assert [u["message_id"] for u in funnel["unsourced_sample"]] == ["x1"]
+
+    # The next run judges only the rows written since: a7 published and delivered; a5 and a6
+    # are not reported again, and a5 published late is judged as any message.
+    since = high_watermarks(kafka_config, s.topic)
+    _outbox(pg_kwargs, outbox, ["a7"])
+    produce(kafka_config, s.topic, ["a7", "a5"])
+    consume_into_sink(kafka_config, s.topic, s.group, pg_kwargs, s.table, since)
+    s.run(spark, "r2")
+    got2 = {m: v for v, m, _ in s.discrepancies("r2")}
+    assert "unpublished" not in got2.values(), got2
+    assert _funnel(s, "r2")["produced"] == 1
+
+
+def test_a_source_table_that_does_not_exist_is_named(
+    sourced: Callable[..., tuple[Setup, str]], kafka_config: dict[str, str]
+) -> None:
+    s, outbox = sourced("local")
+    s.yaml_path.write_text(s.yaml_path.read_text().replace(outbox, "public.no_such_outbox"))
+    produce(kafka_config, s.topic, ["a1"])
+    commit_group(kafka_config, s.group, s.topic)
+    result = s.cli("r1")
+    assert result.returncode == EXIT_ERROR, tail(result.stderr)
+    no_traceback(result, "recon run")
+    assert (
+        f"pipeline '{s.name}': source.table: table public.no_such_outbox does not exist"
+        in result.stderr
+    ), tail(result.stderr)
+
+
+def test_runs_json_carries_the_funnel(
+    sourced: Callable[..., tuple[Setup, str]], kafka_config: dict[str, str],
+    pg_kwargs: dict[str, Any],
+) -> None:  # fmt: skip
+    s, outbox = sourced("local")
+    _outbox(pg_kwargs, outbox, ["a1", "a2"])
+    produce(kafka_config, s.topic, ["a1"])
+    consume_into_sink(kafka_config, s.topic, s.group, pg_kwargs, s.table, {})
+    result = s.cli("r1")
+    assert result.returncode == 1, tail(result.stderr)  # a2 unpublished breaks exactly_once
+    summary = json.loads(result.stdout)
+    assert summary["funnel"]["produced"] == 2 and summary["funnel"]["published"] == 1
+    assert summary["counts"]["unpublished"] == 1
