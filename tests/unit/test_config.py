@@ -18,6 +18,7 @@ from recon.config import (
     MessageIdSpec,
     PipelineConfig,
     SinkSpec,
+    SourceSpec,
     Tolerances,
     default_pipelines_path,
     load_pipeline_dir,
@@ -61,6 +62,13 @@ def test_the_example_file_loads() -> None:
         tolerances=Tolerances(),
         idempotent_producer=True,
         engine="local",
+        source=SourceSpec(
+            connection="postgres_app",
+            table="app.payments_outbox",
+            message_id_column="message_id",
+            time_column="created_at",
+            key_column="seq",
+        ),
     )
     assert payments.sink.table_parts == ("public", "payments")
     clicks = pipelines["clickstream"]
