@@ -23,16 +23,19 @@ Expected verdict rules (per messageId):
 - committed, but only at or past the committed offset -> ``pending``;
 - not committed, yet in the sink -> ``aborted_read`` if an aborted record carries the id, else
   ``phantom``;
-- neither committed nor in the sink -> no verdict (``NULL``): the product can never see it. This
-  is where a producer's silent loss (``acks=0`` during a broker bounce) or an aborted message that
-  no consumer read ends up; ``detail`` says which.
+- neither committed nor in the sink, yet in the run's source (a row of the outbox table the
+  outbox scenarios' relay publishes from) -> ``unpublished``: the source says it was produced,
+  the topic never got it;
+- neither committed nor in the sink, and in no source -> no verdict (``NULL``): the product can
+  never see it. This is where a producer's silent loss (``acks=0`` during a broker bounce) or an
+  aborted message that no consumer read ends up; ``detail`` says which.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +51,7 @@ VERDICTS = (
     "mismatched",  # delivered, its row's content not its record's (only runs comparing payloads)
     "out_of_order",  # a key's newest record, its upsert row holding an older one (upsert sinks)
     "lost",
+    "unpublished",  # in the run's source (outbox), never committed in the topic nor in the sink
     "duplicated",
     "phantom",
     "aborted_read",
@@ -116,6 +120,7 @@ def build(
     uncommitted_records: Sequence[ReadRecord],
     sink_rows: Sequence[SinkRow],
     committed_offsets: Mapping[int, int | None],
+    outbox_ids: Collection[str] | None = None,
 ) -> list[LedgerRow]:
     """One ledger row per message (and per id-less record), from what was read back.
 
@@ -124,6 +129,8 @@ def build(
     :param committed_records: the topic read ``read_committed``.
     :param uncommitted_records: the topic read ``read_uncommitted``.
     :param committed_offsets: the sink consumer group's committed offset per partition.
+    :param outbox_ids: the messageIds of the run's source rows (its outbox table), in a run that
+        has one (``None``: no source, nothing is ``unpublished``).
     """
     produced = list(produced)
     committed_set = {r.position for r in committed_records}
@@ -149,7 +156,9 @@ def build(
 
     acked_by_id = {p.message_id: p.acked for p in produced if p.message_id is not None}
     acked_by_pos = {p.position: p.acked for p in produced if p.position is not None}
-    ids = list(dict.fromkeys([*acked_by_id, *positions, *aborted, *sink_by_id]))
+    source = set(outbox_ids or ())
+    # Outbox ids last: a row the relay never sent has no other trace, and still is a message.
+    ids = list(dict.fromkeys([*acked_by_id, *positions, *aborted, *sink_by_id, *sorted(source)]))
     rows = []
     for mid in ids:
         pos, abt, n = (
@@ -161,6 +170,10 @@ def build(
         detail = None
         if verdict is None:
             detail = "aborted, never read" if abt else "never committed in the topic"
+            if not abt and mid not in acked_by_id:
+                detail = "in the outbox, never sent"
+            if mid in source:
+                verdict = "unpublished"
         rows.append(
             LedgerRow(mid, mid, acked_by_id.get(mid), pos, abt, n, len(pos) > 1, verdict, detail)
         )
@@ -208,14 +221,16 @@ class Summary:
     payload_fields: tuple[str, ...] | None = None  # the JSON fields ``mismatched`` compares, if any
     # the upsert sink's key and position columns ``out_of_order`` is judged by, if any
     order_columns: tuple[str, str] | None = None
+    source_table: str | None = None  # the outbox ``unpublished`` is judged by, if the run has one
 
     def line(self, scenario_run: str) -> str:
         # ``late`` only where a bound was declared, ``mismatched`` only where payloads were
-        # compared, ``out_of_order`` only over an upsert sink: elsewhere late=0, mismatched=0
-        # or out_of_order=0 would claim a judgement.
+        # compared, ``out_of_order`` only over an upsert sink, ``unpublished`` only where a source
+        # was read: elsewhere late=0, mismatched=0, ... would claim a judgement.
         hidden = {"late"} if self.late_bound is None else set()
         hidden |= {"mismatched"} if self.payload_fields is None else set()
         hidden |= {"out_of_order"} if self.order_columns is None else set()
+        hidden |= {"unpublished"} if self.source_table is None else set()
         verdicts = " ".join(f"{v}={self.counts[v]}" for v in VERDICTS if v not in hidden)
         if self.late_bound is not None:
             verdicts += f" (late: over {self.late_bound:g} s)"
@@ -224,6 +239,8 @@ class Summary:
         if self.order_columns is not None:
             key, position = self.order_columns
             verdicts += f" (out_of_order: a row per {key} holding an older {position})"
+        if self.source_table is not None:
+            verdicts += f" (unpublished: in {self.source_table}, never in the topic)"
         return (
             f"{scenario_run}: produced={self.produced} committed_in_topic="
             f"{self.committed_in_topic} sink_rows={self.sink_rows} | {verdicts} | "
@@ -241,6 +258,7 @@ class Summary:
             "late_bound_seconds": self.late_bound,
             "payload_fields": None if self.payload_fields is None else list(self.payload_fields),
             "order_columns": None if self.order_columns is None else list(self.order_columns),
+            "source_table": self.source_table,
         }
 
 
@@ -252,6 +270,7 @@ def summarize(
     late_bound: float | None = None,
     payload_fields: Sequence[str] | None = None,
     order_columns: tuple[str, str] | None = None,
+    source_table: str | None = None,
 ) -> Summary:
     """Counts per expected verdict plus the run's totals.
 
@@ -260,6 +279,7 @@ def summarize(
         the value's hash), if any.
     :param order_columns: the upsert sink's key and position columns the run's
         ``out_of_order`` verdicts were judged by, if any.
+    :param source_table: the outbox table the run's ``unpublished`` was judged by, if any.
     """
     counts = {v: 0 for v in VERDICTS}
     for r in rows:
@@ -275,6 +295,7 @@ def summarize(
         late_bound,
         None if payload_fields is None else tuple(payload_fields),
         order_columns,
+        source_table,
     )
 
 

@@ -69,3 +69,13 @@ class RunNames:
     def aux_table(self, suffix: str) -> str:
         """A consumer's bookkeeping table beside the sink (processed ids, stored offsets)."""
         return f"{self.table}_{suffix}"
+
+    @property
+    def outbox_table(self) -> str:
+        """The application's transactional outbox beside the sink (the outbox scenarios: the
+        pipeline's source), unqualified (schema ``public``, like the sink)."""
+        return self.aux_table("outbox")
+
+    @property
+    def qualified_outbox_table(self) -> str:
+        return f"public.{self.outbox_table}"

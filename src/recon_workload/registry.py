@@ -1,7 +1,7 @@
 """Every scenario by name, with its fault parameters' defaults (what ``python -m recon_workload``
 and the tests run). The scenario functions live in :mod:`recon_workload.scenarios` and, for the
-verdicts beyond lost and duplicated, in ``scenarios_latency``, ``scenarios_payload`` and
-``scenarios_order``."""
+verdicts beyond lost and duplicated, in ``scenarios_latency``, ``scenarios_payload``,
+``scenarios_order`` and ``scenarios_outbox``."""
 
 from __future__ import annotations
 
@@ -23,6 +23,12 @@ from recon_workload.scenarios import (
 )
 from recon_workload.scenarios_latency import slow_consumer
 from recon_workload.scenarios_order import ORDER_DEFAULTS, upsert_replay
+from recon_workload.scenarios_outbox import (
+    FIRE_AND_FORGET_DEFAULTS,
+    RELAY_DEFAULTS,
+    outbox_fire_and_forget,
+    outbox_relay,
+)
 from recon_workload.scenarios_payload import MANGLING_DEFAULTS, mangling_consumer
 
 
@@ -61,5 +67,7 @@ SCENARIOS: dict[str, Scenario] = {
         _scenario(slow_consumer, late_fraction=0.1, hold_seconds=HOLD_BACK_SECONDS),
         _scenario(mangling_consumer, False, **MANGLING_DEFAULTS),
         _scenario(upsert_replay, False, **ORDER_DEFAULTS),
+        _scenario(outbox_fire_and_forget, False, **FIRE_AND_FORGET_DEFAULTS),
+        _scenario(outbox_relay, False, **RELAY_DEFAULTS),
     )
 }

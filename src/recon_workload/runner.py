@@ -59,6 +59,9 @@ class Outcome:
     :param order: the accounts whose upsert row the run's consumer left stale (the upsert
         consumer); the runner then reads the sink as an upsert sink (one row per key) and
         judges every committed message per key: ``out_of_order``, ``delivered`` or ``lost``.
+    :param source_table: the run's source, ``schema.table`` of the outbox its relay publishes
+        from (the outbox scenarios); the runner then reads its messageIds and judges
+        ``unpublished`` each one neither committed in the topic nor in the sink.
     """
 
     topic: str
@@ -68,6 +71,7 @@ class Outcome:
     latency: LatencyPlan | None = None
     payload: PayloadPlan | None = None
     order: OrderPlan | None = None
+    source_table: str | None = None
 
 
 @dataclass
@@ -95,6 +99,9 @@ class ScenarioResult:
     :param out_of_order_ids: the messageIds expected ``out_of_order`` (sorted).
     :param stale_keys: per key whose row holds an older record than its newest: ``newest``,
         ``newest_id``, ``held`` and ``held_id`` (positions and messageIds).
+    :param source_table: in a run with a source, ``schema.table`` of its outbox (what a
+        pipeline's ``source:`` names; ``None``: no message is judged unpublished).
+    :param unpublished_ids: the messageIds expected ``unpublished`` (sorted).
     """
 
     scenario_run: str
@@ -122,6 +129,8 @@ class ScenarioResult:
     order_columns: dict[str, str] = field(default_factory=dict)
     out_of_order_ids: list[str] = field(default_factory=list)
     stale_keys: dict[str, dict[str, Any]] = field(default_factory=dict)
+    source_table: str | None = None
+    unpublished_ids: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -177,7 +186,11 @@ def finish(run: Run, outcome: Outcome, started: float) -> ScenarioResult:
         else:  # one row per key: each counts as one row of the messageId it names
             upserts = upsert_sink.read_rows(cur, names.table)
             rows = [u.as_sink_row(outcome.topic) for u in upserts]
-    entries = ledger.build(outcome.produced, rc, ru, rows, offsets)
+        source = None
+        if outcome.source_table is not None:
+            outbox = sink.read_outbox(cur, outcome.source_table)
+            source = {mid for _, mid in outbox if mid is not None}
+    entries = ledger.build(outcome.produced, rc, ru, rows, offsets, source)
     late: set[str] = set()
     bound = None
     if outcome.latency is not None:
@@ -195,8 +208,16 @@ def finish(run: Run, outcome: Outcome, started: float) -> ScenarioResult:
         keys = upsert.read_keys(outcome.topic, run.partitions)
         stale = judge_order(outcome.order, entries, rc, keys, upserts, run.faults)
     summary = ledger.summarize(
-        entries, len(outcome.produced), len(rc), len(rows), bound, compared, columns
+        entries,
+        len(outcome.produced),
+        len(rc),
+        len(rows),
+        bound,
+        compared,
+        columns,
+        outcome.source_table,
     )
+    unpublished = [e.message_id for e in entries if e.expected_verdict == "unpublished"]
     line = summary.line(names.scenario_run)
     run.faults["group_committed_offsets"] = {str(p): o for p, o in sorted(offsets.items())}
     params = {"messages": run.messages, "partitions": run.partitions, "seed": run.seed}
@@ -240,6 +261,8 @@ def finish(run: Run, outcome: Outcome, started: float) -> ScenarioResult:
         order_columns=dict(zip(("key", "position"), columns, strict=True)) if columns else {},
         out_of_order_ids=sorted(s["newest_id"] for s in stale.values()),
         stale_keys=stale,
+        source_table=outcome.source_table,
+        unpublished_ids=sorted(m for m in unpublished if m is not None),
     )
 
 

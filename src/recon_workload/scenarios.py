@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from confluent_kafka.admin import AdminClient
@@ -20,7 +20,8 @@ from confluent_kafka.admin import AdminClient
 from recon_workload import kafka_io, sink
 from recon_workload.consumer import ConsumerSpec
 from recon_workload.errors import WorkloadError
-from recon_workload.messages import BAD_KINDS
+from recon_workload.ledger import Produced
+from recon_workload.messages import BAD_KINDS, Message
 from recon_workload.processor import ProcessorSpec
 from recon_workload.producers import (
     AT_LEAST_ONCE,
@@ -117,18 +118,24 @@ def _through_proxy(run: Run, producer_conf: dict[str, Any], topic: str) -> list[
     return produced
 
 
-def at_most_once(run: Run) -> Outcome:
-    """acks=0, no retries, broker bounced mid-stream; consumer commits, then writes, and dies
-    in between."""
-    topic = run.names.topic()
-    _setup(run, [topic])
-    messages = plan(run.names.run_tag, run.messages, run.seed)
+def fire_and_forget(run: Run, topic: str, messages: Sequence[Message]) -> list[Produced]:
+    """Send ``messages`` with acks=0 and no retries, across a real broker bounce when the run's
+    ``bounce`` rate says so; what reached the dying broker is gone, yet counts as sent."""
     if run.rates["bounce"]:
         produced, took = send_across_bounce(run.conf, topic, messages, run.progress)
         run.faults["broker_bounce_seconds"] = round(took, 1)
     else:
         produced = send_all({**run.conf, **FIRE_AND_FORGET}, topic, messages, run.progress)
     run.faults["producer_failures"] = sum(p.acked is False for p in produced)
+    return produced
+
+
+def at_most_once(run: Run) -> Outcome:
+    """acks=0, no retries, broker bounced mid-stream; consumer commits, then writes, and dies
+    in between."""
+    topic = run.names.topic()
+    _setup(run, [topic])
+    produced = fire_and_forget(run, topic, plan(run.names.run_tag, run.messages, run.seed))
     _consume(run, "commit_then_write", topic, run.rates["kill_rate"])
     return Outcome(topic, [topic], run.names.group(), produced)
 

@@ -98,7 +98,8 @@ def value_fields(value: bytes | None) -> tuple[int | None, str | None]:
 def create_tables(cur: Any, table: str, aux: Iterable[str] = ()) -> None:
     """(Re)create the sink table and the named bookkeeping tables, all in schema ``public``.
 
-    :param aux: ``processed`` (idempotent consumer) and/or ``offsets`` (transactional sink).
+    :param aux: ``processed`` (idempotent consumer), ``offsets`` (transactional sink) and/or
+        ``outbox`` (the application's transactional outbox, the source of the outbox scenarios).
     """
     ident = sql.Identifier("public", table)
     cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(ident))
@@ -126,14 +127,19 @@ def create_tables(cur: Any, table: str, aux: Iterable[str] = ()) -> None:
                 "CREATE TABLE {} (kafka_topic text, kafka_partition int, next_offset bigint"
                 " NOT NULL, PRIMARY KEY (kafka_topic, kafka_partition))"
             )
+        elif suffix == "outbox":
+            ddl = (
+                "CREATE TABLE {} (seq bigserial PRIMARY KEY, message_id text,"
+                " created_at timestamptz NOT NULL DEFAULT clock_timestamp())"
+            )
         else:
             raise ValueError(f"unknown bookkeeping table {suffix!r}")
         cur.execute(sql.SQL(ddl).format(aux_ident))
 
 
 def drop_tables(cur: Any, table: str) -> None:
-    """Drop a run's sink and bookkeeping tables if they exist."""
-    for name in (table, f"{table}_processed", f"{table}_offsets"):
+    """Drop a run's sink, bookkeeping and outbox tables if they exist."""
+    for name in (table, f"{table}_processed", f"{table}_offsets", f"{table}_outbox"):
         cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier("public", name)))
 
 
@@ -205,3 +211,28 @@ def read_rows(cur: Any, table: str) -> list[SinkRow]:
         ).format(sql.Identifier("public", table))
     )
     return [SinkRow(*r) for r in cur.fetchall()]
+
+
+def _ident(table: str) -> sql.Identifier:
+    """``schema.table`` or a bare name (schema ``public``) as one quoted identifier."""
+    schema, _, name = table.rpartition(".")
+    return sql.Identifier(schema or "public", name)
+
+
+def insert_outbox(cur: Any, table: str, ids: Sequence[str]) -> None:
+    """Append one outbox row per id, in order (in the caller's transaction).
+
+    :param table: the outbox table, ``schema.table`` or bare (schema ``public``).
+    """
+    if ids:
+        query = sql.SQL("INSERT INTO {} (message_id) VALUES %s").format(_ident(table))
+        execute_values(cur, query.as_string(cur), [(i,) for i in ids])
+
+
+def read_outbox(cur: Any, table: str) -> list[tuple[int, str | None]]:
+    """Every outbox row as ``(seq, message_id)``, in ``seq`` order (what a relay publishes).
+
+    :param table: the outbox table, ``schema.table`` or bare (schema ``public``).
+    """
+    cur.execute(sql.SQL("SELECT seq, message_id FROM {} ORDER BY seq").format(_ident(table)))
+    return [(seq, mid) for seq, mid in cur.fetchall()]

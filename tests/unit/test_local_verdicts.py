@@ -42,14 +42,16 @@ def test_scenario_gives_the_hand_computed_rows(name: str) -> None:
     assert {as_tuple(r) for r in rows(con, results)} == s.expected
 
 
-@pytest.mark.parametrize("name", list(SCENARIOS))
+# Last scenario first: tests/unit/test_reconcile.py asks for the Spark groups first to last, so
+# two workers judge different groups and each reads the other's back (``spark_judged``).
+@pytest.mark.parametrize("name", list(reversed(SCENARIOS)))
 def test_every_column_equals_the_spark_engine(spark_judged: SparkJudged, name: str) -> None:
     con, results = judge(SCENARIOS[name]())
     local = sorted((plain(r) for r in rows(con, results)), key=row_key)
     assert local == sorted(spark_judged.results(name), key=row_key)
 
 
-@pytest.mark.parametrize("name", list(SCENARIOS))
+@pytest.mark.parametrize("name", list(reversed(SCENARIOS)))
 def test_ledger_entries_equal_the_spark_engine(spark_judged: SparkJudged, name: str) -> None:
     con, _ = judge(SCENARIOS[name]())
     local = sorted((plain(r) for r in rows(con, duckdb_ledger(con, "run-2"))), key=row_key)
