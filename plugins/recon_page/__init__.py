@@ -4,7 +4,8 @@ Registered by :mod:`.plugin` (the package's ``airflow.plugins`` entry point). Mo
 (routes), :mod:`.auth` (the Airflow token check every route makes), :mod:`.data` (reads
 ``recon.*`` with psycopg2), :mod:`.render` and :mod:`.chart` (server-side HTML and SVG),
 :mod:`.discrepancies` and :mod:`.hints` (what to do about each verdict), :mod:`.latency`,
-:mod:`.repairs` (repair plans, read-only), :mod:`.docs` (the Data Docs site).
+:mod:`.funnel` (source → topic → sink), :mod:`.repairs` (repair plans, read-only), :mod:`.docs`
+(the Data Docs site).
 Nothing here imports Spark or Great Expectations; Airflow is imported lazily, inside requests
 (:mod:`.plugin` alone imports it, being what Airflow loads).
 """

@@ -7,6 +7,8 @@ Routes (each one checks the Airflow token itself, see :mod:`recon_page.auth`):
 ``/recon/api/runs?pipeline=P``        the pipeline's latest runs (at most 50), JSON
 ``/recon/api/discrepancies?pipeline=P``  its latest discrepancy rows (at most 100), JSON
 ``/recon/api/latency?pipeline=P``     delivery latency of its latest runs (whole run), JSON
+``/recon/api/funnel?pipeline=P``      the way from source to sink of its latest runs that have a
+                                      source (``recon.runs.funnel``), JSON
 ``/recon/api/repairs?pipeline=P``     its repair plans and their state (at most 50), JSON
 ``/recon/repairs/<plan id>``          one repair plan, read-only (summary and JSON)
 ``/recon/docs/<path>``                the Great Expectations Data Docs site
@@ -28,7 +30,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
 from psycopg2 import Error as DatabaseError
 
-from recon_page import data, docs, render, repairs
+from recon_page import data, docs, funnel, render, repairs
 from recon_page.auth import (
     NotAuthenticated,
     authenticate,
@@ -253,6 +255,18 @@ def api_latency(
     """The whole-run latency row (ms) of each of the pipeline's latest runs that measured one."""
     rows = _rows_of(user, pipeline, data.latency, limit)
     return {"pipeline": pipeline, "latency": jsonable_encoder([asdict(r) for r in rows])}
+
+
+@app.get("/api/funnel")
+def api_funnel(
+    user: ApiUser,
+    pipeline: str,
+    limit: Annotated[int, Query(ge=1, le=data.MAX_RUNS)] = data.MAX_RUNS,
+) -> dict[str, Any]:
+    """The stored funnel (``recon.runs.funnel``) of each of the pipeline's latest runs that has
+    one, newest first."""
+    rows = _rows_of(user, pipeline, funnel.funnels, limit)
+    return {"pipeline": pipeline, "funnels": jsonable_encoder(rows)}
 
 
 @app.get("/api/repairs")

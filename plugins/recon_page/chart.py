@@ -16,6 +16,8 @@ VERDICT_COLORS: dict[str, str] = {
     "out_of_order": "#3949ab",
     "pending": "#b0bec5",
     "lost": "#d32f2f",
+    # a paler red than lost: also a loss, one hop earlier (the source holds it, the topic never did)
+    "unpublished": "#e57373",
     "duplicated": "#f57c00",
     "topic_duplicate": "#8e24aa",
     "aborted_read": "#c2185b",
@@ -31,6 +33,7 @@ ALL_SERIES = (
     "out_of_order",
     "pending",
     "lost",
+    "unpublished",
     "duplicated",
     "aborted_read",
     "phantom",
@@ -40,6 +43,7 @@ ALL_SERIES = (
 #: What needs a person: small next to ``delivered``, so it gets its own scale.
 PROBLEM_SERIES = (
     "lost",
+    "unpublished",
     "duplicated",
     "mismatched",
     "out_of_order",

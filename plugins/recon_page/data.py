@@ -21,6 +21,8 @@ MAX_DISCREPANCIES = 100
 #: Severity order of the discrepancy table (unknown verdicts sort last).
 VERDICT_ORDER = (
     "lost",
+    # a loss before the topic (the source holds it, no committed record does): as missing as lost
+    "unpublished",
     "duplicated",
     "aborted_read",
     "phantom",
@@ -63,6 +65,8 @@ class Run:
     corrections: dict[str, int] = field(default_factory=dict)
     #: what a declared check could not use, by reason (``recon.runs.unchecked``)
     unchecked: dict[str, int] = field(default_factory=dict)
+    #: a run with a source: its way from source to sink (``recon.runs.funnel``, as stored)
+    funnel: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,7 @@ MAX_LATENCY_PARTITIONS = 100
 _RUN_COLUMNS = (
     "pipeline, run_id, semantics, status, started_at, finished_at, counts, contract_passed, "
     "violations, validation_url, window_spec, rewinds, duration_seconds, error, corrections, "
-    "unchecked"
+    "unchecked, funnel"
 )
 _DISCREPANCY_COLUMNS = (
     "d.pipeline, d.run_id, d.verdict, d.message_id, d.topic, d.partition, d.offsets, d.sink_keys, "
@@ -199,7 +203,7 @@ def _fetch(conn: Any, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
 
 def _run(row: tuple[Any, ...]) -> Run:
     (pipeline, run_id, semantics, status, started, finished, counts, passed, violations, url,
-     window, rewinds, duration, error, corrections, unchecked) = row  # fmt: skip
+     window, rewinds, duration, error, corrections, unchecked, funnel) = row  # fmt: skip
     return Run(
         pipeline=pipeline,
         run_id=run_id,
@@ -217,6 +221,8 @@ def _run(row: tuple[Any, ...]) -> Run:
         error=redact(error),
         corrections={str(k): int(v or 0) for k, v in (corrections or {}).items()},
         unchecked={str(k): int(v or 0) for k, v in (unchecked or {}).items()},
+        # a jsonb object; anything else (a hand-edited row) is no funnel rather than a 500
+        funnel=funnel if isinstance(funnel, dict) else None,
     )
 
 

@@ -60,6 +60,12 @@ def todo(rows: Sequence[Discrepancy]) -> str:
     for verdict, shown in by_verdict.items():
         if verdict in _BY_POSITION:
             where = _positions(verdict, shown)
+        elif verdict == "unpublished":
+            # in no topic: its id and the source row naming it are where to look
+            ids = [d.message_id or "?" for d in shown]
+            where = f"messageIds {hints._list(ids, 12)}"
+            if rows_named := hints.source_keys(shown):
+                where += f"; source rows {hints._list(rows_named, 12)}"
         else:
             keys = [
                 k
@@ -67,6 +73,10 @@ def todo(rows: Sequence[Discrepancy]) -> str:
                 for k in (d.sink_keys[1:] if verdict == "duplicated" else d.sink_keys)
             ]
             where = ("sink keys " + hints._list(keys, 12)) if keys else ""
+            if verdict == "invalid" and (rows_named := hints.source_keys(shown)):
+                where = "; ".join(
+                    w for w in (where, f"source rows {hints._list(rows_named, 12)}") if w
+                )
         items.append(
             f'<li>{verdict_label(verdict)} <span class="n">{len(shown)} shown</span> '
             f"{_e(hints.VERDICT_HINTS.get(verdict, ''))}"

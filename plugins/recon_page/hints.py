@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from recon.alert.funnel import source_row_without_id, unpublished_source
 from recon.details import differing_fields, late_figures, out_of_order_positions
 from recon_page.data import Discrepancy
 
 #: The general advice, shown once per verdict above the table.
 VERDICT_HINTS: dict[str, str] = {
     "lost": "Replay these offsets: the records are committed in the topic but have no sink row.",
+    "unpublished": (
+        "The source (its outbox table) holds these messages, settled, but the topic never got "
+        "them: publish them again from the source, e.g. re-run the outbox relay for these ids; "
+        "then check the producer's acks (acks=all) and retries, and whether the relay skips a "
+        "row that fails."
+    ),
     "duplicated": "Delete all but one of these sink keys: one message, several sink rows.",
     "aborted_read": (
         "Phantom rows from aborted transactions at these positions: delete them and read with "
@@ -146,12 +153,42 @@ def _duplicated_hint(d: Discrepancy, offsets: str) -> str:
     )
 
 
+def source_keys(rows: Sequence[Discrepancy]) -> list[str]:
+    """The source rows the rows' details name (``unpublished``, a source row without an id),
+    each once, in order."""
+    found = (_source_key(d) for d in rows)
+    return list(dict.fromkeys(k for k in found if k is not None))
+
+
+def _source_key(d: Discrepancy) -> str | None:
+    if d.verdict == "unpublished":
+        source = unpublished_source(d.detail)
+        return None if source is None else source[0]
+    return source_row_without_id(d.detail) if d.verdict == "invalid" else None
+
+
+def _unpublished_hint(d: Discrepancy) -> str:
+    # The source row is only in the row's detail (recon.details.UNPUBLISHED): the message is in
+    # no topic, so the table's topic, partition and offsets are empty.
+    source = unpublished_source(d.detail)
+    held = ""
+    if source is not None and source[1] > 1:
+        held = f" (the source holds it {source[1]} times)"
+    row = f" from source row {source[0]}{held}" if source is not None else " from the source"
+    return (
+        f"publish messageId {d.message_id or '?'} again{row}: re-run the outbox relay for it; "
+        "check the producer's acks and retries"
+    )
+
+
 def row_hint(d: Discrepancy) -> str:
     """A short, concrete instruction for one row (its topic and partition are in the row)."""
     keys, offsets = d.sink_keys, _list(d.offsets) or "?"
     plural = "s" if len(d.offsets) > 1 else ""
     if d.verdict == "lost":
         hint = f"replay offset{plural} {offsets}"
+    elif d.verdict == "unpublished":
+        hint = _unpublished_hint(d)
     elif d.verdict == "duplicated":
         hint = _duplicated_hint(d, offsets)
     elif d.verdict == "aborted_read":
@@ -160,6 +197,8 @@ def row_hint(d: Discrepancy) -> str:
         )
     elif d.verdict == "phantom":
         hint = f"investigate sink key {_list(keys) or '?'}"
+    elif d.verdict == "invalid" and (source := source_row_without_id(d.detail)) is not None:
+        hint = f"give source row {source} a messageId"
     elif d.verdict == "invalid":
         where = f"offset{plural} {offsets}" if d.offsets else f"sink key {_list(keys) or '?'}"
         hint = f"fix the messageId at {where}"

@@ -1,8 +1,8 @@
 """The page, rendered on the server: self-contained HTML (inline CSS, SVG charts, no script).
 
 The overview and each pipeline's facts, charts and runs are drawn here; its discrepancies ("What
-to do" and the table) by :mod:`.discrepancies`, its latency by :mod:`.latency`, its repair plans
-by :mod:`.repairs`.
+to do" and the table) by :mod:`.discrepancies`, its latency by :mod:`.latency`, its way from
+source to sink by :mod:`.funnel`, its repair plans by :mod:`.repairs`.
 
 Every value from the database passes through :func:`html.escape` (``_e``) on its way out.
 """
@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from html import escape
 from urllib.parse import quote
 
-from recon_page import chart, discrepancies, latency, repairs
+from recon_page import chart, discrepancies, funnel, latency, repairs
 from recon_page.auth import dag_id, repair_dag_id
 from recon_page.data import MAX_RUNS, Discrepancy, Latency, Run
 from recon_page.docs import docs_href
@@ -114,6 +114,7 @@ def overview(latest: Sequence[Run], links: Links) -> str:
             f'<td class="t">{_time(run.started_at)}</td>'
             f'<td class="num">{run.counts.get("delivered", 0):,}</td>'
             + _num(_counts(run, ("lost",)))
+            + _num(_counts(run, ("unpublished",)))
             + _num(_counts(run, ("duplicated",)))
             + _num(_counts(run, ("mismatched",)))
             + _num(_counts(run, ("out_of_order",)))
@@ -125,7 +126,8 @@ def overview(latest: Sequence[Run], links: Links) -> str:
         )
     head = (
         "<tr><th>Pipeline</th><th>Claimed semantic</th><th>Latest run</th><th>Started (UTC)</th>"
-        '<th class="num">Delivered</th><th class="num">Lost</th><th class="num">Duplicated</th>'
+        '<th class="num">Delivered</th><th class="num">Lost</th><th class="num">Unpublished</th>'
+        '<th class="num">Duplicated</th>'
         '<th class="num">Mismatched</th><th class="num">Out of order</th>'
         '<th class="num">Late</th>'
         '<th class="num">Phantom / aborted</th><th class="num">Unverifiable / invalid</th>'
@@ -235,6 +237,7 @@ def pipeline_section(view: PipelineView, links: Links) -> str:
         f"<h2>{_e(name)} {_status(view.latest)}</h2>"
         + _facts(view, links)
         + _charts(view)
+        + funnel.section(view.runs)
         + discrepancies.todo(view.discrepancies)
         + discrepancies.table(view.discrepancies)
         + repairs.section(name, view.repairs, links)
@@ -282,7 +285,7 @@ def document(body: str, generated: str, title: str = TITLE) -> str:
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{_e(title)}</title><style>{CSS}{latency.CSS}{repairs.CSS}</style></head><body>"
+        f"<title>{_e(title)}</title><style>{CSS}{latency.CSS}{funnel.CSS}{repairs.CSS}</style></head><body>"
         f"<header><h1>{TITLE}</h1><p>Kafka → consumer → PostgreSQL: does each pipeline keep the "
         f"delivery semantic it claims? Generated {generated} UTC.</p></header>"
         f"<main>{body}</main></body></html>"

@@ -5,7 +5,10 @@ screenshots land in ``test-artifacts/`` at the repository root.
 
 The seeded pipeline's runs also get delivery-latency rows (``recon.latency``, issue 19) and one
 ``late`` discrepancy, inserted here: the page must draw the latency chart and show the verdict;
-and a repair plan (``recon.repairs``, issue 21): listed, and shown on its own view.
+a repair plan (``recon.repairs``, issue 21): listed, and shown on its own view; and the way from
+source to sink of a three-way run (``recon.runs.funnel``) with one ``unpublished`` discrepancy:
+the page must draw the funnel, name its findings (a hostile messageId among them, shown as text)
+and give the verdict its hint.
 """
 
 from __future__ import annotations
@@ -26,11 +29,23 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 SCREENSHOT = ARTIFACTS / "recon-page.png"
 SCREENSHOT_FULL = ARTIFACTS / "recon-page-full.png"
+SCREENSHOT_FUNNEL = ARTIFACTS / "recon-page-funnel.png"
 
 #: The seeded run without latency figures (the second oldest): a gap in the chart's lines.
 UNMEASURED = 1
 BOUND_MS = 2000
 PARTITIONS = 3
+#: The funnel of the newest seeded run: 2 source messages never reached the topic, 2 committed
+#: records no source row names (one with a messageId that is markup).
+HOSTILE = '<img src=x onerror="document.title=1">'
+FUNNEL = {
+    "produced": 6, "published": 4, "committed": 5, "delivered": 5, "unsourced": 2,
+    "source_invalid": 1, "source_duplicates": 0,
+    "unsourced_sample": [
+        {"message_id": "stray-00009", "partition": 2, "offset": 40},
+        {"message_id": HOSTILE, "partition": 0, "offset": 7},
+    ],
+}  # fmt: skip
 
 
 def _latency_row(pipeline: str, run_id: str, partition: int, i: int) -> tuple[Any, ...]:
@@ -88,6 +103,47 @@ def latency_rows(seeded_pipeline: tuple[str, list[str]]) -> Iterator[int]:
 
 
 @pytest.fixture
+def funnel_run(seeded_pipeline: tuple[str, list[str]]) -> Iterator[str]:
+    """The newest seeded run as a three-way run: its funnel (:data:`FUNNEL`; an older run gets
+    another, which the page must not draw), 2 ``unpublished`` in its counts and one such
+    discrepancy (no topic, partition or offset); yields its run id. The seeding fixture deletes
+    the runs and discrepancies."""
+    import psycopg2
+
+    from recon import details
+    from recon.connections import postgres_connection
+
+    pipeline, run_ids = seeded_pipeline
+    pg = psycopg2.connect(**postgres_connection("postgres_recon").psycopg2_kwargs())
+    try:
+        with pg.cursor() as cur:
+            for run_id, funnel in (
+                (run_ids[-1], FUNNEL),
+                (run_ids[-2], {**FUNNEL, "produced": 99}),
+            ):
+                cur.execute(
+                    "UPDATE recon.runs SET funnel = %s WHERE pipeline = %s AND run_id = %s",
+                    (json.dumps(funnel), pipeline, run_id),
+                )
+            cur.execute(
+                "UPDATE recon.runs SET counts = counts || '{\"unpublished\": 2}'::jsonb "
+                "WHERE pipeline = %s AND run_id = %s",
+                (pipeline, run_ids[-1]),
+            )
+            cur.execute(
+                "INSERT INTO recon.discrepancies (pipeline, run_id, verdict, message_id, topic, "
+                "partition, offsets, first_offset, sink_keys, sink_count, detail) "
+                "VALUES (%s, %s, 'unpublished', 'order-00007', NULL, NULL, '{}', NULL, '{}', 0, "
+                "%s)",
+                (pipeline, run_ids[-1], details.UNPUBLISHED % ("outbox-7", 1)),
+            )
+        pg.commit()
+        yield run_ids[-1]
+    finally:
+        pg.close()
+
+
+@pytest.fixture
 def repair_plan(seeded_pipeline: tuple[str, list[str]]) -> Iterator[str]:
     """A repair plan of the seeded pipeline's newest run in ``recon.repairs`` (as ``recon repair
     plan`` records it); yields its id. The seeding fixture forgets the pipeline after."""
@@ -109,10 +165,11 @@ def test_reconciliation_page_in_the_airflow_ui(
     seeded_pipeline: tuple[str, list[str]],
     latency_rows: int,
     repair_plan: str,
+    funnel_run: str,
 ) -> None:
     pipeline, _ = seeded_pipeline
     ARTIFACTS.mkdir(exist_ok=True)
-    for shot in (SCREENSHOT, SCREENSHOT_FULL):
+    for shot in (SCREENSHOT, SCREENSHOT_FULL, SCREENSHOT_FUNNEL):
         shot.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="recon-chromium-") as profile:
         env = {
@@ -124,6 +181,7 @@ def test_reconciliation_page_in_the_airflow_ui(
             "RECON_UI_PLAN_ID": repair_plan,
             "RECON_UI_SCREENSHOT": str(SCREENSHOT),
             "RECON_UI_SCREENSHOT_FULL": str(SCREENSHOT_FULL),
+            "RECON_UI_SCREENSHOT_FUNNEL": str(SCREENSHOT_FUNNEL),
             "RECON_UI_USER_DATA_DIR": profile,
             "RECON_NODE_DIR": browser_deps["node_dir"],
             "CHROMIUM": browser_deps["chromium"],
@@ -147,8 +205,8 @@ def test_reconciliation_page_in_the_airflow_ui(
     assert result["bars"] >= 8 * 2, result
     assert {"delivered", "lost", "duplicated", "pending"} <= set(result["verdicts"]), result
     assert result["legend_items"] >= 8, result
-    # the seeded 12 and the late one
-    assert result["discrepancy_rows"] == 13, result
+    # the seeded 12, the late one and the unpublished one
+    assert result["discrepancy_rows"] == 14, result
     assert result["late_rows"] == 1 and "late" in result["verdicts"], result
     assert result["direct_bars"] == result["bars"], result
     # the latency chart: a point per measured run and percentile, the bound drawn
@@ -163,5 +221,27 @@ def test_reconciliation_page_in_the_airflow_ui(
     assert f"repair plan {repair_plan} for pipeline {pipeline}" in result["plan_summary"], result
     assert "replay 1 lost records" in result["plan_summary"], result
     assert result["plan_forms"] == 0, "the plan view has no write action"
+    # the three-way funnel: the newest run with one, a bar per hop with its count, the drops
+    assert result["funnel_charts"] == 1, result
+    assert result["funnel_run"] == funnel_run, result
+    assert result["funnel_stages"] == [
+        ["produced", 6], ["published", 4], ["committed", 5], ["delivered", 5],
+    ], result  # fmt: skip
+    assert result["funnel_counts"] == ["6", "4", "5", "5"], result
+    assert result["funnel_drops"][0] == "2 unpublished", result
+    assert result["funnel_bad_drops"] == ["published"], result
+    assert result["funnel_chart_height"] > 100, result  # rendered, not collapsed
+    # its findings: the unsourced records where they sit, the hostile id as text, no markup
+    note = result["funnel_note"]
+    assert "2 unsourced" in note and "stray-00009 at 2@40" in note, result
+    assert f"{HOSTILE} at 0@7" in note and "1 source row without a message id" in note, result
+    assert result["funnel_markup"] == 0 and result["title_after"] != "1", result
+    # the unpublished verdict: its bars, its row (no topic, partition or offset to print) and hint
+    assert "unpublished" in result["verdicts"], result
+    assert len(result["unpublished_rows"]) == 1, result
+    row = result["unpublished_rows"][0]
+    assert "order-00007" in row and "None" not in row, result
+    assert "publish messageId order-00007 again from source row outbox-7" in row, result
+    assert SCREENSHOT_FUNNEL.stat().st_size > 5_000
     assert SCREENSHOT.stat().st_size > 10_000
     assert SCREENSHOT_FULL.stat().st_size > 10_000

@@ -1,11 +1,12 @@
 // Drives headless Chromium (Debian's package) with playwright-core: logs into the Airflow UI with
 // its login form, opens "Delivery reconciliation" from the navigation, checks the charts (the
-// verdicts per run and the delivery latency) and the discrepancies of one pipeline inside the
-// page's frame, and saves screenshots.
+// verdicts per run, the delivery latency and the source -> topic -> sink funnel) and the
+// discrepancies of one pipeline inside the page's frame, and saves screenshots.
 //
 // Input (environment): RECON_UI_BASE_URL, RECON_UI_USER, RECON_UI_PASSWORD, RECON_UI_PIPELINE,
 // RECON_UI_PLAN_ID (a repair plan of that pipeline),
 // RECON_UI_SCREENSHOT (the UI view), RECON_UI_SCREENSHOT_FULL (the page alone, full length),
+// RECON_UI_SCREENSHOT_FUNNEL (the funnel part alone),
 // RECON_UI_USER_DATA_DIR (fresh, empty), RECON_NODE_DIR (where playwright-core is installed),
 // CHROMIUM (default /usr/bin/chromium).
 // Output: one JSON line on stdout, {"ok": true, ...} or {"ok": false, "error": ..., "step": ...}.
@@ -83,6 +84,35 @@ try {
     const box = await latency.first().boundingBox();
     result.latency_chart_height = box ? Math.round(box.height) : 0;
   }
+  // The source -> topic -> sink funnel (three-way runs): drawn when a run has recon.runs.funnel.
+  const funnel = section.locator('svg.chart[data-chart="funnel"]');
+  result.funnel_charts = await funnel.count();
+  if (result.funnel_charts) {
+    result.funnel_run = await funnel.first().getAttribute('data-run');
+    result.funnel_stages = await funnel.locator('rect.stage').evaluateAll(
+      (rects) => rects.map((r) => [r.getAttribute('data-stage'), Number(r.getAttribute('data-count'))]),
+    );
+    result.funnel_counts = await funnel.locator('text.count').evaluateAll(
+      (texts) => texts.map((t) => t.textContent.trim()),
+    );
+    // a label's own text, without its <title> tooltip
+    result.funnel_drops = await funnel.locator('text.drop').evaluateAll(
+      (texts) => texts.map((t) => t.firstChild.nodeValue.trim()),
+    );
+    result.funnel_bad_drops = await funnel.locator('text.drop.bad').evaluateAll(
+      (texts) => texts.map((t) => t.getAttribute('data-drop')),
+    );
+    const box = await funnel.first().boundingBox();
+    result.funnel_chart_height = box ? Math.round(box.height) : 0;
+    result.funnel_note = (await section.locator('p.funnel-note').innerText()).trim();
+    // a messageId that is markup stays text: no element made of it
+    result.funnel_markup = await section.locator('div.funnel img, p.funnel-note img').count();
+    await section.locator('div.funnel').screenshot({ path: env('RECON_UI_SCREENSHOT_FUNNEL') });
+  }
+  result.unpublished_rows = await section.locator('table.discrepancies tbody tr').evaluateAll(
+    (rows) => rows.filter((r) => r.cells[1].innerText.trim().startsWith('unpublished'))
+      .map((r) => r.innerText),
+  );
   const plan = env('RECON_UI_PLAN_ID');
   result.repair_rows = await section.locator('table.repairs tbody tr').count();
   result.repair_links = await section.locator(`table.repairs a[href*="${plan}"]`).count();
@@ -95,6 +125,7 @@ try {
   await direct.goto(`${base}/recon/?pipeline=${encodeURIComponent(pipeline)}`);
   result.direct_bars = await direct.locator('svg.chart rect.bar').count();
   await direct.screenshot({ path: env('RECON_UI_SCREENSHOT_FULL'), fullPage: true });
+  result.title_after = await direct.title();
 
   result.step = 'repair plan';
   await direct.goto(`${base}/recon/repairs/${encodeURIComponent(plan)}`);

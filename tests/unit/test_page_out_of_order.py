@@ -170,5 +170,5 @@ def test_the_rows_no_check_could_use_are_named_in_the_facts() -> None:
 
 def test_the_stored_reasons_are_read_with_the_run() -> None:
     stored = ("accounts", "r1", "at_least_once", "passed", T0, T0, {"delivered": 1}, True, [],
-              None, [], [], 1.0, None, {}, {"untimed_sink_rows": 3})  # fmt: skip
+              None, [], [], 1.0, None, {}, {"untimed_sink_rows": 3}, None)  # fmt: skip
     assert data._run(stored).unchecked == {"untimed_sink_rows": 3}

@@ -1,6 +1,6 @@
 """What an alert says, independent of the channel: the violated rules, sample messages with their
-positions, a repair hint per verdict, the run's delivery latency when it measured one, and the
-links to the run and its Data Docs."""
+positions, a repair hint per verdict, the run's delivery latency when it measured one, its way
+from source to sink when it has a source, and the links to the run and its Data Docs."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recon import settings
+from recon.alert.funnel import funnel_line, source_row_without_id, unpublished_source
 from recon.alert.hints import field_names, full_list_sql, repair_hint, sample_keys
 from recon.alert.text import shown, value
 from recon.contract.table import CONTRACT, Allowance
@@ -47,12 +48,17 @@ class Alert:
     sample_ids: dict[str, list[str]] = field(default_factory=dict)
     #: one line of the run's latency percentiles (:func:`latency_line`), when it measured any
     latency: str | None = None
+    #: one line of the run's way from source to sink (:func:`recon.alert.funnel.funnel_line`),
+    #: when the pipeline has a source
+    funnel: str | None = None
 
     def text(self) -> str:
         """The alert as plain text (the email body, the webhook's fallback ``text``)."""
         lines = [self.title, ""]
         if self.latency:
             lines.extend([self.latency, ""])
+        if self.funnel:
+            lines.extend([self.funnel, ""])
         for report in self.reports:
             lines.append(report_heading(report))
             lines.extend(f"  - {s}" for s in report.samples)
@@ -119,6 +125,15 @@ def _sample_line(verdict: str, sample: Mapping[str, Any]) -> str:
     if verdict == Verdict.OUT_OF_ORDER and stale is not None:
         key, held, newest = stale
         parts.append(f"key {value(key)}  row holds position {held}, newest {newest}")
+    # An unpublished message, or a source row without an id, is in no topic: the source row that
+    # names it is where to look; the key is the user's data, escaped like a messageId.
+    source = unpublished_source(sample.get("detail")) if verdict == Verdict.UNPUBLISHED else None
+    if source is not None:
+        times = f" (held {source[1]} times)" if source[1] > 1 else ""
+        parts.append(f"source row {value(source[0])}{times}")
+    unnamed = source_row_without_id(sample.get("detail")) if verdict == Verdict.INVALID else None
+    if unnamed is not None:
+        parts.append(f"source row {value(unnamed)}")
     return "  ".join(parts)
 
 
@@ -192,9 +207,10 @@ def build_alert(
 
     :param summary: the run's summary (``dataclasses.asdict(RunSummary)``): ``counts``,
         ``samples`` (per verdict: message_id, topic, partition, offsets, sink_keys, sink_count;
-        a ``late``, ``mismatched``, ``duplicated`` or ``out_of_order`` one also its ``detail``,
-        of which only the figures, field names or key and positions are shown) and optionally
-        ``latency`` (:func:`latency_line`).
+        a ``late``, ``mismatched``, ``duplicated``, ``out_of_order``, ``unpublished`` or
+        ``invalid`` one also its ``detail``, of which only the figures, field names, key and
+        positions or source row are shown) and optionally ``latency`` (:func:`latency_line`) and
+        ``funnel`` (:func:`recon.alert.funnel.funnel_line`).
     :param outcome: the checkpoint's decision; its failures name the violated rules.
     :param sample_size: at most this many sample messages per verdict.
     :param dag_id: the pipeline's DAG id for the run link (default: the pipeline name).
@@ -243,4 +259,5 @@ def build_alert(
         validation_id=outcome.validation_id,
         sample_ids=sample_ids,
         latency=latency_line(summary.get("latency")),
+        funnel=funnel_line(summary.get("funnel")),
     )

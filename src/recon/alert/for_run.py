@@ -39,8 +39,9 @@ def _samples(cur: Any, pipeline: str, run_id: str, verdicts: list[str]) -> dict[
                 (pipeline, run_id, verdict, SAMPLE_SIZE),
             )
         # detail: a late row's latency and bound, a mismatched (or duplicated) row's differing
-        # fields, an out_of_order row's key and positions: the alert shows only those, read
-        # back by recon.details
+        # fields, an out_of_order row's key and positions, an unpublished (or source invalid)
+        # row's source row: the alert shows only those, read back by recon.details and
+        # recon.alert.funnel
         samples[verdict] = [
             {
                 "message_id": m, "topic": t, "partition": p, "offsets": list(o or []),
@@ -82,14 +83,14 @@ def alert_for_run(cfg: PipelineConfig, run_id: str, dag_id: str | None = None) -
         with pg.cursor() as cur:
             cur.execute(
                 "SELECT status, contract_passed, counts, violations, validation_url, error, "
-                "window_spec, duration_seconds FROM recon.runs "
+                "window_spec, duration_seconds, funnel FROM recon.runs "
                 "WHERE pipeline = %s AND run_id = %s",
                 (cfg.name, run_id),
             )
             row = cur.fetchone()
             if row is None:
                 raise RunNotFound(f"pipeline '{cfg.name}': no run '{run_id}'")
-            status, passed, counts, failures, url, error, windows, duration = row
+            status, passed, counts, failures, url, error, windows, duration, funnel = row
             if status in ("running", "error") or passed is None:
                 return {"status": "error", "error": error or f"run is {status}",
                         "contract_passed": False, "violations": {}, "channels": {}}  # fmt: skip
@@ -106,7 +107,7 @@ def alert_for_run(cfg: PipelineConfig, run_id: str, dag_id: str | None = None) -
         summary = {
             "pipeline": cfg.name, "run_id": run_id, "semantics": cfg.semantics,
             "counts": counts or {}, "samples": samples, "windows": windows or [],
-            "duration_seconds": duration, "latency": latency,
+            "duration_seconds": duration, "latency": latency, "funnel": funnel,
         }  # fmt: skip
         channels = send_alerts(
             pg, pipeline=cfg.name, semantics=cfg.semantics, run_id=run_id,

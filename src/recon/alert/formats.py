@@ -18,8 +18,8 @@ _HEADER_MAX, _SECTION_MAX, _BLOCKS_MAX = 150, 2900, 45
 
 def webhook_payload(alert: Alert) -> dict[str, Any]:
     """Slack-compatible JSON: the plain text as ``text`` (notification and fallback), and
-    blocks: a header, the run (and its latency line), one section per violated rule, the
-    links."""
+    blocks: a header, the run (and its latency and source-to-sink lines), one section per
+    violated rule, the links."""
     header = f"Contract broken: {shown(alert.pipeline)} ({alert.semantics})"
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": clip(header, _HEADER_MAX)}},
@@ -28,10 +28,9 @@ def webhook_payload(alert: Alert) -> dict[str, Any]:
             "text": {"type": "mrkdwn", "text": _mrkdwn(f"*Run* `{shown(alert.run_id)}`")},
         },
     ]
-    if alert.latency:
-        blocks.append(
-            {"type": "section", "text": {"type": "mrkdwn", "text": _mrkdwn(alert.latency)}}
-        )
+    for line in (alert.latency, alert.funnel):
+        if line:
+            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _mrkdwn(line)}})
     for report in alert.reports:
         body = "\n".join(
             [f"*{report_heading(report)}*", *(f"• {s}" for s in report.samples)]

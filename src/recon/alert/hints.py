@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from recon.alert.funnel import source_row_without_id, unpublished_source
 from recon.alert.text import shown, sql_literal, value
 from recon.config.model import SHA256_FIELD
 from recon.details import differing_fields, out_of_order_positions
@@ -140,6 +141,22 @@ def _out_of_order_hint(positions: str, samples: Sequence[Mapping[str, Any]]) -> 
     )
 
 
+def _unpublished_hint(samples: Sequence[Mapping[str, Any]]) -> str:
+    # An unpublished message has no topic, partition or offset: its id and the source row that
+    # names it are all there is to act on.
+    items = []
+    for s in samples:
+        source = unpublished_source(s.get("detail"))
+        item = value(s.get("message_id"))
+        items.append(item if source is None else f"{item} (source row {value(source[0])})")
+    return (
+        "the source holds these messages, settled, but no committed record of the topic carries "
+        "them (lost before the topic): publish them again from the source, e.g. re-run the "
+        f"outbox relay for {', '.join(items) or 'the ids of the full list'}; then check the "
+        "producer's acks (acks=all) and retries, and whether the relay skips a row that fails."
+    )
+
+
 def repair_hint(verdict: str | None, samples: Sequence[Mapping[str, Any]]) -> str:
     """What to do about ``verdict``, naming the samples' positions and sink keys."""
     keys = [k for s in samples for k in sample_keys(s)]
@@ -149,6 +166,8 @@ def repair_hint(verdict: str | None, samples: Sequence[Mapping[str, Any]]) -> st
             f"replay these committed records to the sink: {positions or 'see the full list'}."
             " Typical cause: the consumer committed offsets before writing, then crashed."
         )
+    if verdict == Verdict.UNPUBLISHED:
+        return _unpublished_hint(samples)
     if verdict == Verdict.DUPLICATED:
         differ = _differing(samples)
         return (
@@ -201,12 +220,22 @@ def repair_hint(verdict: str | None, samples: Sequence[Mapping[str, Any]]) -> st
             "to accept the gap."
         )
     if verdict == Verdict.INVALID:
+        unnamed = [source_row_without_id(s.get("detail")) for s in samples]
+        rows = [value(k) for k in unnamed if k is not None]
         where = "; ".join(
-            part for part in (positions, "sink keys " + ", ".join(keys) if keys else "") if part
+            part
+            for part in (
+                positions,
+                "sink keys " + ", ".join(keys) if keys else "",
+                "source rows " + ", ".join(rows) if rows else "",
+            )
+            if part
         )
+        what = "records, sink rows or source rows" if rows else "records or sink rows"
         return (
-            f"records or sink rows without a usable messageId ({where or 'see the full list'}): "
-            "fix the producer or the consumer so every record carries its id, or raise "
-            "max_invalid to accept them."
+            f"{what} without a usable messageId ({where or 'see the full list'}): fix the "
+            "producer or the consumer so every record carries its id"
+            + (", and the source's writer so every row names one" if rows else "")
+            + ", or raise max_invalid to accept them."
         )
     return "the results do not have the shape the suite expects (a reconciler bug): see Data Docs."

@@ -108,7 +108,7 @@ def slack_payload(alert: Alert) -> dict[str, Any]:
     """
     sections = [slack_text(alert.title)]
     run = f"*Run* `{shown(alert.run_id)}`"
-    sections.append(slack_text(f"{run}\n{alert.latency}" if alert.latency else run))
+    sections.append(slack_text("\n".join(x for x in (run, alert.latency, alert.funnel) if x)))
     for report in alert.reports:
         lines = [f"*{report_heading(report)}*", *(f"• {s}" for s in report.samples)]
         lines.append(f"_Repair:_ {report.hint}")
