@@ -16,6 +16,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from recon.alert.funnel import funnel_line
 from recon.alert.text import shown
 from recon.details import unchecked_phrases
 from recon.errors import ReconError, RunFailed, SparkDriverLost, first_line
@@ -24,7 +25,7 @@ EXIT_OK, EXIT_CONTRACT_BROKEN, EXIT_USER_ERROR = 0, 1, 2
 #: Verdicts whose sample lines end in the row's detail: the figures (late), the differing field
 #: names (mismatched) or the key and both positions (out_of_order) are the whole point of the
 #: line; other details repeat the verdict.
-_DETAILED = ("late", "mismatched", "out_of_order")
+_DETAILED = ("late", "mismatched", "out_of_order", "unpublished")
 
 
 def _progress(line: str) -> None:
@@ -98,11 +99,16 @@ def _format_summary(summary: Any) -> str:
         )
     if summary.unchecked:
         lines.append(f"  not checked: {'; '.join(unchecked_phrases(summary.unchecked))}")
+    way = funnel_line(summary.funnel)
+    if way is not None:
+        lines.append(f"  {way}")
     for verdict, sample in summary.samples.items():
         for s in sample[:5]:
             # The ids, keys and topic come from the data: escaped (recon.alert.text.shown), so
             # that none can move the terminal's cursor, recolour it or forge a line.
             where = f"{shown(s['topic'])}[{s['partition']}]@{','.join(map(str, s['offsets']))}"
+            if s["topic"] is None:  # an unpublished message or a source row: not in the topic
+                where = "no position in the topic"
             # late: its latency and bound; mismatched: the differing fields (names, never values);
             # out_of_order: the key, the position its row holds and the newest record's
             said = (

@@ -25,11 +25,12 @@ PENDING_NEVER_COMMITTED = (
 )
 NOT_FOUND_REMOVED = "no committed record found, and records below the log-start offset are gone"
 PHANTOM = "no committed record in the window, the pending records or the ledger"
-#: A ``late`` delivery: its latency and the pipeline's bound, both in milliseconds (``printf``).
-#: An ``unpublished`` message: the source row that names it, and how many rows do.
+#: An ``unpublished`` message: the source row that names it, and how many rows do (``printf``).
 UNPUBLISHED = "source row %s (of %d naming it) settled; no committed record of the topic carries it"
+#: A settled source row without a messageId (an ``invalid`` row): the row's key.
 SOURCE_WITHOUT_ID = "source row %s without a message id"
 
+#: A ``late`` delivery: its latency and the pipeline's bound, both in milliseconds (``printf``).
 LATE = "delivered %d ms after its record's Kafka timestamp; the bound is %d ms"
 
 #: A ``mismatched`` delivery, or a duplicated message whose copies differ: the compared fields

@@ -58,3 +58,15 @@ def test_ids_from_the_data_cannot_drive_the_terminal() -> None:
     assert "\\x1b[2J" in text and "\\n" in text
     # one line per sample: the crafted newline was not written as one
     assert sum(line.startswith("  lost: ") for line in text.splitlines()) == 1
+
+
+def test_a_three_way_run_says_its_way_and_where_its_unpublished_messages_are() -> None:
+    funnel = {"produced": 6, "published": 4, "committed": 5, "delivered": 5, "unsourced": 1,
+              "source_invalid": 0, "source_duplicates": 0, "unsourced_sample": []}  # fmt: skip
+    sample = {"message_id": "a5", "topic": None, "partition": None, "offsets": [],
+              "sink_count": 0, "detail": "source row 5 (of 1 naming it) settled; no committed "
+              "record of the topic carries it"}  # fmt: skip
+    text = _format_summary(_summary(funnel=funnel, samples={"unpublished": [sample]}))
+    assert "source → topic → sink: 6 produced, 4 published, 5 committed, 5 delivered" in text
+    line = next(x for x in text.splitlines() if x.startswith("  unpublished: "))
+    assert "None" not in line and "no position in the topic" in line and "source row 5" in line
