@@ -26,6 +26,7 @@ DEMO = {
     "ledger_broken_exactly_once": "broken_exactly_once",
     "shipments_concurrent_writers": "concurrent_writers",
     "deliveries_latency_bound": "slow_consumer",
+    "refunds_outbox_exactly_once": "outbox_relay",
 }
 #: The pipelines whose claim the demo's workload breaks: each must fail and send its alerts.
 BROKEN = ("ledger_broken_exactly_once", "deliveries_latency_bound")

@@ -25,6 +25,7 @@ DEMO_DAGS = {
     "recon_payments_exactly_once",
     "recon_ledger_broken_exactly_once",
     "recon_shipments_concurrent_writers",
+    "recon_refunds_outbox_exactly_once",
 }
 
 
