@@ -288,16 +288,42 @@ def _commit_group(ds: Dataset, ends: dict[int, int]) -> None:
     alter_offsets(kafka_conf(), ds.group, {(ds.topic, p): o for p, o in ends.items()})
 
 
+def make_outbox(ds: Dataset) -> str:
+    """The dataset's outbox, made again from its sink (the dataset may have grown): one row per
+    messageId the sink holds, written an hour ago (settled, within the horizon). Every message
+    of the topic the sink holds is then in the outbox: a three-way run finds nothing unpublished
+    and pays for its third input only. :returns: the table's name."""
+    table = f"public.{ds.table}_outbox"
+    with sink_connect() as pg, pg.cursor() as cur:
+        cur.execute(f"DROP TABLE IF EXISTS {table}")
+        cur.execute(
+            f"CREATE TABLE {table} AS SELECT row_number() OVER () AS seq, message_id, "
+            "now() - interval '1 hour' AS created_at FROM (SELECT DISTINCT message_id "
+            f"FROM public.{ds.table} WHERE message_id IS NOT NULL) ids"
+        )
+    return table
+
+
 def pipeline_yaml(
-    ds: Dataset, name: str | None = None, engine: str = "spark", checks: bool = False
+    ds: Dataset,
+    name: str | None = None,
+    engine: str = "spark",
+    checks: bool = False,
+    source: str | None = None,
 ) -> dict[str, Any]:
     """The product's declaration of this dataset's pipeline (the messageId is the JSON ``id``).
 
     :param checks: declare the optional checks too: latency from ``written_at`` (a bound of a day:
         nothing is late) and the payload's ``seq`` and ``payload`` fields (the sink holds them as
         written: nothing is mismatched), so that only their cost differs.
+    :param source: declare this outbox table (:func:`make_outbox`) as the pipeline's source.
     """
     declared = _plain_yaml(ds, engine)
+    if source is not None:
+        declared["source"] = {
+            "connection": "postgres_sink", "table": source, "message_id_column": "message_id",
+            "time_column": "created_at", "key_column": "seq",
+        }  # fmt: skip
     if checks:
         declared["sink"]["time_column"] = "written_at"
         declared["latency"] = {"max_seconds": 86400}

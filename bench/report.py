@@ -337,6 +337,10 @@ def write(results: dict[str, Any], root: str | None = None) -> str:
         "",
         *_p6(results),
         "",
+        "## P7: the third input (three-way runs)",
+        "",
+        *_p7(results),
+        "",
         "## Engine changes for speed",
         "",
         _engine_changes(),
@@ -507,4 +511,24 @@ def _p6(results: dict[str, Any]) -> list[str]:
     for key, name in (("local", "local engine"), ("spark", "Spark engine")):
         plain, checked = runs[key]["seconds"], runs[f"{key}_checks"]["seconds"]
         lines.append(f"| {name} | {plain:.1f} s | {checked:.1f} s | {checked / plain:.2f}x |")
+    return lines
+
+
+def _p7(results: dict[str, Any]) -> list[str]:
+    p7 = results.get("p7")
+    if not p7:
+        return ["(not run)"]
+    runs = p7["runs"]
+    lines = [
+        f"The same {p7['size']:,}-message dataset, run by each engine as declared in P1 and with "
+        "an outbox holding every message the sink holds declared as its `source` (made from the "
+        "sink: nothing is unpublished, so only the third input's cost differs), one run each, "
+        "side by side (target: at most 1.3x):",
+        "",
+        "| engine | two-way | three-way | ratio |",
+        "|---|---|---|---|",
+    ]
+    for key, name in (("local", "local engine"), ("spark", "Spark engine")):
+        two, three = runs[key]["seconds"], runs[f"{key}_source"]["seconds"]
+        lines.append(f"| {name} | {two:.1f} s | {three:.1f} s | {three / two:.2f}x |")
     return lines

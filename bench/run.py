@@ -3,7 +3,8 @@
     python -m bench.run [--sizes 1000000,3000000,10000000] [--reps 3,3,1] [--only P1,P2,...]
 
 P1 throughput (product, the two peers, the I/O floor; medians), P2 incremental runs, P3 memory
-(from P1's product runs), P4 a local Spark standalone cluster, P5 a whole DAG run. The raw
+(from P1's product runs), P4 a local Spark standalone cluster, P5 a whole DAG run, P6 the
+optional checks, P7 the third input of a three-way run (an outbox as the source). The raw
 measurements go to ``.state/bench/results.json``, the tables and the plot to ``docs/``.
 A peer whose verdict counts differ from the product's stops the bench: the comparison would be
 meaningless.
@@ -165,6 +166,33 @@ class Bench:
         self.results["p6"] = {"size": size, "label": label,
                               "runs": {k: asdict(m) for k, m in runs.items()}}  # fmt: skip
 
+    # --- P7 -------------------------------------------------------------------------------------
+    def three_way(self) -> None:
+        """The cost of the third input (``source:``, an outbox holding every message) at the
+        largest size, per engine, against the same run without it, measured side by side."""
+        size = self.sizes[-1]
+        label = _label(size)
+        ds = generate.ensure(f"p1-{label.lower()}", size)
+        outbox = generate.make_outbox(ds)
+        runs: dict[str, Measured] = {}
+        for engine in ("local", "spark"):
+            for sourced in (False, True):
+                key = f"{engine}{'_source' if sourced else ''}"
+                name = f"bench_p7_{label.lower()}_{key}"
+                self.pipelines[name] = generate.pipeline_yaml(
+                    ds, engine=engine, source=outbox if sourced else None
+                )
+                self.declare_all()
+                runs[key] = self.product(name, f"p7-{label}", fresh=True)
+                progress(f"P7 {label} {key}: {runs[key].seconds:.1f}s")
+        for engine in ("local", "spark"):
+            two, three = runs[engine].output, runs[f"{engine}_source"].output
+            # Every message is in the outbox: the third input adds no verdict, only its funnel.
+            if two.get("counts") != three.get("counts") or not three.get("funnel"):
+                raise SystemExit(f"P7 {engine}: the verdicts differ with the source declared")
+        self.results["p7"] = {"size": size, "label": label,
+                              "runs": {k: asdict(m) for k, m in runs.items()}}  # fmt: skip
+
     # --- P5 -------------------------------------------------------------------------------------
     def latency(self) -> None:
         from bench import latency
@@ -225,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     # 3 runs at 1M, one at 3M and 10M: what fits the 40-minute budget on two cores.
     parser.add_argument("--reps", default=os.environ.get("RECON_BENCH_REPS", "3,1,1"))
-    parser.add_argument("--only", default=os.environ.get("RECON_BENCH_ONLY", "P1,P2,P4,P5,P6"))
+    parser.add_argument("--only", default=os.environ.get("RECON_BENCH_ONLY", "P1,P2,P4,P5,P6,P7"))
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     reps = [int(r) for r in args.reps.split(",")][: len(sizes)]
@@ -235,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     # P4 needs P1 (its local reference run); P1 runs first.
     steps = (("P1", bench.throughput), ("P4", bench.scale_out), ("P2", bench.incremental),
-             ("P5", bench.latency), ("P6", bench.checks))  # fmt: skip
+             ("P5", bench.latency), ("P6", bench.checks), ("P7", bench.three_way))  # fmt: skip
     if "P4" in only:
         only.add("P1")
     from bench import report
