@@ -6,7 +6,17 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from recon_workload import kafka_io, latency, ledger, order, payload, sink, upsert, upsert_sink
+from recon_workload import (
+    kafka_io,
+    latency,
+    ledger,
+    ledger_store,
+    order,
+    payload,
+    sink,
+    upsert,
+    upsert_sink,
+)
 from recon_workload.errors import WorkloadError
 from recon_workload.hold import HoldGate
 from recon_workload.kafka_io import ReadRecord
@@ -143,7 +153,7 @@ def reset(names: RunNames, conf: dict[str, Any]) -> None:
     kafka_io.delete_groups(conf, [names.group(), names.group("processor")])
     with sink.transaction() as cur:
         sink.drop_tables(cur, names.table)
-        ledger.ensure_schema(cur)
+        ledger_store.ensure_schema(cur)
         cur.execute("DELETE FROM workload.ledger WHERE scenario_run = %s", (names.scenario_run,))
         cur.execute("DELETE FROM workload.runs WHERE scenario_run = %s", (names.scenario_run,))
 
@@ -222,7 +232,7 @@ def finish(run: Run, outcome: Outcome, started: float) -> ScenarioResult:
     run.faults["group_committed_offsets"] = {str(p): o for p, o in sorted(offsets.items())}
     params = {"messages": run.messages, "partitions": run.partitions, "seed": run.seed}
     with sink.transaction() as cur:
-        ledger.store(
+        ledger_store.store(
             cur,
             {
                 "scenario_run": names.scenario_run,

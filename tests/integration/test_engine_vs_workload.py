@@ -50,6 +50,8 @@ SEMANTICS = {
 #: The acks=0 relay loses what it sends while the broker stops (about one record in a thousand
 #: messages, often none in a hundred): enough messages that some are unpublished.
 MESSAGES = {"outbox_fire_and_forget": 1000}
+#: The scenarios whose Spark run is re-run with the same run id (every one is on the local engine).
+RERUN_ON_SPARK = ("broken_exactly_once", "bad_records", "outbox_fire_and_forget")
 #: The workloads that bounce the broker every test shares.
 BOUNCES = ("at_most_once", "outbox_fire_and_forget")
 
@@ -165,7 +167,11 @@ def test_every_verdict_equals_the_ground_truth(
             actual_counts["invalid"] -= len(invalid_sink_positions)
         assert actual_counts == expected_counts
 
-        # The same run id again: the same snapshot, the same verdicts, the same rows.
+        # The same run id again: the same snapshot, the same verdicts, the same rows. Both
+        # engines commit through one driver; Spark's own write path is re-run on the scenarios
+        # with the most kinds of rows (a re-run costs a Spark run, 10-15 s, on every scenario).
+        if engine == "spark" and scenario not in RERUN_ON_SPARK:
+            return
         before = _discrepancy_rows(name, "run-1")
         again = run_pipeline(cfg, "run-1", spark, data_dir=data_dir)
         assert again.counts == summary.counts
