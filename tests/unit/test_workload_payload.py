@@ -12,7 +12,15 @@ from typing import Any
 import pytest
 from confluent_kafka import Message
 
-from recon_workload import PAYLOAD_COLUMNS, SCENARIOS, SHA256_COLUMN, WorkloadError, ledger, sink
+from recon_workload import (
+    PAYLOAD_COLUMNS,
+    SCENARIOS,
+    SHA256_COLUMN,
+    WorkloadError,
+    ledger,
+    ledger_store,
+    sink,
+)
 from recon_workload import payload as pl
 from recon_workload.kafka_io import Position, ReadRecord
 from recon_workload.ledger import LedgerRow, Produced
@@ -351,12 +359,12 @@ def test_ledger_gains_the_payload_column_in_place() -> None:
             return [(c,) for c in self.columns]
 
     old = Cursor(["ledger_key", "latency_seconds"])
-    ledger.ensure_schema(old)
+    ledger_store.ensure_schema(old)
     assert [s for s in old.statements if s.startswith("ALTER")] == [
         "ALTER TABLE workload.ledger ADD COLUMN payload_diff jsonb"
     ]
     current = Cursor(["ledger_key", "latency_seconds", "payload_diff"])
-    ledger.ensure_schema(current)
+    ledger_store.ensure_schema(current)
     assert not [s for s in current.statements if s.startswith("ALTER")]
     assert "payload_diff jsonb" in old.statements[1]  # a new ledger has it from the start
 
