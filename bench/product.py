@@ -50,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     steps = {b: round(marks[b] - marks[a], 3) for a, b in zip(names, names[1:], strict=False)}
     total = round(marks["reconcile"] - marks["start"], 3)
     print(json.dumps({"steps": steps, "seconds": total, "counts": summary.counts,
-                      "discrepancies": summary.discrepancies}))  # fmt: skip
+                      "discrepancies": summary.discrepancies,
+                      "funnel": summary.funnel}))  # fmt: skip
     if spark is not None:
         spark.stop()
     return 0
