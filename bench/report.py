@@ -495,40 +495,49 @@ def _p5(results: dict[str, Any]) -> list[str]:
     ]
 
 
-def _p6(results: dict[str, Any]) -> list[str]:
-    p6 = results.get("p6")
-    if not p6:
+def _side_by_side(
+    figure: dict[str, Any] | None, intro: str, columns: tuple[str, str], suffix: str
+) -> list[str]:
+    """A figure that runs each engine without and with one thing declared: a table of both
+    times and their ratio.
+
+    :param intro: the sentence before the table (``{size}`` is the dataset's size).
+    :param columns: the two time columns' headings.
+    :param suffix: the second run's key is the engine's plus this.
+    """
+    if not figure:
         return ["(not run)"]
-    runs = p6["runs"]
+    runs = figure["runs"]
     lines = [
-        f"The same {p6['size']:,}-message dataset, run by each engine as declared in P1 and with "
-        "`latency` (from `written_at`) and `payload` (`seq` and `payload`) declared, one run "
-        "each, side by side (target: at most 1.25x):",
+        intro.format(size=f"{figure['size']:,}"),
         "",
-        "| engine | without | with the checks | ratio |",
+        f"| engine | {columns[0]} | {columns[1]} | ratio |",
         "|---|---|---|---|",
     ]
     for key, name in (("local", "local engine"), ("spark", "Spark engine")):
-        plain, checked = runs[key]["seconds"], runs[f"{key}_checks"]["seconds"]
-        lines.append(f"| {name} | {plain:.1f} s | {checked:.1f} s | {checked / plain:.2f}x |")
+        first, second = runs[key]["seconds"], runs[f"{key}{suffix}"]["seconds"]
+        lines.append(f"| {name} | {first:.1f} s | {second:.1f} s | {second / first:.2f}x |")
     return lines
+
+
+def _p6(results: dict[str, Any]) -> list[str]:
+    return _side_by_side(
+        results.get("p6"),
+        "The same {size}-message dataset, run by each engine as declared in P1 and with "
+        "`latency` (from `written_at`) and `payload` (`seq` and `payload`) declared, one run "
+        "each, side by side (target: at most 1.25x):",
+        ("without", "with the checks"),
+        "_checks",
+    )
 
 
 def _p7(results: dict[str, Any]) -> list[str]:
-    p7 = results.get("p7")
-    if not p7:
-        return ["(not run)"]
-    runs = p7["runs"]
-    lines = [
-        f"The same {p7['size']:,}-message dataset, run by each engine as declared in P1 and with "
-        "an outbox holding every message the sink holds declared as its `source` (made from the "
+    return _side_by_side(
+        results.get("p7"),
+        "The same {size}-message dataset, run by each engine as declared in P1 and with an "
+        "outbox holding every message the sink holds declared as its `source` (made from the "
         "sink: nothing is unpublished, so only the third input's cost differs), one run each, "
         "side by side (target: at most 1.3x):",
-        "",
-        "| engine | two-way | three-way | ratio |",
-        "|---|---|---|---|",
-    ]
-    for key, name in (("local", "local engine"), ("spark", "Spark engine")):
-        two, three = runs[key]["seconds"], runs[f"{key}_source"]["seconds"]
-        lines.append(f"| {name} | {two:.1f} s | {three:.1f} s | {three / two:.2f}x |")
-    return lines
+        ("two-way", "three-way"),
+        "_source",
+    )

@@ -128,6 +128,14 @@ _RATIO_NOUNS = {
 }
 
 
+#: The block a pipeline declares for a ratio's verdict to exist at all.
+_RATIO_BLOCKS = {
+    "max_mismatched_ratio": "payload",
+    "max_out_of_order_ratio": "order",
+    "max_unpublished_ratio": "source",
+}
+
+
 class TolerancesDecl(Declaration):
     """The ``tolerances:`` mapping. A tolerance the claimed semantic forbids is refused: the
     contract would ignore it, which is a misunderstanding worth stopping for. The semantic comes
@@ -179,26 +187,14 @@ class TolerancesDecl(Declaration):
             )
         return value
 
-    @field_validator("max_mismatched_ratio")
+    @field_validator("max_mismatched_ratio", "max_out_of_order_ratio", "max_unpublished_ratio")
     @classmethod
-    def _mismatched_needs_payload(cls, value: float, info: ValidationInfo) -> float:
-        # As for max_late_ratio: without a comparison no message is ever mismatched.
-        if value > 0 and context(info).get("payload") is False:
-            raise invalid("has no effect without payload: declare payload, or remove it")
-        return value
-
-    @field_validator("max_out_of_order_ratio")
-    @classmethod
-    def _out_of_order_needs_order(cls, value: float, info: ValidationInfo) -> float:
-        if value > 0 and context(info).get("order") is False:
-            raise invalid("has no effect without order: declare order, or remove it")
-        return value
-
-    @field_validator("max_unpublished_ratio")
-    @classmethod
-    def _unpublished_needs_source(cls, value: float, info: ValidationInfo) -> float:
-        if value > 0 and context(info).get("source") is False:
-            raise invalid("has no effect without source: declare source, or remove it")
+    def _needs_its_block(cls, value: float, info: ValidationInfo) -> float:
+        # As for max_late_ratio: without the block that makes the verdict, no message ever has
+        # it, and the ratio would silently allow nothing.
+        block = _RATIO_BLOCKS[str(info.field_name)]
+        if value > 0 and context(info).get(block) is False:
+            raise invalid(f"has no effect without {block}: declare {block}, or remove it")
         return value
 
     def values(self) -> Tolerances:
