@@ -51,7 +51,7 @@ SEMANTICS = {
 #: messages, often none in a hundred): enough messages that some are unpublished.
 MESSAGES = {"outbox_fire_and_forget": 1000}
 #: The scenarios whose Spark run is re-run with the same run id (every one is on the local engine).
-RERUN_ON_SPARK = ("broken_exactly_once", "bad_records", "outbox_fire_and_forget")
+RERUN_ON_SPARK = ("broken_exactly_once", "bad_records")
 #: The workloads that bounce the broker every test shares.
 BOUNCES = ("at_most_once", "outbox_fire_and_forget")
 
