@@ -34,7 +34,7 @@ from recon.outcome import (
     require_record,
     run_summary,
 )
-from recon.read.source import SourceTimes, source_times
+from recon.read.source import SourceTimes, run_source_times
 from recon.rules import (
     ABORTED_STEPS,
     CARRIED_STEPS,
@@ -139,7 +139,7 @@ def reconcile_run(
         with results_db() as pg:
             store.mark_running(pg, cfg.name, run_id)
             replays = replayed_positions(pg, cfg.name, cfg.kafka.topic)
-            times = _source_times(pg, cfg, record)
+            times = run_source_times(pg, cfg, record)
         try:
             judged = judge_run(
                 cfg, record, io, progress, started=started, replays=replays, source=times
@@ -165,14 +165,6 @@ def reconcile_run(
         f"run {run_id}: committed {written} discrepancy rows in {outcome.duration_seconds:.1f} s"
     )
     return run_summary(cfg, record, outcome, written, judged.samples)
-
-
-def _source_times(pg: Any, cfg: PipelineConfig, record: store.RunRecord) -> SourceTimes | None:
-    """Which source rows the run reads and judges (None: the pipeline declares no source)."""
-    if cfg.source is None:
-        return None
-    base = None if record.base_run_id is None else store.find_run(pg, cfg.name, record.base_run_id)
-    return source_times(cfg, record.snapshot_at, None if base is None else base.snapshot_at)
 
 
 def _timestamp_type(cfg: PipelineConfig) -> str | None:

@@ -7,8 +7,8 @@ messages on a few GiB). The steps keep the Spark engine's contracts (``recon.eng
 * :mod:`recon.read.kafka_local` reads exact offset ranges with confluent-kafka in parallel
   worker processes (one per core, partitions spread by size), the messageIds taken out by
   :mod:`recon.read.message_ids` as the Spark engine's are;
-* :mod:`recon.read.sink_arrow` copies the run's sink rows out of PostgreSQL (``COPY``) while the
-  workers read Kafka;
+* :mod:`recon.read.sink_arrow` copies the run's sink rows (and a declared source's rows) out of
+  PostgreSQL (``COPY``) while the workers read Kafka;
 * the verdicts are the rules of :mod:`recon.rules`, run by :mod:`recon.engines.duckdb`;
 * :mod:`recon.ledger.local` reads and writes the same ledger versions (manifests of Parquet
   entry directories, ``recon.ledger.versions``) as :mod:`recon.ledger.spark`, so a pipeline
@@ -25,7 +25,10 @@ Nothing here imports pyspark or Airflow.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import glob
+import json
 import os
 import shutil
 import threading
@@ -44,13 +47,15 @@ from recon.read.kafka_local.pool import ReaderLost, Readers, default_workers, re
 from recon.read.kafka_local.reader import KafkaReadFailed
 from recon.read.message_ids import window_schema
 from recon.read.ranges import OffsetRange, part_ranges
-from recon.read.source import SourceTimes
+from recon.read.source import SourceTimes, run_source_times
 from recon.rules.render import literal as _literal
-from recon.services import Progress, default_data_dir, noop, sink_db, source_db
+from recon.services import Progress, default_data_dir, noop, results_db, sink_db, source_db
 from recon.snapshot.offsets import KafkaAuthFailed
 from recon.snapshot.window import PartitionWindow
 
 PARTS = ("committed", "pending", "inflight", "sink")
+#: Beside a run's source rows: the :class:`SourceTimes` they were read for.
+_TIMES_FILE = "times.json"
 #: Read committed, except the in-flight records past the last stable offset
 #: (``recon.read.ranges.part_ranges``).
 _ISOLATION = {"committed": "read_committed", "pending": "read_committed",
@@ -90,6 +95,38 @@ def _copy_sink(cfg: PipelineConfig, record: store.RunRecord, path: str) -> int:
         return copy_sink_rows(pg, cfg.sink, table, rows, path, cfg.payload, cfg.order)
 
 
+def _copy_source(cfg: PipelineConfig, times: SourceTimes, directory: str) -> int:
+    """The run's source rows into ``directory`` (``part-0.parquet``), with the times they were
+    read for (``times.json``): the rows a run reads depend only on its record."""
+    from recon.read.sink_arrow import copy_to_parquet
+    from recon.read.source import inspect_source, source_query, source_schema
+
+    os.makedirs(directory, exist_ok=True)
+    with source_db(cfg) as pg:
+        query = source_query(pg, cfg, times, inspect_source(pg, cfg))
+        # Arrow's CSV reader takes no 't'/'f': the flag comes out as 1/0.
+        n = copy_to_parquet(
+            pg, f"SELECT message_id, source_key, judge::int FROM ({query}) q",
+            source_schema(), f"{directory}/part-0.parquet", unique=("message_id", "source_key"),
+        )  # fmt: skip
+    with open(f"{directory}/{_TIMES_FILE}", "w", encoding="utf-8") as fh:
+        json.dump(_times_json(times), fh)
+    return n
+
+
+def _times_json(times: SourceTimes) -> dict[str, str | None]:
+    return {k: None if v is None else v.isoformat() for k, v in dataclasses.asdict(times).items()}
+
+
+def _copied_for(directory: str, times: SourceTimes) -> bool:
+    """Whether ``directory`` holds the source rows read for ``times``."""
+    try:
+        with open(f"{directory}/{_TIMES_FILE}", encoding="utf-8") as fh:
+            return bool(json.load(fh) == _times_json(times))
+    except FileNotFoundError:
+        return False
+
+
 def snapshot_topic(
     cfg: PipelineConfig,
     run_id: str,
@@ -97,9 +134,10 @@ def snapshot_topic(
     data_dir: str | None = None,
     progress: Progress = noop,
 ) -> dict[str, str]:
-    """Read the run's window, pending records and sink rows into Parquet.
+    """Read the run's window, pending records and sink rows (and a declared source's rows:
+    ``recon.read.source``) into Parquet.
 
-    A re-run rewrites all three; readers see either the old set or the new one.
+    A re-run rewrites them all; readers see either the old set or the new one.
 
     :returns: the Parquet directories by part (``committed``, ``pending``, ``sink``).
     """
@@ -112,20 +150,28 @@ def snapshot_topic(
     offsets = sum(w.pending_to - w.read_from for w in record.windows)
     workers = default_workers()
     progress(f"run {run_id}: reading {offsets} offsets with {workers} Kafka reader(s)")
-    sink_rows: dict[str, int] = {}
-    sink_error: list[BaseException] = []
+    # The sink rows (and a source's rows) stream out of PostgreSQL while the readers read Kafka.
+    copies = {"sink": functools.partial(_copy_sink, cfg, record, f"{staging}/sink/part-0.parquet")}
+    if cfg.source is not None:
+        with results_db() as pg:
+            times = run_source_times(pg, cfg, record)
+        assert times is not None
+        copies["source"] = functools.partial(_copy_source, cfg, times, f"{staging}/source")
+    copied: dict[str, int] = {}
+    copy_errors: list[BaseException] = []
     took: dict[str, float] = {}
 
-    def copy_sink() -> None:
+    def copy(what: str) -> None:
         try:
-            sink_rows["n"] = _copy_sink(cfg, record, f"{staging}/sink/part-0.parquet")
-            took["sink"] = time.monotonic() - started
+            copied[what] = copies[what]()
+            took[what] = time.monotonic() - started
         except BaseException as exc:  # re-raised in the caller's thread
-            sink_error.append(exc)
+            copy_errors.append(exc)
 
     try:
         os.makedirs(f"{staging}/sink")
-        copier = threading.Thread(target=copy_sink, name="recon-sink-copy")
+        copiers = [threading.Thread(target=copy, args=(what,), name=f"recon-{what}-copy")
+                   for what in copies]  # fmt: skip
         readers = {}
         for part, isolation in _ISOLATION.items():
             ranges = [r for r in part_ranges(record.windows, part) if r.end > r.start]
@@ -141,27 +187,32 @@ def snapshot_topic(
                 order=cfg.order,
             )  # fmt: skip
         try:
-            copier.start()
+            for copier in copiers:
+                copier.start()
             read = dict.fromkeys(_ISOLATION, 0) | {p: _wait(cfg, r) for p, r in readers.items()}
             took["records"] = time.monotonic() - started
         finally:
             for r in readers.values():
                 r.stop()
-            if copier.is_alive():
-                copier.join()
-        if sink_error:
-            raise sink_error[0]
+            for copier in copiers:
+                if copier.is_alive():
+                    copier.join()
+        if copy_errors:
+            raise copy_errors[0]
         open(f"{staging}/_SUCCESS", "w").close()
         if os.path.exists(final):
             shutil.rmtree(final)
         os.rename(staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    source = (
+        f", {copied['source']} source rows ({took['source']:.1f} s)" if "source" in copied else ""
+    )
     progress(
         f"run {run_id}: {read['committed']} records, {read['pending']} pending, "
-        f"{read['inflight']} in flight and {sink_rows.get('n', 0)} sink rows written to {final} in "
+        f"{read['inflight']} in flight and {copied.get('sink', 0)} sink rows written to {final} in "
         f"{time.monotonic() - started:.1f} s (records {took['records']:.1f} s, sink rows "
-        f"{took.get('sink', 0):.1f} s, side by side)"
+        f"{took.get('sink', 0):.1f} s{source}, side by side)"
     )
     return {part: f"{final}/{part}" for part in PARTS}
 
@@ -253,20 +304,12 @@ class LocalRunIO:
         return "recon_sink"
 
     def source_rows(self, times: SourceTimes) -> str:
-        from recon.read.sink_arrow import copy_to_parquet
-        from recon.read.source import inspect_source, source_query, source_schema
-
         directory = f"{self.run_dir}/source"
-        os.makedirs(directory, exist_ok=True)
-        with source_db(self.cfg) as pg:
-            query = source_query(pg, self.cfg, times, inspect_source(pg, self.cfg))
-            # Arrow's CSV reader takes no 't'/'f': the flag comes out as 1/0.
-            n = copy_to_parquet(
-                pg, f"SELECT message_id, source_key, judge::int FROM ({query}) q",
-                source_schema(), f"{directory}/part-0.parquet", unique=("message_id", "source_key"),
-            )  # fmt: skip
-        assert self.cfg.source is not None
-        self.progress(f"run {self.record.run_id}: {n} rows of source {self.cfg.source.table}")
+        if not _copied_for(directory, times):
+            # A window read before the pipeline declared its source.
+            n = _copy_source(self.cfg, times, directory)
+            assert self.cfg.source is not None
+            self.progress(f"run {self.record.run_id}: {n} rows of source {self.cfg.source.table}")
         return _view(self.con, "recon_source", directory)
 
     def results_at(self, path: str) -> str | None:

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recon.config import PipelineConfig, SourceSpec
 from recon.errors import SourceTableError
+
+if TYPE_CHECKING:
+    from recon.store import RunRecord
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,20 @@ def source_times(
     # horizon: a long pause must not skip them.
     read_from = horizon_from if settled_from is None else min(horizon_from, settled_from)
     return SourceTimes(read_from, snapshot_at, settled_from, snapshot_at - settle)
+
+
+def run_source_times(pg: Any, cfg: PipelineConfig, record: RunRecord) -> SourceTimes | None:
+    """The :class:`SourceTimes` of a recorded run (None: the pipeline declares no source): the
+    same for every step of the run and for each re-run of its id.
+
+    :param pg: a connection to the results database (the base run's snapshot time).
+    """
+    from recon.store import find_run
+
+    if cfg.source is None:
+        return None
+    base = None if record.base_run_id is None else find_run(pg, cfg.name, record.base_run_id)
+    return source_times(cfg, record.snapshot_at, None if base is None else base.snapshot_at)
 
 
 def inspect_source(pg: Any, cfg: PipelineConfig) -> str:
