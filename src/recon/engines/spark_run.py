@@ -132,14 +132,13 @@ class SparkRunIO:
         return self._cache(_sink_rows_for_run(self.spark, self.cfg, self.record))
 
     def source_rows(self, times: SourceTimes) -> DataFrame:
-        from recon.read.source import inspect_source, source_query
+        from recon.read.source import inspect_source, read_source_rows, source_query
 
         assert self.cfg.source is not None
         with source_db(self.cfg) as pg:
             query = source_query(pg, self.cfg, times, inspect_source(pg, self.cfg))
-        # One JDBC partition: the query reads by time, which gives no integer to slice by.
         conn = postgres_connection(self.cfg.source.connection)
-        return self._cache(read_sink_rows(self.spark, conn, query, None, None))
+        return self._cache(read_source_rows(self.spark, conn, query))
 
     def results_at(self, path: str) -> DataFrame | None:
         from pyspark.errors import AnalysisException
