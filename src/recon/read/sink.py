@@ -223,6 +223,12 @@ def sink_query(
     return str(query.as_string(pg))
 
 
+def jdbc_read_properties(conn: PostgresConnection) -> dict[str, str]:
+    """The JDBC properties of a Spark read from PostgreSQL (the sink's rows, a source's rows):
+    the connection's, streamed ``fetchsize`` rows at a time rather than held whole."""
+    return {**conn.jdbc_properties(), "fetchsize": "10000"}
+
+
 def read_sink_rows(
     spark: SparkSession,
     conn: PostgresConnection,
@@ -240,7 +246,7 @@ def read_sink_rows(
     :param seq_to: inclusive upper bound.
     :param slices: number of JDBC partitions.
     """
-    props = {**conn.jdbc_properties(), "fetchsize": "10000"}
+    props = jdbc_read_properties(conn)
     subquery = f"({query}) AS recon_sink_rows"
     if seq_to is not None and slices > 1:
         low = (seq_from or 0) + 1

@@ -143,7 +143,9 @@ def read_source_rows(spark: SparkSession, conn: PostgresConnection, query: str,
     by a hash of the messageId (a time column gives no integer range to split by; one read of
     10M rows was one task on one core).
     """
-    props = {**conn.jdbc_properties(), "fetchsize": "10000"}
+    from recon.read.sink import jdbc_read_properties
+
+    props = jdbc_read_properties(conn)
     predicates = [
         f"abs(mod(hashtext(coalesce(message_id, '')), {slices})) = {i}" for i in range(slices)
     ]
