@@ -305,6 +305,40 @@ def test_the_data_docs_index_lists_only_the_newest_validations(
     assert index["validation_results_limit"] == INDEX_LIMIT
 
 
+def test_the_validation_runs_outside_the_project_lock(
+    request: pytest.FixtureRequest, gx_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock guards the project's shared files only: a run validating its results does not
+    keep runs of other pipelines waiting for its whole validation and Data Docs page."""
+    import fcntl
+
+    from great_expectations.checkpoint.checkpoint import Checkpoint
+
+    from recon.validation.checkpoint import _LOCK_FILE
+
+    original = Checkpoint.run
+    free_during_run: list[bool] = []
+
+    def run_and_probe_the_lock(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with open(os.path.join(gx_dir, _LOCK_FILE), "a+", encoding="utf-8") as handle:
+            try:
+                # Another open file description: blocked if this process holds the lock.
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                free_during_run.append(False)
+            else:
+                free_during_run.append(True)
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Checkpoint, "run", run_and_probe_the_lock)
+    cfg = _cfg("exactly_once", Tolerances(), idempotent=True, name="unlocked")
+    outcome = _validate(request, "pandas", gx_dir, cfg, _rows({"delivered": 2}), "unlocked")
+
+    assert outcome.passed and os.path.isfile(outcome.data_docs_path)
+    assert free_during_run == [True]
+
+
 def test_revalidation_on_the_other_engine_replaces_the_run(
     request: pytest.FixtureRequest, gx_dir: str
 ) -> None:

@@ -24,7 +24,7 @@ The GX project is a file-mode project in ``$RECON_STATE/gx`` (or ``gx_dir``)::
     gx/validation_definitions/<pipeline>.json       results of <pipeline> x its semantic's suite
     gx/checkpoints/<pipeline>.json                  that definition + UpdateDataDocsAction
     gx/uncommitted/validations/<semantic>/<run id>/<time>/<batch>.json   validation results
-    gx/uncommitted/data_docs/local_site/index.html  Data Docs: the newest INDEX_LIMIT (200)
+    gx/uncommitted/data_docs/local_site/index.html  Data Docs: the newest INDEX_LIMIT (50)
         validations, and a page per validated run:
         validations/<semantic>/<run id>/<time>/<data source>-<pipeline>.html
 
