@@ -105,14 +105,15 @@ def test_idle_pipeline_judges_committed_records_without_sink_rows(
     assert lost_rows == lost, lost_rows
     assert s.run_row("run-2", "status, contract_passed") == ("failed", False)
 
-    # Nothing new at all: a normal run, nothing judged.
-    if engine == "local":
-        result = s.cli("run-3")
-        no_traceback(result, "run 3")
-        assert result.returncode == EXIT_OK, (result.returncode, tail(result.stderr))
-        summary3 = parse_summary(result, "run 3")
-    else:
-        summary3 = dataclasses.asdict(s.run(spark, "run-3"))
+    # Nothing new at all: a normal run, nothing judged. On Spark an empty window is
+    # test_bad_input.py's empty topic, judged twice (a Spark run costs about 15 s of the
+    # suite's budget).
+    if engine == "spark":
+        return
+    result = s.cli("run-3")
+    no_traceback(result, "run 3")
+    assert result.returncode == EXIT_OK, (result.returncode, tail(result.stderr))
+    summary3 = parse_summary(result, "run 3")
     assert summary3["run_id"] == "run-3" and summary3["contract_passed"] is True, summary3
     assert not {v: n for v, n in summary3["counts"].items() if n}, summary3["counts"]
     same({}, s.verdicts(spark, "run-3"), "run 3 (nothing new)")
