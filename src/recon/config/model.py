@@ -19,6 +19,14 @@ MESSAGE_ID_KINDS: tuple[str, ...] = ("header", "json_field", "key")
 NOTIFIERS: tuple[str, ...] = ("slack", "webhook", "email")
 
 
+def split_table(table: str) -> tuple[str, str]:
+    """``(schema, table)`` of a declared table (``public`` when it names none)."""
+    if "." in table:
+        schema, name = table.split(".", 1)
+        return schema, name
+    return "public", table
+
+
 @dataclass(frozen=True)
 class MessageIdSpec:
     """Where a record's messageId lives: a header, a top-level JSON field of the value, or the key.
@@ -67,9 +75,9 @@ class SinkSpec:
         return self.keep_first_by or self.ingest_seq_column
 
     @property
-    def table_parts(self) -> tuple[str, ...]:
-        """``("schema", "table")`` or ``("table",)``, ready for ``psycopg2.sql.Identifier``."""
-        return tuple(self.table.split("."))
+    def table_parts(self) -> tuple[str, str]:
+        """``("schema", "table")`` (:func:`split_table`), ready for ``psycopg2.sql.Identifier``."""
+        return split_table(self.table)
 
 
 @dataclass(frozen=True)
@@ -173,9 +181,9 @@ class SourceSpec:
     horizon_hours: float = 168.0
 
     @property
-    def table_parts(self) -> tuple[str, ...]:
-        """``("schema", "table")`` or ``("table",)``, ready for ``psycopg2.sql.Identifier``."""
-        return tuple(self.table.split("."))
+    def table_parts(self) -> tuple[str, str]:
+        """``("schema", "table")`` (:func:`split_table`), ready for ``psycopg2.sql.Identifier``."""
+        return split_table(self.table)
 
 
 #: What of a record a sink column may get when a repair writes a lost message's row itself.

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from recon.config import OrderSpec, PayloadSpec, SinkSpec
+from recon.config.model import split_table
 from recon.connections import PostgresConnection
 from recon.errors import SinkTableError
 from recon.read.sink_order import check_order_columns, order_expressions
@@ -44,14 +45,6 @@ class SinkTable:
         from psycopg2 import sql
 
         return sql.Identifier(self.schema, self.table)
-
-
-def split_table(table: str) -> tuple[str, str]:
-    """``(schema, table)`` of a declared table (``public`` when it names none)."""
-    if "." in table:
-        schema, name = table.split(".", 1)
-        return schema, name
-    return "public", table
 
 
 def table_columns(pg: Any, schema: str, name: str) -> dict[str, str]:

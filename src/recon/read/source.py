@@ -76,7 +76,8 @@ def inspect_source(pg: Any, cfg: PipelineConfig) -> str:
 
     :raises SourceTableError: naming the pipeline and the key.
     """
-    from recon.read.sink import split_table, table_columns
+    from recon.config.model import split_table
+    from recon.read.sink import table_columns
 
     spec = _spec(cfg)
     schema, name = split_table(spec.table)
@@ -105,7 +106,8 @@ def source_query(pg: Any, cfg: PipelineConfig, times: SourceTimes, time_type: st
     """
     from psycopg2 import sql
 
-    from recon.read.sink import as_timestamptz, split_table
+    from recon.config.model import split_table
+    from recon.read.sink import as_timestamptz
 
     spec = _spec(cfg)
     created = as_timestamptz(spec.time_column, time_type)

@@ -11,7 +11,9 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from recon.config.model import split_table
 from recon.errors import ReconError
+from recon.read.sink import table_columns
 from recon.repair.plan_model import Delete, SinkState, SinkTarget
 
 #: One sink row as the plan sees it: its messageId and its primary key values as text.
@@ -27,15 +29,11 @@ class RepairStale(RepairRefused):
     """The sink changed since the plan was made: apply a new plan."""
 
 
-def _split(table: str) -> tuple[str, str]:
-    return tuple(table.split(".", 1)) if "." in table else ("public", table)  # type: ignore[return-value]
-
-
 def key_columns(pg: Any, table: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The sink table's primary key columns and their types, in key order (empty: none)."""
     from psycopg2 import sql
 
-    schema, name = _split(table)
+    schema, name = split_table(table)
     with pg.cursor() as cur:
         cur.execute(
             "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_index i "
@@ -75,7 +73,7 @@ def affected_rows(
         "ORDER BY {mid}::text, {order}{lock}"
     ).format(
         mid=sql.Identifier(target.message_id_column), keys=_key_text(target),
-        table=sql.Identifier(*_split(target.table)), order=sql.SQL(", ").join(order),
+        table=sql.Identifier(*split_table(target.table)), order=sql.SQL(", ").join(order),
         lock=sql.SQL(" FOR UPDATE") if lock else sql.SQL(""),
     )  # fmt: skip
     with pg.cursor() as cur:
@@ -107,7 +105,7 @@ def delete_statement(
         "DELETE FROM {table} WHERE ({keys}, {mid}::text) IN "
         "(SELECT * FROM unnest({arrays}, %s::text[])) RETURNING {mid}::text"
     ).format(
-        table=sql.Identifier(*_split(target.table)), keys=sql.SQL(", ").join(columns),
+        table=sql.Identifier(*split_table(target.table)), keys=sql.SQL(", ").join(columns),
         mid=sql.Identifier(target.message_id_column), arrays=arrays,
     )  # fmt: skip
     params = tuple([d.key[i] for d in deletes] for i in range(len(target.key_columns)))
@@ -134,7 +132,7 @@ def delete_rows(pg: Any, target: SinkTarget, deletes: Sequence[Delete], keep_one
             cur.execute(
                 sql.SQL("SELECT count(DISTINCT {mid}::text) FROM {table} WHERE {mid}::text = "
                         "ANY(%s)").format(mid=sql.Identifier(target.message_id_column),
-                                          table=sql.Identifier(*_split(target.table))),
+                                          table=sql.Identifier(*split_table(target.table))),
                 (sorted(keep_one),),
             )  # fmt: skip
             left = cur.fetchone()[0]
@@ -147,17 +145,8 @@ def delete_rows(pg: Any, target: SinkTarget, deletes: Sequence[Delete], keep_one
 
 
 def column_names(pg: Any, table: str) -> set[str]:
-    """The sink table's column names."""
-    from psycopg2 import sql
-
-    schema, name = _split(table)
-    with pg.cursor() as cur:
-        cur.execute(
-            "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
-            "AND NOT attisdropped",
-            (sql.Identifier(schema, name).as_string(pg),),
-        )
-        names = {r[0] for r in cur.fetchall()}
+    """The sink table's column names (empty: no such table)."""
+    names = set(table_columns(pg, *split_table(table)))
     pg.rollback()
     return names
 
@@ -170,7 +159,7 @@ def insert_statement(
     from psycopg2 import sql
 
     head = sql.SQL("INSERT INTO {table} ({columns}) VALUES ").format(
-        table=sql.Identifier(*_split(target.table)),
+        table=sql.Identifier(*split_table(target.table)),
         columns=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
     )
     tail = sql.SQL(" RETURNING {mid}::text, {keys}").format(
