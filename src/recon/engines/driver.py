@@ -238,29 +238,7 @@ def judge_run(
     rules.use("source_rows", None if source is None else io.source_rows(source))
     run_steps(rules, SOURCE_ID_STEPS)
     base_entries = io.entry_store.read_manifest(record.base_ledger_path)
-    sink, known = rules.relation("sink_all"), None
-    if cfg.sink.ingest_seq_column:
-        rules.use("carried_from", _carried_from(cfg, record, io, base_entries, progress))
-        run_steps(rules, CARRIED_STEPS + FACT_STEPS)
-        if source is None:
-            ledger = read_newest(rules, io.entry_store, base_entries, rules.relation("fact_ids"))
-        else:
-            run_steps(rules, SOURCE_FACT_STEPS)
-            ids = rules.relation("source_fact_ids")
-            ledger = read_newest(rules, io.entry_store, base_entries, ids)
-            if ledger is not None:
-                rules.use("ledger_all", ledger)
-                run_steps(rules, FACT_LEDGER_STEPS + SOURCE_KNOWN_STEPS)
-                ledger, known = rules.relation("fact_ledger"), rules.relation("source_in_ledger")
-    else:
-        ledger = read_newest(rules, io.entry_store, base_entries)
-        if ledger is not None:
-            rules.use("ledger_all", ledger)
-            if source is not None:
-                run_steps(rules, SOURCE_KNOWN_STEPS)
-                known = rules.relation("source_in_ledger")
-            run_steps(rules, SCAN_STEPS)
-            sink, ledger = rules.relation("scan_sink_rows"), rules.relation("scan_ledger")
+    sink, ledger, known = _ledger_inputs(cfg, record, io, base_entries, source, progress)
     rules.use("source_known", known)
     rules.use("sink_rows", sink)
     rules.use("ledger", ledger)
@@ -321,6 +299,44 @@ def judge_run(
         no_order,
         found,
     )
+
+
+def _ledger_inputs(
+    cfg: PipelineConfig,
+    record: store.RunRecord,
+    io: RunIO,
+    base_entries: list[str],
+    source: SourceTimes | None,
+    progress: Progress,
+) -> tuple[Any, Any | None, Any | None]:
+    """The run's ``sink_rows``, ``ledger`` and ``source_known`` inputs (None: none), read from
+    the base ledger: with an ingest sequence, only the entries of the run's facts (and of its
+    settled source messages); without one, the whole ledger, which decides which sink rows of
+    the whole table are new (``SCAN_STEPS``)."""
+    rules = io.rules
+    sink, known = rules.relation("sink_all"), None
+    if cfg.sink.ingest_seq_column:
+        rules.use("carried_from", _carried_from(cfg, record, io, base_entries, progress))
+        run_steps(rules, CARRIED_STEPS + FACT_STEPS)
+        if source is None:
+            ledger = read_newest(rules, io.entry_store, base_entries, rules.relation("fact_ids"))
+            return sink, ledger, None
+        run_steps(rules, SOURCE_FACT_STEPS)
+        ledger = read_newest(rules, io.entry_store, base_entries, rules.relation("source_fact_ids"))
+        if ledger is not None:
+            rules.use("ledger_all", ledger)
+            run_steps(rules, FACT_LEDGER_STEPS + SOURCE_KNOWN_STEPS)
+            ledger, known = rules.relation("fact_ledger"), rules.relation("source_in_ledger")
+        return sink, ledger, known
+    ledger = read_newest(rules, io.entry_store, base_entries)
+    if ledger is not None:
+        rules.use("ledger_all", ledger)
+        if source is not None:
+            run_steps(rules, SOURCE_KNOWN_STEPS)
+            known = rules.relation("source_in_ledger")
+        run_steps(rules, SCAN_STEPS)
+        sink, ledger = rules.relation("scan_sink_rows"), rules.relation("scan_ledger")
+    return sink, ledger, known
 
 
 def _carried_from(
