@@ -4,11 +4,17 @@
 -- beside them: the window's committed messages no source row names (unsourced: an extra
 -- producer, a replay from elsewhere; a finding, not a loss), the settled source rows without a
 -- messageId, and the extra rows of ids the source holds more than once.
+-- committed is counted from the joined rows the verdict steps kept, not by a distinct count
+-- over the window again: a fast-path message has one joined row, and every row of a message is
+-- on one path (its hash decides); delivered from the verdict counts.
 SELECT
     (SELECT count(*) FROM source_ids) AS produced,
     (SELECT count(*) FROM source_ids) - (SELECT count(*) FROM source_judged) AS published,
-    (SELECT count(DISTINCT message_id) FROM checked_records WHERE ok) AS committed,
-    (SELECT count(*) FROM results WHERE verdict IN ${JUDGED} AND sink_count > 0) AS delivered,
+    (SELECT count(*) FROM fast_joined WHERE "offset" IS NOT NULL)
+      + (SELECT count(DISTINCT message_id) FROM general_joined WHERE "offset" IS NOT NULL)
+      AS committed,
+    (SELECT coalesce(sum(with_sink_rows), 0) FROM verdict_counts WHERE verdict IN ${JUDGED})
+      AS delivered,
     (SELECT count(*) FROM source_unsourced) AS unsourced,
     (SELECT count(*) FROM source_rows
      WHERE judge AND (message_id IS NULL OR trim(message_id) = '')) AS source_invalid,

@@ -198,7 +198,7 @@ def judge(engine: RuleEngine, judging: Judging | None = None) -> dict[str, int]:
     run_steps(engine, RESULT_STEPS, params)
     counts = dict.fromkeys(ALL_VERDICTS, 0)
     flagged = 0
-    for verdict, n, duplicates in engine.rows("verdict_counts"):
+    for verdict, n, duplicates, _with_sink_rows in engine.rows("verdict_counts"):
         counts[verdict] = int(n)
         flagged += int(duplicates)
     counts[Verdict.TOPIC_DUPLICATE.value] = flagged
