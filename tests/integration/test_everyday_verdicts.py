@@ -155,8 +155,14 @@ def test_unexpected_failure_exits_2_and_marks_the_run(
 # --- 2. a read_uncommitted consumer ---------------------------------------------------------------
 
 
-@engines
-@pytest.mark.parametrize("outcome", ["abort", "commit"])
+# Both engines read the open transaction's records the same way for either outcome; the abort
+# adds the read_uncommitted pass over the gapped partition: Spark runs that one (a Spark pair of
+# runs costs about 25 s of the suite's budget).
+@pytest.mark.parametrize(
+    ("engine", "outcome"),
+    [("local", "abort"), ("local", "commit"), ("spark", "abort")],
+    ids=["abort-local", "commit-local", "abort-spark"],
+)
 def test_rows_past_the_last_stable_offset_are_pending(
     engine: str, outcome: str, setup: Callable[..., Setup], kafka_config: dict[str, str],
     spark: Any,
