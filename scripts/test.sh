@@ -23,8 +23,7 @@ bash "$here/lint.sh" > "$lint_log" 2>&1 &
 lint_pid=$!
 
 say "starting the services the tests need"
-bash "$here/postgres.sh" start
-bash "$here/kafka.sh" start
+bash "$here/up.sh" --no-airflow
 # Airflow's metadata database now (the unit tier's DAG integrity test parses the DAGs, which reads
 # it); its processes start beside the unit tier, which talks to none of them, and the integration
 # tier waits for them.
@@ -33,13 +32,14 @@ airflow_log="$RECON_ROOT/test-artifacts/airflow-start.log"
 bash "$here/airflow.sh" start > "$airflow_log" 2>&1 &
 airflow_start=$!
 
-lint_status=0
-wait "$lint_pid" || lint_status=$?
-cat "$lint_log"
-if [ "$lint_status" != 0 ]; then
-  say "lint failed (exit $lint_status): no tests run"
-  exit "$lint_status"
-fi
+# Waits for a step started in the background, prints what it wrote, fails the suite if it failed.
+wait_for_step() {  # <pid> <log> <what>
+  local status=0
+  wait "$1" || status=$?
+  cat "$2"
+  if [ "$status" != 0 ]; then say "$3 failed (exit $status): no further tests run"; exit "$status"; fi
+}
+wait_for_step "$lint_pid" "$lint_log" "lint"
 cd "$RECON_ROOT"
 run_tests() {  # <what> <pytest args...>
   say "tests: $1"
@@ -54,11 +54,9 @@ run_tests() {  # <what> <pytest args...>
 # session each) took about 3.4 min instead of 4.4, three 5:02 instead of 5:38 (same machine,
 # same hour, 1226 tests). The integration tier is CPU-bound: three workers there gained nothing.
 run_tests "unit tier, three at a time" -m unit -n 3 --dist loadfile "$@"
-airflow_status=0
-wait "$airflow_start" || airflow_status=$?
+started="$airflow_start"
 airflow_start=""
-cat "$airflow_log"
-if [ "$airflow_status" != 0 ]; then say "Airflow did not start (exit $airflow_status)"; exit 1; fi
+wait_for_step "$started" "$airflow_log" "Airflow's start"
 # Integration tests mostly wait (JVM starts, Kafka, PostgreSQL), so two run at once, a test file
 # per worker: each test owns its pipeline, topic and tables. Files are handed out in collection
 # order (tests/integration/conftest.py puts the longest first); without --no-loadscope-reorder
