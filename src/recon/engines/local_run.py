@@ -25,10 +25,8 @@ Nothing here imports pyspark or Airflow.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import glob
-import json
 import os
 import shutil
 import threading
@@ -48,14 +46,13 @@ from recon.read.kafka_local.reader import KafkaReadFailed
 from recon.read.message_ids import window_schema
 from recon.read.ranges import OffsetRange, part_ranges
 from recon.read.source import SourceTimes, run_source_times
+from recon.read.source_copy import copied_for, copy_source_rows
 from recon.rules.render import literal as _literal
-from recon.services import Progress, default_data_dir, noop, results_db, sink_db, source_db
+from recon.services import Progress, default_data_dir, noop, results_db, sink_db
 from recon.snapshot.offsets import KafkaAuthFailed
 from recon.snapshot.window import PartitionWindow
 
 PARTS = ("committed", "pending", "inflight", "sink")
-#: Beside a run's source rows: the :class:`SourceTimes` they were read for.
-_TIMES_FILE = "times.json"
 #: Read committed, except the in-flight records past the last stable offset
 #: (``recon.read.ranges.part_ranges``).
 _ISOLATION = {"committed": "read_committed", "pending": "read_committed",
@@ -95,38 +92,6 @@ def _copy_sink(cfg: PipelineConfig, record: store.RunRecord, path: str) -> int:
         return copy_sink_rows(pg, cfg.sink, table, rows, path, cfg.payload, cfg.order)
 
 
-def _copy_source(cfg: PipelineConfig, times: SourceTimes, directory: str) -> int:
-    """The run's source rows into ``directory`` (``part-0.parquet``), with the times they were
-    read for (``times.json``): the rows a run reads depend only on its record."""
-    from recon.read.sink_arrow import copy_to_parquet
-    from recon.read.source import inspect_source, source_query, source_schema
-
-    os.makedirs(directory, exist_ok=True)
-    with source_db(cfg) as pg:
-        query = source_query(pg, cfg, times, inspect_source(pg, cfg))
-        # Arrow's CSV reader takes no 't'/'f': the flag comes out as 1/0.
-        n = copy_to_parquet(
-            pg, f"SELECT message_id, source_key, judge::int FROM ({query}) q",
-            source_schema(), f"{directory}/part-0.parquet", unique=("message_id", "source_key"),
-        )  # fmt: skip
-    with open(f"{directory}/{_TIMES_FILE}", "w", encoding="utf-8") as fh:
-        json.dump(_times_json(times), fh)
-    return n
-
-
-def _times_json(times: SourceTimes) -> dict[str, str | None]:
-    return {k: None if v is None else v.isoformat() for k, v in dataclasses.asdict(times).items()}
-
-
-def _copied_for(directory: str, times: SourceTimes) -> bool:
-    """Whether ``directory`` holds the source rows read for ``times``."""
-    try:
-        with open(f"{directory}/{_TIMES_FILE}", encoding="utf-8") as fh:
-            return bool(json.load(fh) == _times_json(times))
-    except FileNotFoundError:
-        return False
-
-
 def snapshot_topic(
     cfg: PipelineConfig,
     run_id: str,
@@ -156,7 +121,7 @@ def snapshot_topic(
         with results_db() as pg:
             times = run_source_times(pg, cfg, record)
         assert times is not None
-        copies["source"] = functools.partial(_copy_source, cfg, times, f"{staging}/source")
+        copies["source"] = functools.partial(copy_source_rows, cfg, times, f"{staging}/source")
     copied: dict[str, int] = {}
     copy_errors: list[BaseException] = []
     took: dict[str, float] = {}
@@ -305,9 +270,9 @@ class LocalRunIO:
 
     def source_rows(self, times: SourceTimes) -> str:
         directory = f"{self.run_dir}/source"
-        if not _copied_for(directory, times):
+        if not copied_for(directory, times):
             # A window read before the pipeline declared its source.
-            n = _copy_source(self.cfg, times, directory)
+            n = copy_source_rows(self.cfg, times, directory)
             assert self.cfg.source is not None
             self.progress(f"run {self.record.run_id}: {n} rows of source {self.cfg.source.table}")
         return _view(self.con, "recon_source", directory)

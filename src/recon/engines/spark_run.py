@@ -1,7 +1,8 @@
 """Steps 2 and 3 of a run on Spark (``recon.engine`` says what each step does).
 
 :func:`snapshot_topic` reads the window's parts into Parquet with Spark tasks
-(``recon.read.kafka_spark.read_window``);
+(``recon.read.kafka_spark.read_window``), while a thread of the driver copies a declared
+source's rows out of PostgreSQL (``recon.read.source_copy``);
 :class:`SparkRunIO` is the run's IO on Spark for the one driver of step 3
 (``recon.engines.driver``): the rules run as Spark SQL (``recon.engines.spark``).
 """
@@ -9,6 +10,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -16,13 +18,15 @@ from typing import TYPE_CHECKING, Any
 from recon import store
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection, postgres_connection
+from recon.ledger.versions import local_path
 from recon.outcome import RunSummary, require_record
 from recon.paths import _safe, is_local, publish_results, results_path, window_path
 from recon.read.kafka_spark import read_window, reraise_read_failure
 from recon.read.ranges import OffsetRange, part_ranges
 from recon.read.sink import inspect_sink, read_sink_rows, sink_query
-from recon.read.source import SourceTimes
-from recon.services import Progress, default_data_dir, noop, sink_db, source_db
+from recon.read.source import SourceTimes, run_source_times
+from recon.read.source_copy import ROWS_FILE, copied_for, copy_source_rows
+from recon.services import Progress, default_data_dir, noop, results_db, sink_db, source_db
 from recon.snapshot.window import PartitionWindow
 from recon.spark import persist
 
@@ -61,19 +65,66 @@ def snapshot_topic(
     """
     record = require_record(cfg, run_id)
     data_dir = data_dir or default_data_dir()
+    copier = _SourceCopy.start(cfg, record, data_dir)
     paths = {}
-    for part in PARTS:
-        path = window_path(data_dir, cfg.name, run_id, part)
-        isolation = "read_uncommitted" if part == "inflight" else "read_committed"
-        records = _read_records(spark, cfg, part_ranges(record.windows, part), isolation)
-        try:
-            records.write.mode("overwrite").parquet(path)
-        except Exception as exc:
-            reraise_read_failure(exc)
-            raise
-        paths[part] = path
-    progress(f"run {run_id}: window written to {paths['committed']}")
+    try:
+        for part in PARTS:
+            path = window_path(data_dir, cfg.name, run_id, part)
+            isolation = "read_uncommitted" if part == "inflight" else "read_committed"
+            records = _read_records(spark, cfg, part_ranges(record.windows, part), isolation)
+            try:
+                records.write.mode("overwrite").parquet(path)
+            except Exception as exc:
+                reraise_read_failure(exc)
+                raise
+            paths[part] = path
+    finally:
+        copied = copier.wait() if copier is not None else None
+    source = "" if copied is None else f" ({copied} source rows beside it)"
+    progress(f"run {run_id}: window written to {paths['committed']}{source}")
     return paths
+
+
+class _SourceCopy:
+    """A declared source's rows for the run copied into Parquet (``recon.read.source_copy``)
+    by a thread of the driver while Spark's tasks read the window; on a data directory that is
+    not on this machine, none: step 3 reads the source over JDBC."""
+
+    def __init__(self, cfg: PipelineConfig, times: SourceTimes, directory: str) -> None:
+        self.copied: int | None = None
+        self.failure: BaseException | None = None
+        self.thread = threading.Thread(
+            target=self._copy, args=(cfg, times, directory), name="recon-source-copy"
+        )
+
+    @classmethod
+    def start(
+        cls, cfg: PipelineConfig, record: store.RunRecord, data_dir: str
+    ) -> _SourceCopy | None:
+        if cfg.source is None or not is_local(data_dir):
+            return None
+        with results_db() as pg:
+            times = run_source_times(pg, cfg, record)
+        assert times is not None
+        copy = cls(cfg, times, _source_dir(data_dir, cfg.name, record.run_id))
+        copy.thread.start()
+        return copy
+
+    def _copy(self, cfg: PipelineConfig, times: SourceTimes, directory: str) -> None:
+        try:
+            self.copied = copy_source_rows(cfg, times, directory)
+        except BaseException as exc:  # re-raised in the caller's thread
+            self.failure = exc
+
+    def wait(self) -> int | None:
+        self.thread.join()
+        if self.failure is not None:
+            raise self.failure
+        return self.copied
+
+
+def _source_dir(data_dir: str, pipeline: str, run_id: str) -> str:
+    return local_path(window_path(data_dir, pipeline, run_id, "source"))
 
 
 def _sink_rows_for_run(
@@ -96,9 +147,10 @@ def _sink_rows_for_run(
 
 class SparkRunIO:
     """:class:`recon.engines.driver.RunIO` on Spark: the window's parts from Parquet, the sink
-    rows over JDBC, the ledger versions through ``recon.ledger.spark``, the read_uncommitted
-    pass with Spark tasks (``recon.read.kafka_spark.read_window``), the discrepancy rows
-    streamed to the driver row by row.
+    rows over JDBC, a source's rows from the copy step 2 made (over JDBC where the data
+    directory is not on this machine), the ledger versions through ``recon.ledger.spark``, the
+    read_uncommitted pass with Spark tasks (``recon.read.kafka_spark.read_window``), the
+    discrepancy rows streamed to the driver row by row.
     """
 
     def __init__(
@@ -135,6 +187,15 @@ class SparkRunIO:
         from recon.read.source import inspect_source, read_source_rows, source_query
 
         assert self.cfg.source is not None
+        if is_local(self.data_dir):
+            directory = _source_dir(self.data_dir, self.cfg.name, self.record.run_id)
+            if not copied_for(directory, times):
+                # A window read before the pipeline declared its source.
+                n = copy_source_rows(self.cfg, times, directory)
+                self.progress(
+                    f"run {self.record.run_id}: {n} rows of source {self.cfg.source.table}"
+                )
+            return self.spark.read.parquet(f"{directory}/{ROWS_FILE}")
         with source_db(self.cfg) as pg:
             query = source_query(pg, self.cfg, times, inspect_source(pg, self.cfg))
         conn = postgres_connection(self.cfg.source.connection)

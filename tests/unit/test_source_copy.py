@@ -1,4 +1,4 @@
-"""The local engine reads a run's source rows in step 2, beside the window: step 3 reuses them
+"""Both engines read a run's source rows in step 2, beside the window: step 3 reuses them
 only when they were read for the run's own source times (a window read before the pipeline
 declared its source, or for other times, is read again)."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from recon.engines.local_run import _TIMES_FILE, _copied_for, _times_json
 from recon.read.source import SourceTimes
+from recon.read.source_copy import TIMES_FILE, copied_for, times_json
 
 pytestmark = pytest.mark.unit
 
@@ -20,16 +20,16 @@ TIMES = SourceTimes(SNAPSHOT - timedelta(hours=168), SNAPSHOT, None, SNAPSHOT - 
 
 
 def test_rows_read_for_the_same_times_are_reused(tmp_path: Path) -> None:
-    (tmp_path / _TIMES_FILE).write_text(json.dumps(_times_json(TIMES)))
-    assert _copied_for(str(tmp_path), TIMES)
+    (tmp_path / TIMES_FILE).write_text(json.dumps(times_json(TIMES)))
+    assert copied_for(str(tmp_path), TIMES)
 
 
 def test_rows_read_for_other_times_are_read_again(tmp_path: Path) -> None:
-    (tmp_path / _TIMES_FILE).write_text(json.dumps(_times_json(TIMES)))
+    (tmp_path / TIMES_FILE).write_text(json.dumps(times_json(TIMES)))
     later = SourceTimes(TIMES.read_from, TIMES.snapshot_at, TIMES.settled_to, TIMES.settled_to)
-    assert not _copied_for(str(tmp_path), later)
+    assert not copied_for(str(tmp_path), later)
 
 
 def test_a_window_without_source_rows_reads_them(tmp_path: Path) -> None:
-    assert not _copied_for(str(tmp_path), TIMES)
-    assert not _copied_for(str(tmp_path / "absent"), TIMES)
+    assert not copied_for(str(tmp_path), TIMES)
+    assert not copied_for(str(tmp_path / "absent"), TIMES)
