@@ -176,7 +176,10 @@ def redact(text: str, cfg: PipelineConfig) -> str:
         text = scrub(text, kafka.config)
     except ConnectionNotFound:
         pass
-    source = () if cfg.source is None else (cfg.source.connection,)
+    source = () if cfg.source is None or cfg.source.is_topic else (cfg.source.connection,)
+    if cfg.source is not None and cfg.source.is_topic:
+        with contextlib.suppress(ConnectionNotFound):
+            text = scrub(text, kafka_connection(cfg.source.connection).config)
     for conn_id in (cfg.sink.connection, *source, results_conn_id()):
         try:
             secrets.extend(postgres_connection(conn_id).secrets)

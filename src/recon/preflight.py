@@ -5,7 +5,7 @@ Each failure is one ``ReconError`` naming the pipeline and the key.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection, postgres_connection
@@ -28,33 +28,21 @@ def check_pipeline(cfg: PipelineConfig) -> None:
     import psycopg2
 
     from recon.read.sink import inspect_sink
-    from recon.snapshot.offsets import (
-        KafkaAuthFailed,
-        KafkaUnreachable,
-        admin_client,
-        topic_partitions,
-    )
 
-    source = () if cfg.source is None else (("source.connection", cfg.source.connection),)
+    source: tuple[tuple[str, str, Callable[[str], object]], ...] = ()
+    if cfg.source is not None:
+        kind = kafka_connection if cfg.source.is_topic else postgres_connection
+        source = (("source.connection", cfg.source.connection, kind),)
     for key, conn_id, resolve in (
         ("kafka.connection", cfg.kafka.connection, kafka_connection),
         ("sink.connection", cfg.sink.connection, postgres_connection),
-        *((k, c, postgres_connection) for k, c in source),
+        *source,
     ):
         try:
             resolve(conn_id)
         except ConnectionNotFound as exc:
             raise ConnectionNotFound(f"pipeline '{cfg.name}': {key}: {exc}") from None
-    kafka = kafka_connection(cfg.kafka.connection)
-    try:
-        topic_partitions(admin_client(kafka.config), cfg.kafka.topic)
-    except KafkaAuthFailed as exc:
-        # Not retried: the same credentials are refused again (fix the connection).
-        raise KafkaAuthFailed(kafka.failure(cfg.name, exc)) from None
-    except KafkaUnreachable as exc:
-        raise KafkaUnreachable(kafka.failure(cfg.name, exc)) from None
-    except ReconError as exc:
-        raise ReconError(f"pipeline '{cfg.name}': kafka.topic: {exc}") from None
+    check_topic(cfg.name, cfg.kafka.connection, cfg.kafka.topic, "kafka.topic")
     sink = postgres_connection(cfg.sink.connection)
     try:
         pg = psycopg2.connect(connect_timeout=15, **sink.psycopg2_kwargs())
@@ -73,9 +61,39 @@ def check_pipeline(cfg: PipelineConfig) -> None:
         _check_source(cfg)
 
 
+def check_topic(pipeline: str, connection: str, topic: str, key: str) -> list[int]:
+    """The partitions of ``topic``: it exists and ``connection`` may describe it.
+
+    :param key: what names the topic in an error (``kafka.topic``, ``source.topic``).
+    :raises ReconError: naming the pipeline and the key (or the connection).
+    """
+    from recon.snapshot.offsets import (
+        KafkaAuthFailed,
+        KafkaUnreachable,
+        admin_client,
+        topic_partitions,
+    )
+
+    kafka = kafka_connection(connection)
+    try:
+        return topic_partitions(admin_client(kafka.config), topic)
+    except KafkaAuthFailed as exc:
+        # Not retried: the same credentials are refused again (fix the connection).
+        raise KafkaAuthFailed(kafka.failure(pipeline, exc)) from None
+    except KafkaUnreachable as exc:
+        raise KafkaUnreachable(kafka.failure(pipeline, exc)) from None
+    except ReconError as exc:
+        raise ReconError(f"pipeline '{pipeline}': {key}: {exc}") from None
+
+
 def _check_source(cfg: PipelineConfig) -> None:
-    """The source table and its declared columns exist (``source``)."""
+    """The source table and its declared columns exist, or the source topic does
+    (``source``)."""
     import psycopg2
+
+    if cfg.source is not None and cfg.source.topic is not None:
+        check_topic(cfg.name, cfg.source.connection, cfg.source.topic, "source.topic")
+        return
 
     from recon.read.source import inspect_source
     from recon.services import source_db

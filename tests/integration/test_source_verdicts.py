@@ -14,15 +14,12 @@ import psycopg2
 import pytest
 from everyday_kit import (
     ENGINES,
-    EXIT_ERROR,
     Setup,
-    commit_group,
     consume_into_sink,
-    high_watermarks,
-    no_traceback,
     produce,
     tail,
 )
+from source_kit import funnel_of, next_run_judges_only_what_settled_since, refused_with
 
 from recon.config import load_pipelines
 
@@ -77,12 +74,6 @@ def _outbox(pg_kwargs: dict[str, Any], table: str, ids: list[str | None]) -> Non
     pg.close()
 
 
-def _funnel(s: Setup, run_id: str) -> dict[str, Any]:
-    (funnel,) = s.run_row(run_id, "funnel") or (None,)
-    assert funnel is not None, f"run {run_id} stored no funnel"
-    return dict(funnel)
-
-
 @pytest.mark.parametrize("engine", ENGINES)
 def test_outbox_rows_the_topic_never_got_are_unpublished_once(
     engine: str, sourced: Callable[..., tuple[Setup, str]], kafka_config: dict[str, str],
@@ -102,7 +93,7 @@ def test_outbox_rows_the_topic_never_got_are_unpublished_once(
     invalid = [d for v, _, d in got if v == "invalid"]
     assert invalid == ["source row 6 without a message id"], got
     assert summary.counts["unpublished"] == 2 and not summary.contract_passed
-    funnel = _funnel(s, "r1")
+    funnel = funnel_of(s, "r1")
     assert {k: funnel[k] for k in ("produced", "published", "committed", "delivered",
                                    "unsourced", "source_invalid", "source_duplicates")} == {
         "produced": 6, "published": 4, "committed": 5, "delivered": 5, "unsourced": 1,
@@ -112,14 +103,9 @@ def test_outbox_rows_the_topic_never_got_are_unpublished_once(
 
     # The next run judges only the rows written since: a7 published and delivered; a5 and a6
     # are not reported again, and a5 published late is judged as any message.
-    since = high_watermarks(kafka_config, s.topic)
-    _outbox(pg_kwargs, outbox, ["a7"])
-    produce(kafka_config, s.topic, ["a7", "a5"])
-    consume_into_sink(kafka_config, s.topic, s.group, pg_kwargs, s.table, since)
-    s.run(spark, "r2")
-    got2 = {m: v for v, m, _ in s.discrepancies("r2")}
-    assert "unpublished" not in got2.values(), got2
-    assert _funnel(s, "r2")["produced"] == 1
+    next_run_judges_only_what_settled_since(
+        s, spark, kafka_config, lambda: _outbox(pg_kwargs, outbox, ["a7"])
+    )
 
 
 def test_a_source_table_that_does_not_exist_is_named(
@@ -127,18 +113,10 @@ def test_a_source_table_that_does_not_exist_is_named(
 ) -> None:
     s, outbox = sourced("local")
     s.yaml_path.write_text(s.yaml_path.read_text().replace(outbox, "public.no_such_outbox"))
-    produce(kafka_config, s.topic, ["a1"])
-    commit_group(kafka_config, s.group, s.topic)
-    result = s.cli("r1")
-    assert result.returncode == EXIT_ERROR, tail(result.stderr)
-    no_traceback(result, "recon run")
-    assert (
-        f"pipeline '{s.name}': source.table: table public.no_such_outbox does not exist"
-        in result.stderr
-    ), tail(result.stderr)
+    refused_with(s, kafka_config, "source.table: table public.no_such_outbox does not exist")
 
 
-def test_runs_json_carries_the_funnel(
+def test_runs_json_carries_thefunnel_of(
     sourced: Callable[..., tuple[Setup, str]], kafka_config: dict[str, str],
     pg_kwargs: dict[str, Any],
 ) -> None:  # fmt: skip

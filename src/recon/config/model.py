@@ -157,33 +157,53 @@ class OrderSpec:
 
 @dataclass(frozen=True)
 class SourceSpec:
-    """The source side of a three-way reconciliation: a PostgreSQL table the application writes
-    each message's row to before it is published (a transactional outbox). A settled row whose
-    messageId no committed record of the topic carries is ``unpublished``.
+    """The source side of a three-way reconciliation: what the messages were before they reached
+    the pipeline's topic. Either a PostgreSQL table the application writes each message's row to
+    before it is published (a transactional outbox), or an upstream Kafka topic a stage copies
+    to the pipeline's topic (a mirror, a stream processor). A settled source message that no
+    committed record of the topic carries is ``unpublished``.
 
-    :param connection: the Airflow connection id of the source's database.
-    :param table: ``schema.table`` or ``table``.
-    :param message_id_column: the column holding the messageId.
+    :param connection: the Airflow connection id of the source's database (a table) or Kafka
+        cluster (a topic).
+    :param table: ``schema.table`` or ``table`` (None: a topic source).
+    :param message_id_column: the table's column holding the messageId.
     :param time_column: when the row was written (``timestamp``/``timestamptz``): a row is
         judged once it is older than the pipeline's ``settle_seconds``, and read while it is
-        younger than ``horizon_hours``.
+        younger than ``horizon_hours``. A topic's records are timed by their Kafka timestamp.
     :param key_column: what names a row in findings (an ingest sequence or the primary key;
-        default: the messageId).
+        default: the messageId). A topic's record is named ``topic/partition@offset``.
     :param horizon_hours: how far back each run reads the source: at least the longest a record
-        may wait in the topic before the consumer group commits it (its retention).
+        may wait in the topic before the consumer group commits it (its retention); for a topic
+        source, at most that topic's retention.
+    :param topic: the upstream topic (None: a table source).
+    :param message_id: where the upstream topic's records carry the messageId (for a topic
+        source; the pipeline's ``kafka.message_id`` unless declared).
     """
 
     connection: str
-    table: str
-    message_id_column: str
-    time_column: str
+    table: str | None = None
+    message_id_column: str | None = None
+    time_column: str | None = None
     key_column: str | None = None
     horizon_hours: float = 168.0
+    topic: str | None = None
+    message_id: MessageIdSpec | None = None
+
+    @property
+    def is_topic(self) -> bool:
+        """Whether the source is an upstream Kafka topic (else an outbox table)."""
+        return self.topic is not None
 
     @property
     def table_parts(self) -> tuple[str, str]:
         """``("schema", "table")`` (:func:`split_table`), ready for ``psycopg2.sql.Identifier``."""
+        assert self.table is not None, "a topic source has no table"
         return split_table(self.table)
+
+    @property
+    def name(self) -> str:
+        """How progress lines name the source: its table, or ``topic <name>``."""
+        return f"topic {self.topic}" if self.topic is not None else str(self.table)
 
 
 #: What of a record a sink column may get when a repair writes a lost message's row itself.

@@ -295,5 +295,7 @@ class PipelineDecl(Declaration):
             engine=self.engine,
             alerts=tuple(r.route() for r in self.alerts or ()),
             repair=self.repair.spec() if self.repair is not None else None,
-            source=self.source.spec() if self.source is not None else None,
+            source=(
+                self.source.spec(self.kafka.message_id.spec()) if self.source is not None else None
+            ),
         )

@@ -63,9 +63,12 @@ def _run_dir(data_dir: str, pipeline: str, run_id: str) -> str:
     return os.path.dirname(window_path(data_dir, pipeline, run_id, "committed"))
 
 
-def _wait(cfg: PipelineConfig, readers: Readers) -> int:
-    """The readers' record count; their failures name the pipeline and connection."""
-    kafka = kafka_connection(cfg.kafka.connection)
+def _wait(cfg: PipelineConfig, readers: Readers, connection: str | None = None) -> int:
+    """The readers' record count; their failures name the pipeline and connection.
+
+    :param connection: the connection id they read with (default: the pipeline's topic's).
+    """
+    kafka = kafka_connection(connection or cfg.kafka.connection)
     try:
         return readers.wait()
     except KafkaAuthFailed as exc:
@@ -117,7 +120,7 @@ def snapshot_topic(
     progress(f"run {run_id}: reading {offsets} offsets with {workers} Kafka reader(s)")
     # The sink rows (and a source's rows) stream out of PostgreSQL while the readers read Kafka.
     copies = {"sink": functools.partial(_copy_sink, cfg, record, f"{staging}/sink/part-0.parquet")}
-    if cfg.source is not None:
+    if cfg.source is not None and not cfg.source.is_topic:
         with results_db() as pg:
             times = run_source_times(pg, cfg, record)
         assert times is not None
@@ -269,13 +272,33 @@ class LocalRunIO:
         return "recon_sink"
 
     def source_rows(self, times: SourceTimes) -> str:
+        assert self.cfg.source is not None
+        if self.cfg.source.is_topic:
+            return self._topic_source_rows(times)
         directory = f"{self.run_dir}/source"
         if not copied_for(directory, times):
             # A window read before the pipeline declared its source.
             n = copy_source_rows(self.cfg, times, directory)
-            assert self.cfg.source is not None
-            self.progress(f"run {self.record.run_id}: {n} rows of source {self.cfg.source.table}")
+            self.progress(f"run {self.record.run_id}: {n} rows of source {self.cfg.source.name}")
         return _view(self.con, "recon_source", directory)
+
+    def _topic_source_rows(self, times: SourceTimes) -> str:
+        from recon.read.source_topic import source_rows_sql, source_topic_ranges, topic_spec
+
+        spec = topic_spec(self.cfg)
+        assert spec.message_id is not None
+        directory = f"{self.run_dir}/source-records"
+        shutil.rmtree(directory, ignore_errors=True)
+        kafka = kafka_connection(spec.connection)
+        n = _wait(self.cfg, read_ranges(
+            dict(kafka.config), source_topic_ranges(self.cfg, times), spec.message_id, directory,
+            with_time=True,
+        ), spec.connection)  # fmt: skip
+        self.progress(f"run {self.record.run_id}: {n} records of source {spec.name}")
+        records = _view(self.con, "recon_source_records", directory)
+        statement = source_rows_sql(records, times)
+        self.con.execute(f"CREATE OR REPLACE TEMP VIEW recon_source AS {statement}")
+        return "recon_source"
 
     def results_at(self, path: str) -> str | None:
         directory = local_path(path)

@@ -165,7 +165,20 @@ def source_schema() -> Any:
     )
 
 
-def _spec(cfg: PipelineConfig) -> SourceSpec:
-    if cfg.source is None:
-        raise SourceTableError(f"pipeline '{cfg.name}': declares no source")
-    return cfg.source
+@dataclass(frozen=True)
+class _TableSource:
+    """A table source's declared names (``SourceSpec`` leaves them optional for a topic)."""
+
+    table: str
+    message_id_column: str
+    time_column: str
+    key_column: str | None
+
+
+def _spec(cfg: PipelineConfig) -> _TableSource:
+    spec: SourceSpec | None = cfg.source
+    if spec is None or spec.table is None:
+        raise SourceTableError(f"pipeline '{cfg.name}': declares no source table")
+    # The declaration requires both with a table (recon.config.source_decl).
+    assert spec.message_id_column is not None and spec.time_column is not None
+    return _TableSource(spec.table, spec.message_id_column, spec.time_column, spec.key_column)

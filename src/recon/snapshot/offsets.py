@@ -211,6 +211,35 @@ def topic_partitions(
     return sorted(info.partitions)
 
 
+def list_offsets(
+    admin: Any,
+    topic: str,
+    partitions: list[int],
+    spec: Any,
+    timeout: float = 30.0,
+    retry_for: float = 120.0,
+    **kwargs: Any,
+) -> dict[int, int]:
+    """The offset ``spec`` (confluent-kafka's ``OffsetSpec``) names in each partition of
+    ``topic``, by partition (-1 where a timestamp is past every record).
+
+    :param kwargs: for ``AdminClient.list_offsets`` (``isolation_level``).
+    :raises KafkaAuthFailed: the broker refused the credentials (never retried).
+    :raises KafkaSnapshotError: Kafka did not answer in time, or refused.
+    """
+    from confluent_kafka import TopicPartition
+
+    def ask() -> dict[int, int]:
+        futures = admin.list_offsets({TopicPartition(topic, p): spec for p in partitions}, **kwargs)
+        what = f"offsets of {topic}"
+        return {
+            tp.partition: _result(f, f"{what}[{tp.partition}]", timeout, admin).offset
+            for tp, f in futures.items()
+        }
+
+    return dict(_with_retries(ask, retry_for))
+
+
 def take_offsets(
     kafka_config: dict[str, Any],
     topic: str,
@@ -243,15 +272,7 @@ def take_offsets(
     settle_ms = int((now - settle_seconds) * 1000)
 
     def offsets_for(spec: Any, **kwargs: Any) -> dict[int, int]:
-        def ask() -> dict[int, int]:
-            futures = admin.list_offsets({tp: spec for tp in tps}, **kwargs)
-            what = f"offsets of {topic}"
-            return {
-                tp.partition: _result(f, f"{what}[{tp.partition}]", timeout, admin).offset
-                for tp, f in futures.items()
-            }
-
-        return dict(_with_retries(ask, retry_for))
+        return list_offsets(admin, topic, partitions, spec, timeout, retry_for, **kwargs)
 
     log_start = offsets_for(OffsetSpec.earliest())
     high = offsets_for(OffsetSpec.latest())
