@@ -1,6 +1,8 @@
 """Three-way runs on the real stack (issue 20): an outbox table as the pipeline's source, records
 that never reached the topic judged ``unpublished`` exactly once, the funnel stored with the run,
-and a source declared wrong refused with the pipeline and key named. Both engines."""
+and a source declared wrong refused with the pipeline and key named. Both engines judge the first
+run; the next run, whose source rows both engines read through one copy (``recon.read.
+source_copy``, the settle interval in its query), runs on the local engine."""
 
 from __future__ import annotations
 
@@ -100,6 +102,9 @@ def test_outbox_rows_the_topic_never_got_are_unpublished_once(
         "source_invalid": 1, "source_duplicates": 0,
     }  # fmt: skip
     assert [u["message_id"] for u in funnel["unsourced_sample"]] == ["x1"]
+
+    if engine == "spark":
+        return  # the next run's source rows: the same copy on both engines, judged once below
 
     # The next run judges only the rows written since: a7 published and delivered; a5 and a6
     # are not reported again, and a5 published late is judged as any message.
