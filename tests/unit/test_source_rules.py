@@ -17,6 +17,7 @@ from fixtures.relations import (
 )
 from fixtures.scenarios import LEDGER_NO_POSITIONS, led, rec, sink
 
+from recon.details import UNPUBLISHED
 from recon.rules.run import FUNNEL_FIELDS, funnel, next_ledger
 
 pytestmark = pytest.mark.unit
@@ -153,6 +154,29 @@ def test_source_rows_without_an_id_or_twice_are_counted(spark: Any, engine: str)
     assert got["m9"]["verdict"] == "phantom"
     assert "unpublished" not in {r["verdict"] for r in got.values()}
     assert (counts["source_invalid"], counts["source_duplicates"], counts["produced"]) == (1, 1, 2)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_ids_named_twice_are_produced_once_whatever_they_meet(spark: Any, engine: str) -> None:
+    got, counts, _, _ = _judge(
+        engine, spark,
+        window=[rec(0, "m1")],
+        # m1 delivered twice: two joined rows meet its two source rows
+        sinks=[sink("k1", "m1"), sink("k1b", "m1")],
+        source=[("m1", "1", True), ("m1", "1b", True),
+                # u1: unpublished, two settled rows; u2: one settled row, one read only
+                ("u1", "3", True), ("u1", "2", True), ("u2", "5", False), ("u2", "6", True),
+                # r1: read, judged by another run
+                ("r1", "4", False)],
+    )  # fmt: skip
+    unpublished = {m: r["detail"] for m, r in got.items() if r["verdict"] == "unpublished"}
+    assert unpublished == {
+        "u1": UNPUBLISHED % ("2", 2), "u2": UNPUBLISHED % ("6", 1),
+    }  # fmt: skip
+    assert got["m1"]["verdict"] == "duplicated"
+    assert {k: counts[k] for k in ("produced", "published", "source_duplicates", "unsourced")} == {
+        "produced": 3, "published": 1, "source_duplicates": 2, "unsourced": 0,
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -1,7 +1,6 @@
--- The window's committed messages that no source row in the run's horizon names (input
--- source_rows: every row written up to the snapshot, within the source's horizon_hours).
-SELECT c.message_id, min(c."partition") AS "partition", min(c."offset") AS "offset"
-FROM checked_records c
-ANTI JOIN source_rows s ON c.message_id = s.message_id
-WHERE c.ok
-GROUP BY c.message_id
+-- The window's committed messages that no source row in the run's horizon names: the records
+-- 06_source_matched met with no source row.
+SELECT message_id, min("partition") AS "partition", min("offset") AS "offset"
+FROM source_matched
+WHERE NOT sourced AND "offset" IS NOT NULL
+GROUP BY message_id

@@ -100,11 +100,15 @@ UNORDERED_STEPS: tuple[Step, ...] = (Step("07_unordered"),)
 
 #: A settled source message no committed record carries: ``unpublished`` (run by ``judge``
 #: before the results; empty without a source).
-SOURCE_STEPS: tuple[Step, ...] = (Step("06_source_judged", keep=True),)
+SOURCE_STEPS: tuple[Step, ...] = (
+    Step("06_source_matched", keep=True),
+    Step("06_source_repeated", keep=True),
+    Step("06_source_judged", keep=True),
+)
 
-#: The source messages that settled in the run, one row per id (input ``source_rows``): run
-#: before a run's ledger read, whose ids they join (:data:`SOURCE_FACT_STEPS`).
-SOURCE_ID_STEPS: tuple[Step, ...] = (Step("00_source_ids", keep=True),)
+#: The ids of the source rows that settled in the run (input ``source_rows``): defined before a
+#: run's ledger read, whose ids they join (:data:`SOURCE_FACT_STEPS`).
+SOURCE_ID_STEPS: tuple[Step, ...] = (Step("00_source_ids"),)
 
 #: A run with a source whose sink has an ingest sequence reads the ledger entries of its facts
 #: and of its settled source messages at once (``source_fact_ids``); from them (input

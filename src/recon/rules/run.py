@@ -174,15 +174,20 @@ def judge_inputs(
     # The sink as a whole: what an upsert sink's order is judged against (the run's rows here).
     engine.use("sink_all", inputs.get("sink_all", inputs.get("sink_rows")))
     register_parameters(engine, unverifiable, partition_ends, replays)
-    return judge(engine, judging)
+    return judge(engine, judging, sourced=inputs.get("source_rows") is not None)
 
 
-def judge(engine: RuleEngine, judging: Judging | None = None) -> dict[str, int]:
+def judge(
+    engine: RuleEngine, judging: Judging | None = None, *, sourced: bool = False
+) -> dict[str, int]:
     """Run the verdict steps over the registered inputs (``source_ids`` defined: see
     ``recon.rules.SOURCE_ID_STEPS``); the counts per verdict.
 
     :param judging: the pipeline's declared checks: the latency bound and the payload
         comparison (None: neither).
+    :param sourced: the run has a source (``source_rows``): its messages are met with the
+        joined rows; without one nothing is unpublished, and the window is not read again to
+        say so.
     :returns: rows per verdict (every verdict present, 0 when absent) and the number of rows
         flagged ``topic_duplicate``.
     """
@@ -194,7 +199,11 @@ def judge(engine: RuleEngine, judging: Judging | None = None) -> dict[str, int]:
     else:
         engine.define("fast_judged", "SELECT * FROM fast_verdicts")
         engine.define("general_judged", "SELECT * FROM general_verdicts")
-    run_steps(engine, SOURCE_STEPS, params)
+    if sourced:
+        run_steps(engine, SOURCE_STEPS, params)
+    else:
+        engine.define("source_judged", "SELECT message_id, message_id AS source_key, "
+                      "CAST(0 AS BIGINT) AS n_rows FROM source_ids WHERE false")  # fmt: skip
     run_steps(engine, RESULT_STEPS, params)
     counts = dict.fromkeys(ALL_VERDICTS, 0)
     flagged = 0
