@@ -16,6 +16,7 @@ longer than the settle time.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from recon.config import PipelineConfig, SourceSpec
 from recon.errors import ReconError
@@ -43,20 +44,23 @@ def source_topic_ranges(cfg: PipelineConfig, times: SourceTimes) -> list[OffsetR
     from recon.preflight import check_topic
     from recon.snapshot.offsets import admin_client, list_offsets
 
-    offset_spec: object = _OffsetSpec  # untyped in confluent-kafka's stubs
+    offset_spec: Any = _OffsetSpec  # untyped in confluent-kafka's stubs
     spec = topic_spec(cfg)
     assert spec.topic is not None
     partitions = check_topic(cfg.name, spec.connection, spec.topic, "source.topic")
     admin = admin_client(kafka_connection(spec.connection).config)
     since = _epoch_ms(times.read_from)
-    first = list_offsets(admin, spec.topic, partitions, offset_spec.for_timestamp(since))  # type: ignore[attr-defined]
+    first = list_offsets(admin, spec.topic, partitions, offset_spec.for_timestamp(since))
     stable = list_offsets(
-        admin, spec.topic, partitions, offset_spec.latest(),  # type: ignore[attr-defined]
+        admin, spec.topic, partitions, offset_spec.latest(),
         isolation_level=IsolationLevel.READ_COMMITTED,
     )  # fmt: skip
-    # -1: no record is timed at or after read_from: nothing to read in that partition.
+    # -1: no record is timed at or after read_from: nothing to read in that partition; nor when
+    # the first such record is past the last stable offset (in an open transaction).
     return [
-        OffsetRange(spec.topic, p, stable[p] if first[p] < 0 else first[p], stable[p])
+        OffsetRange(
+            spec.topic, p, stable[p] if first[p] < 0 else min(first[p], stable[p]), stable[p]
+        )
         for p in partitions
     ]
 
