@@ -78,8 +78,11 @@ def snapshot_topic(
                 reraise_read_failure(exc)
                 raise
             paths[part] = path
-    finally:
-        copied = copier.wait() if copier is not None else None
+    except BaseException:
+        if copier is not None:
+            copier.thread.join()  # the window's failure is the one reported
+        raise
+    copied = copier.wait() if copier is not None else None
     source = "" if copied is None else f" ({copied} source rows beside it)"
     progress(f"run {run_id}: window written to {paths['committed']}{source}")
     return paths
