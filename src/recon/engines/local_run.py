@@ -45,10 +45,10 @@ from recon.read.kafka_local.pool import ReaderLost, Readers, default_workers, re
 from recon.read.kafka_local.reader import KafkaReadFailed
 from recon.read.message_ids import window_schema
 from recon.read.ranges import OffsetRange, part_ranges
-from recon.read.source import SourceTimes, run_source_times
-from recon.read.source_copy import copied_for, copy_source_rows
+from recon.read.source import SourceTimes
+from recon.read.source_copy import copied_for, copy_source_rows, table_source_times
 from recon.rules.render import literal as _literal
-from recon.services import Progress, default_data_dir, noop, results_db, sink_db
+from recon.services import Progress, default_data_dir, noop, sink_db
 from recon.snapshot.offsets import KafkaAuthFailed
 from recon.snapshot.window import PartitionWindow
 
@@ -120,10 +120,8 @@ def snapshot_topic(
     progress(f"run {run_id}: reading {offsets} offsets with {workers} Kafka reader(s)")
     # The sink rows (and a source's rows) stream out of PostgreSQL while the readers read Kafka.
     copies = {"sink": functools.partial(_copy_sink, cfg, record, f"{staging}/sink/part-0.parquet")}
-    if cfg.source is not None and not cfg.source.is_topic:
-        with results_db() as pg:
-            times = run_source_times(pg, cfg, record)
-        assert times is not None
+    times = table_source_times(cfg, record)
+    if times is not None:
         copies["source"] = functools.partial(copy_source_rows, cfg, times, f"{staging}/source")
     copied: dict[str, int] = {}
     copy_errors: list[BaseException] = []

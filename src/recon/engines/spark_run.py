@@ -24,9 +24,9 @@ from recon.paths import _safe, is_local, publish_results, results_path, window_p
 from recon.read.kafka_spark import read_window, reraise_read_failure
 from recon.read.ranges import OffsetRange, part_ranges
 from recon.read.sink import inspect_sink, read_sink_rows, sink_query
-from recon.read.source import SourceTimes, run_source_times
-from recon.read.source_copy import ROWS_FILE, copied_for, copy_source_rows
-from recon.services import Progress, default_data_dir, noop, results_db, sink_db, source_db
+from recon.read.source import SourceTimes
+from recon.read.source_copy import ROWS_FILE, copied_for, copy_source_rows, table_source_times
+from recon.services import Progress, default_data_dir, noop, sink_db, source_db
 from recon.snapshot.window import PartitionWindow
 from recon.spark import persist
 
@@ -104,11 +104,9 @@ class _SourceCopy:
     def start(
         cls, cfg: PipelineConfig, record: store.RunRecord, data_dir: str
     ) -> _SourceCopy | None:
-        if cfg.source is None or cfg.source.is_topic or not is_local(data_dir):
+        times = table_source_times(cfg, record) if is_local(data_dir) else None
+        if times is None:
             return None
-        with results_db() as pg:
-            times = run_source_times(pg, cfg, record)
-        assert times is not None
         copy = cls(cfg, times, _source_dir(data_dir, cfg.name, record.run_id))
         copy.thread.start()
         return copy

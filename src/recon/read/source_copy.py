@@ -14,14 +14,30 @@ import contextlib
 import dataclasses
 import json
 import os
+from typing import TYPE_CHECKING
 
 from recon.config import PipelineConfig
 from recon.read.source import SourceTimes
+
+if TYPE_CHECKING:
+    from recon.store import RunRecord
 
 #: Beside a run's source rows: the :class:`SourceTimes` they were read for.
 TIMES_FILE = "times.json"
 #: The Parquet file of the copied rows inside the copy's directory.
 ROWS_FILE = "part-0.parquet"
+
+
+def table_source_times(cfg: PipelineConfig, record: RunRecord) -> SourceTimes | None:
+    """The times a run's table source is copied for in step 2 (None: the pipeline declares no
+    source, or a topic, which step 3 reads with the window's readers)."""
+    from recon.read.source import run_source_times
+    from recon.services import results_db
+
+    if cfg.source is None or cfg.source.is_topic:
+        return None
+    with results_db() as pg:
+        return run_source_times(pg, cfg, record)
 
 
 def copy_source_rows(cfg: PipelineConfig, times: SourceTimes, directory: str) -> int:
