@@ -292,7 +292,9 @@ def make_outbox(ds: Dataset) -> str:
     """The dataset's outbox, made again from its sink (the dataset may have grown): one row per
     messageId the sink holds, written an hour ago (settled, within the horizon). Every message
     of the topic the sink holds is then in the outbox: a three-way run finds nothing unpublished
-    and pays for its third input only. :returns: the table's name."""
+    and pays for its third input only. Keyed as an outbox is (its sequence, and the messageId
+    the application gave the row, unique): the run takes the catalog's word that no id is
+    named twice (``recon.read.source.named_once``). :returns: the table's name."""
     table = f"public.{ds.table}_outbox"
     with sink_connect() as pg, pg.cursor() as cur:
         cur.execute(f"DROP TABLE IF EXISTS {table}")
@@ -301,6 +303,7 @@ def make_outbox(ds: Dataset) -> str:
             "now() - interval '1 hour' AS created_at FROM (SELECT DISTINCT message_id "
             f"FROM public.{ds.table} WHERE message_id IS NOT NULL) ids"
         )
+        cur.execute(f"ALTER TABLE {table} ADD PRIMARY KEY (seq), ADD UNIQUE (message_id)")
     return table
 
 

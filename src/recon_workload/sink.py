@@ -128,8 +128,10 @@ def create_tables(cur: Any, table: str, aux: Iterable[str] = ()) -> None:
                 " NOT NULL, PRIMARY KEY (kafka_topic, kafka_partition))"
             )
         elif suffix == "outbox":
+            # The messageId the application gives each row is unique, as in an outbox keyed by
+            # it: the reconciliation takes the catalog's word that no id is named twice.
             ddl = (
-                "CREATE TABLE {} (seq bigserial PRIMARY KEY, message_id text,"
+                "CREATE TABLE {} (seq bigserial PRIMARY KEY, message_id text UNIQUE,"
                 " created_at timestamptz NOT NULL DEFAULT clock_timestamp())"
             )
         else:

@@ -133,7 +133,7 @@ def test_the_outbox_is_created_and_dropped_with_the_sink() -> None:
     assert len(creates) == 2
     outbox = creates[1]
     assert "public.wl_t_outbox" in outbox
-    assert "seq bigserial PRIMARY KEY, message_id text," in outbox
+    assert "seq bigserial PRIMARY KEY, message_id text UNIQUE," in outbox
     assert "created_at timestamptz NOT NULL DEFAULT clock_timestamp()" in outbox
     dropped = _Recorder()
     sink.drop_tables(dropped, "wl_t")

@@ -34,7 +34,7 @@ from recon.outcome import (
     require_record,
     run_summary,
 )
-from recon.read.source import SourceTimes, run_source_times
+from recon.read.source import SourceTimes, named_once, run_source_times
 from recon.rules import (
     ABORTED_STEPS,
     CARRIED_STEPS,
@@ -246,7 +246,9 @@ def judge_run(
     register_parameters(rules, removed_ranges(record.windows), partition_ends(record.windows),
                         replays)  # fmt: skip
     judging = Judging.of(cfg, _payload_kinds(cfg))
-    counts = judge(rules, judging, sourced=source is not None)
+    sourced = source is not None
+    once = sourced and named_once(cfg)
+    counts = judge(rules, judging, sourced=sourced, named_once=once)
     progress(f"run {run_id}: verdicts counted at {time.monotonic() - started:.1f} s")
     gapped = _gapped(rules, record.windows) if counts.get(Verdict.PHANTOM, 0) > 0 else []
     if gapped:
@@ -257,7 +259,7 @@ def judge_run(
         rules.use("every", io.read_every(gapped))
         run_steps(rules, ABORTED_STEPS)
         rules.use("uncommitted", rules.relation("aborted"))
-        counts = judge(rules, judging, sourced=source is not None)
+        counts = judge(rules, judging, sourced=sourced, named_once=once)
 
     latency = latency_stats(rules) if cfg.sink.time_column else []
     no_time = untimed(rules) if cfg.sink.time_column else (0, 0)

@@ -90,6 +90,7 @@ def reconcile(
     replays: Replays | None = None,
     source_rows: Any | None = None,
     source_known: Any | None = None,
+    named_once: bool = False,
 ) -> tuple[SparkRules, dict[str, int]]:
     """Judge a run with the rules: the view ``results`` (``schemas.RESULT``) and the counts.
 
@@ -100,10 +101,13 @@ def reconcile(
     :param judging: the pipeline's declared checks (``recon.rules.run.judge``).
     :param replays: ``(topic, partition, offset)`` of each record a repair replayed.
     :param source_rows, source_known: a run with a source (``recon.rules``), None without.
+    :param named_once: the source names each messageId once at most (``recon.rules.run.judge``).
     """
     rules = SparkRules(spark)
     inputs = {
         "records": window, "sink_rows": sink_rows, "ledger": ledger, "pending": pending,
         "uncommitted": uncommitted, "source_rows": source_rows, "source_known": source_known,
     }  # fmt: skip
-    return rules, judge_inputs(rules, inputs, unverifiable, partition_ends, judging, replays)
+    return rules, judge_inputs(
+        rules, inputs, unverifiable, partition_ends, judging, replays, named_once=named_once
+    )

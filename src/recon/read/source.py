@@ -99,6 +99,36 @@ def inspect_source(pg: Any, cfg: PipelineConfig) -> str:
     return time_type
 
 
+def named_once(cfg: PipelineConfig) -> bool:
+    """Whether the source's catalog proves that no two rows name one messageId: a table source
+    whose messageId column alone carries a valid unique index with no predicate (a primary key,
+    ``UNIQUE``). A run of such a source skips the search for ids named twice (Spark, 10M rows:
+    about 14 s); an upstream topic, or a table without that proof, is searched.
+
+    Equal values are equal texts for every type such a column has in practice (text, uuid,
+    integers), so the copied ``message_id::text`` inherits the uniqueness.
+    """
+    from recon.config.model import split_table
+    from recon.services import source_db
+
+    if cfg.source is None or cfg.source.is_topic:
+        return False
+    spec = _spec(cfg)
+    schema, name = split_table(spec.table)
+    with source_db(cfg) as pg, pg.cursor() as cur:
+        cur.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a "
+            "ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] "
+            "WHERE i.indrelid = to_regclass(format('%%I.%%I', %s, %s)) AND i.indisunique "
+            "AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL "
+            "AND i.indnkeyatts = 1 AND a.attname = %s)",
+            (schema, name, spec.message_id_column),
+        )
+        row = cur.fetchone()
+        pg.rollback()
+    return bool(row and row[0])
+
+
 def source_query(pg: Any, cfg: PipelineConfig, times: SourceTimes, time_type: str) -> str:
     """The statement that reads the run's source rows (``message_id, source_key, judge``).
 

@@ -3,7 +3,8 @@
 -- or sink row without a usable messageId, and one `unverifiable` row per partition whose window
 -- starts below its log-start offset (the removed range: records that cannot be judged); with a
 -- source, one `unpublished` row per settled source message no committed record carries
--- (06_source_judged) and one `invalid` row per settled source row without a messageId.
+-- (06_source_judged) and one `invalid` row per settled source row without a messageId
+-- (06_source_invalid).
 -- latency_ms: a judged message's delivery latency, when the run knows both times. The fast and
 -- general paths' verdicts are read as judged (05_*_judged: with an upsert sink's order applied;
 -- the verdicts themselves otherwise).
@@ -66,5 +67,4 @@ SELECT 'invalid' AS verdict, message_id, CAST(NULL AS VARCHAR) AS topic,
        CAST([] AS VARCHAR[]) AS sink_keys, false AS topic_duplicate,
        printf(${SOURCE_WITHOUT_ID}, coalesce(source_key, '(unnamed)')) AS detail,
        ${EMPTY_POSITIONS} AS positions, ${NO_LATENCY}
-FROM source_rows
-WHERE judge AND (message_id IS NULL OR trim(message_id) = '')
+FROM source_invalid

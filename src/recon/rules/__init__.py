@@ -101,7 +101,8 @@ UNORDERED_STEPS: tuple[Step, ...] = (Step("07_unordered"),)
 #: A settled source message no committed record carries: ``unpublished`` (run by ``judge``
 #: before the results; empty without a source).
 SOURCE_STEPS: tuple[Step, ...] = (
-    Step("06_source_matched", keep=True),
+    Step("06_source_invalid", keep=True),
+    Step("06_source_unmatched", keep=True),
     Step("06_source_repeated", keep=True),
     Step("06_source_judged", keep=True),
 )

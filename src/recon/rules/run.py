@@ -158,6 +158,8 @@ def judge_inputs(
     partition_ends: PartitionEnds | None,
     judging: Judging | None = None,
     replays: Replays | None = None,
+    *,
+    named_once: bool = False,
 ) -> dict[str, int]:
     """Register a run's inputs and judge it (:func:`judge`).
 
@@ -166,6 +168,7 @@ def judge_inputs(
         is an empty input.
     :param judging: the pipeline's declared checks (:func:`judge`).
     :param replays: ``(topic, partition, offset)`` of each record a repair replayed.
+    :param named_once: the source names each messageId in one row at most (:func:`judge`).
     """
     for name in ("records", "sink_rows", "ledger", "pending", "uncommitted", "source_rows",
                  "source_known"):  # fmt: skip
@@ -174,11 +177,16 @@ def judge_inputs(
     # The sink as a whole: what an upsert sink's order is judged against (the run's rows here).
     engine.use("sink_all", inputs.get("sink_all", inputs.get("sink_rows")))
     register_parameters(engine, unverifiable, partition_ends, replays)
-    return judge(engine, judging, sourced=inputs.get("source_rows") is not None)
+    sourced = inputs.get("source_rows") is not None
+    return judge(engine, judging, sourced=sourced, named_once=named_once)
 
 
 def judge(
-    engine: RuleEngine, judging: Judging | None = None, *, sourced: bool = False
+    engine: RuleEngine,
+    judging: Judging | None = None,
+    *,
+    sourced: bool = False,
+    named_once: bool = False,
 ) -> dict[str, int]:
     """Run the verdict steps over the registered inputs (``source_ids`` defined: see
     ``recon.rules.SOURCE_ID_STEPS``); the counts per verdict.
@@ -188,6 +196,8 @@ def judge(
     :param sourced: the run has a source (``source_rows``): its messages are met with the
         joined rows; without one nothing is unpublished, and the window is not read again to
         say so.
+    :param named_once: the source is known to name each messageId in one row at most
+        (``recon.read.source.named_once``): the ids named twice are not searched for.
     :returns: rows per verdict (every verdict present, 0 when absent) and the number of rows
         flagged ``topic_duplicate``.
     """
@@ -200,10 +210,16 @@ def judge(
         engine.define("fast_judged", "SELECT * FROM fast_verdicts")
         engine.define("general_judged", "SELECT * FROM general_verdicts")
     if sourced:
-        run_steps(engine, SOURCE_STEPS, params)
+        steps = SOURCE_STEPS
+        if named_once:
+            engine.define("source_repeated", NONE_REPEATED)
+            steps = tuple(s for s in SOURCE_STEPS if s.relation != "source_repeated")
+        run_steps(engine, steps, params)
     else:
         engine.define("source_judged", "SELECT message_id, message_id AS source_key, "
                       "CAST(0 AS BIGINT) AS n_rows FROM source_ids WHERE false")  # fmt: skip
+        engine.define("source_invalid", "SELECT message_id, source_key FROM source_rows "
+                      "WHERE false")  # fmt: skip
     run_steps(engine, RESULT_STEPS, params)
     counts = dict.fromkeys(ALL_VERDICTS, 0)
     flagged = 0
@@ -243,6 +259,9 @@ def unordered(engine: RuleEngine) -> tuple[int, int, int]:
     ((records, sink_rows, shared_keys),) = engine.rows("unordered")
     return int(records), int(sink_rows), int(shared_keys)
 
+
+#: ``06_source_repeated`` of a source that names each messageId once: empty, read from nothing.
+NONE_REPEATED = "SELECT message_id, CAST(0 AS BIGINT) AS n_rows FROM source_ids WHERE false"
 
 #: One run's way from source to sink (``07_funnel``): produced, published, committed,
 #: delivered, unsourced, source rows without a messageId, extra rows of ids held twice.
