@@ -13,7 +13,9 @@ variable                       default                        what it does
 RECON_ROOT                     the checkout (``src/..``)      the repository: the default pipeline
                                                               file, ``expectations/``, ``.state``
 RECON_STATE                    ``$RECON_ROOT/.state``         everything generated at run time
-                                                              (data, jars, the GX project)
+                               (installed, without            (data, jars, the GX project)
+                               ``RECON_ROOT``: ``kafka-recon``
+                               in ``$XDG_STATE_HOME``)
 RECON_DATA_DIR                 ``$RECON_STATE/data``          windows, verdict Parquet and the
                                                               ledger of every pipeline
 RECON_JARS_SPARK               ``$RECON_STATE/jars/spark``    Spark's extra jars (Kafka source,
@@ -115,8 +117,24 @@ def root() -> str:
 
 
 def state_dir() -> str:
-    """``$RECON_STATE``, else ``.state`` under :func:`root`."""
-    return _set(RECON_STATE) or os.path.join(root(), ".state")
+    """``$RECON_STATE``; else ``.state`` under :func:`root` in a checkout or under a
+    ``$RECON_ROOT``; else, for an installed package, ``kafka-recon`` under ``$XDG_STATE_HOME``
+    (default ``~/.local/state``). The root an installed package derives is the folder above its
+    site-packages, where run-time files must never go (a shared, often read-only tree, replaced
+    by the next install)."""
+    state = _set(RECON_STATE)
+    if state is not None:
+        return state
+    if _set(RECON_ROOT) is not None or not installed():
+        return os.path.join(root(), ".state")
+    home_state = os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(os.environ.get("XDG_STATE_HOME") or home_state, "kafka-recon")
+
+
+def installed() -> bool:
+    """Whether this module was loaded from an installed wheel, not a checkout: a wheel carries
+    the checkout's run-time folders beside it (see :func:`shipped`)."""
+    return os.path.isdir(_SHIPPED)
 
 
 def data_dir() -> str:

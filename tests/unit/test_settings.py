@@ -168,6 +168,28 @@ def test_paths_default_to_the_checkout_and_follow_root_and_state(
     assert settings.state_dir() == str(tmp_path / ".state")
 
 
+def test_an_installed_package_keeps_its_state_out_of_site_packages(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Installed from a wheel (its shipped folders beside the module) and no ``RECON_ROOT``:
+    the run-time files go to the user's state folder, never beside site-packages."""
+    shipped = tmp_path / "site-packages" / "recon" / "_shipped"
+    shipped.mkdir(parents=True)
+    clean_env.setattr(settings, "_SHIPPED", str(shipped))
+    clean_env.setenv("HOME", str(tmp_path / "home"))
+    clean_env.delenv("XDG_STATE_HOME", raising=False)
+    assert settings.installed()
+    assert settings.state_dir() == str(tmp_path / "home" / ".local" / "state" / "kafka-recon")
+    assert settings.data_dir() == os.path.join(settings.state_dir(), "data")
+    clean_env.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    assert settings.state_dir() == str(tmp_path / "xdg" / "kafka-recon")
+    # A root or a state folder the user names still wins.
+    clean_env.setenv("RECON_ROOT", str(tmp_path / "project"))
+    assert settings.state_dir() == str(tmp_path / "project" / ".state")
+    clean_env.setenv("RECON_STATE", str(tmp_path / "st"))
+    assert settings.state_dir() == str(tmp_path / "st")
+
+
 def test_an_explicit_path_wins_over_the_derived_one(
     clean_env: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

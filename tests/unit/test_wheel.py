@@ -50,6 +50,9 @@ found["rule_sql"] = len(render.source("05_general_verdicts"))
 found["suite"] = load_suite("exactly_once")["name"]
 found["expectations_dir"] = settings.expectations_dir()
 found["spark_app"] = [settings.spark_app(), os.path.isfile(settings.spark_app())]
+state = os.environ.pop("RECON_STATE")
+found["default_state"] = settings.state_dir()
+os.environ["RECON_STATE"] = state
 
 # The one DAG file a team adds to its own Airflow: the checkout's, run against the wheel.
 dags = runpy.run_path(sys.argv[1])
@@ -127,7 +130,9 @@ def _run(env: Path, code: str, *args: str) -> str:
         k: v for k, v in os.environ.items() if not k.startswith(("RECON_", "AIRFLOW", "PYTHON"))
     }
     home = env / "airflow-home"
+    environ.pop("XDG_STATE_HOME", None)
     environ.update(
+        HOME=str(env / "home"),
         AIRFLOW_HOME=str(home),
         RECON_STATE=str(env / "state"),
         RECON_PIPELINES=str(ROOT / "demo" / "pipelines.yaml"),
@@ -179,6 +184,8 @@ def test_the_installed_wheel_registers_the_plugin_and_builds_the_dags(venv: Path
     assert "recon_payments_exactly_once" in found["dags"]
     # The Spark steps submit the wheel's copy of spark_apps/reconcile.py.
     assert found["applications"] == [app]
+    # Without RECON_STATE, run-time files go to the user's state folder, not into the venv.
+    assert found["default_state"] == str(venv / "home" / ".local" / "state" / "kafka-recon")
 
 
 def test_recon_imports_without_airflow_or_spark(venv: Path) -> None:
