@@ -1,7 +1,8 @@
 """Only what pyproject.toml cannot declare: the checkout's top-level folders read at run time.
 
-The GX suites (``expectations/*.json``) and the Spark steps' application
-(``spark_apps/reconcile.py``) stay at the top of the checkout, where docker-compose mounts them and
+The GX suites (``expectations/*.json``), the Spark steps' application
+(``spark_apps/reconcile.py``) and the Spark jars' coordinates (``jvm/pom.xml``, read by
+``recon.spark_jars``) stay at the top of the checkout, where docker-compose mounts them and
 people read them; a wheel carries a copy under ``recon/_shipped/`` and ``recon.settings.shipped``
 picks it when no checkout is around. Everything else is in ``pyproject.toml``.
 """
@@ -15,7 +16,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 # folder at the top of the checkout -> the files of it a run reads
-SHIPPED = {"expectations": "*.json", "spark_apps": "*.py"}
+SHIPPED = {"expectations": "*.json", "spark_apps": "*.py", "jvm": "pom.xml"}
 
 
 class BuildPyWithShipped(build_py):

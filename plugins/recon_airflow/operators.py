@@ -191,7 +191,8 @@ class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
         _check_name(pipeline)
         if step not in SPARK_STEPS:
             raise ValueError(f"step must be one of {', '.join(SPARK_STEPS)}, not {step!r}")
-        from recon.spark import spark_extra_jars, spark_settings
+        from recon.spark import spark_settings
+        from recon.spark_jars import spark_jar_settings
 
         args = ["--pipeline", pipeline, "--run-id", "{{ run_id }}", "--step", step]
         if pipelines_file:
@@ -201,10 +202,10 @@ class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
             application=settings.spark_app(),
             application_args=args,
             conn_id=conn_id,
-            jars=",".join(spark_extra_jars()) or None,
             name=f"recon-{pipeline}-{step}",
-            # The CLI's settings, one source: loopback only, no UI, secrets redacted.
-            conf=spark_settings(),
+            # The CLI's settings, one source: the extra jars (fetched, else resolved by Spark),
+            # loopback only, no UI, secrets redacted.
+            conf={**spark_jar_settings(), **spark_settings()},
             **kwargs,
         )
         self.pipeline = pipeline

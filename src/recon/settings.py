@@ -143,7 +143,8 @@ def data_dir() -> str:
 
 
 def spark_jars_dir() -> str:
-    """``$RECON_JARS_SPARK``, else ``jars/spark`` under :func:`state_dir` (``make setup``)."""
+    """``$RECON_JARS_SPARK``, else ``jars/spark`` under :func:`state_dir` (``make setup``; when it
+    holds no jar, Spark resolves them: ``recon.spark_jars``)."""
     return _set(RECON_JARS_SPARK) or os.path.join(state_dir(), "jars", "spark")
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -30,12 +29,6 @@ def persist(frame: DataFrame) -> DataFrame:
     return frame.persist(getattr(StorageLevel, CACHE_LEVEL))
 
 
-def spark_extra_jars() -> list[str]:
-    """The Kafka source and JDBC driver jars fetched by ``make setup`` (``.state/jars/spark``,
-    ``$RECON_JARS_SPARK``)."""
-    return sorted(glob.glob(os.path.join(settings.spark_jars_dir(), "*.jar")))
-
-
 def spark_settings() -> dict[str, str]:
     """Every setting a Spark driver of the product runs with, whoever starts it (``recon run``'s
     session, spark-submit from Airflow, ``spark_apps/``): bound to loopback, no UI unless
@@ -61,23 +54,21 @@ def spark_settings() -> dict[str, str]:
 
 
 def spark_session(app_name: str = "recon", master: str | None = None) -> SparkSession:
-    """Build (or reuse) a SparkSession with the project's jars on its classpath.
+    """Build (or reuse) a SparkSession with the project's jars on its classpath
+    (``recon.spark_jars``: the fetched files, else Spark resolves them from Maven Central).
 
     :param app_name: shown in the Spark UI and logs.
     :param master: ``local[*]`` (the default, from ``RECON_SPARK_MASTER``) or ``spark://host:port``.
     """
     from pyspark.sql import SparkSession
 
-    jars = spark_extra_jars()
-    if not jars:
-        raise RuntimeError(
-            "Spark's extra jars (Kafka source, PostgreSQL JDBC) are missing: run 'make setup'"
-        )
+    from recon.spark_jars import spark_jar_settings
+
     # The Python workers (the messageId extraction runs in them) use this process's interpreter,
     # which has the package and its dependencies, not whatever "python3" is on the PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name).master(master or settings.spark_master())
-    for key, value in {"spark.jars": ",".join(jars), **spark_settings()}.items():
+    for key, value in {**spark_jar_settings(), **spark_settings()}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     _quiet_accumulator_server(session)

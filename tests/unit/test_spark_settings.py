@@ -3,6 +3,8 @@ so a DAG run opens no Spark UI and keeps credentials out of Spark's plans and ev
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 pytestmark = pytest.mark.unit
@@ -10,11 +12,61 @@ pytestmark = pytest.mark.unit
 
 def test_spark_submit_runs_with_the_cli_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     from recon.spark import spark_settings
+    from recon.spark_jars import spark_jar_settings
     from recon_airflow.operators import ReconSparkSubmitOperator
 
     monkeypatch.delenv("RECON_SPARK_UI", raising=False)
     task = ReconSparkSubmitOperator(task_id="reconcile", pipeline="p1", step="reconcile")
-    assert task.conf == spark_settings()
+    assert task.conf == {**spark_jar_settings(), **spark_settings()}
+    assert task.jars is None  # one way for the jars: the settings above
+
+
+def test_fetched_jars_are_used_else_spark_resolves_the_poms_coordinates(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import pyspark
+
+    from recon.spark_jars import spark_coordinates, spark_jar_settings
+
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    monkeypatch.setenv("RECON_JARS_SPARK", str(jars))
+    monkeypatch.setenv("RECON_STATE", str(tmp_path / "state"))
+    # No jar fetched (an installed wheel): Spark resolves them, cached in the state folder.
+    assert spark_jar_settings() == {
+        "spark.jars.packages": ",".join(spark_coordinates()),
+        "spark.jars.ivy": str(tmp_path / "state" / "ivy"),
+    }
+    # The Kafka source at exactly pyspark's version, and the JDBC driver.
+    coordinates = spark_coordinates()
+    assert coordinates[0] == f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark.__version__}"
+    assert [c.rsplit(":", 1)[0] for c in coordinates[1:]] == ["org.postgresql:postgresql"]
+    (jars / "b.jar").write_bytes(b"")
+    (jars / "a.jar").write_bytes(b"")
+    assert spark_jar_settings() == {"spark.jars": f"{jars}/a.jar,{jars}/b.jar"}
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        ("<profiles><profile><id>kafka</id></profile></profiles>", "no profile 'spark'"),
+        (
+            "<profiles><profile><id>spark</id><dependencies><dependency><groupId>g</groupId>"
+            "<artifactId>a</artifactId><version>${v}</version></dependency></dependencies>"
+            "</profile></profiles>",
+            "no property v",
+        ),
+    ],
+)
+def test_a_pom_without_the_profile_or_a_property_is_refused_by_name(
+    tmp_path: Path, body: str, error: str
+) -> None:
+    from recon.spark_jars import spark_coordinates
+
+    pom = tmp_path / "pom.xml"
+    pom.write_text(f'<project xmlns="http://maven.apache.org/POM/4.0.0">{body}</project>')
+    with pytest.raises(ValueError, match=error):
+        spark_coordinates(str(pom))
 
 
 def test_no_ui_loopback_only_and_credentials_redacted(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -50,6 +50,8 @@ found["rule_sql"] = len(render.source("05_general_verdicts"))
 found["suite"] = load_suite("exactly_once")["name"]
 found["expectations_dir"] = settings.expectations_dir()
 found["spark_app"] = [settings.spark_app(), os.path.isfile(settings.spark_app())]
+from recon.spark_jars import pom_path, spark_coordinates
+found["pom"] = [pom_path(), spark_coordinates()]
 state = os.environ.pop("RECON_STATE")
 found["default_state"] = settings.state_dir()
 os.environ["RECON_STATE"] = state
@@ -164,6 +166,7 @@ def test_the_wheel_holds_the_packages_their_data_and_the_entry_point(wheel: Path
     suites = {f"recon/_shipped/expectations/{p.name}" for p in ROOT.glob("expectations/*.json")}
     assert len(suites) == 3 and suites <= names, sorted(suites - names)
     assert "recon/_shipped/spark_apps/reconcile.py" in names
+    assert "recon/_shipped/jvm/pom.xml" in names
     assert "[airflow.plugins]" in entry_points and ENTRY_POINT in entry_points
 
 
@@ -184,6 +187,11 @@ def test_the_installed_wheel_registers_the_plugin_and_builds_the_dags(venv: Path
     assert "recon_payments_exactly_once" in found["dags"]
     # The Spark steps submit the wheel's copy of spark_apps/reconcile.py.
     assert found["applications"] == [app]
+    # The Spark jars' coordinates come with the wheel, for Spark to resolve (no Maven here).
+    from recon.spark_jars import spark_coordinates
+
+    pom, coordinates = found["pom"]
+    assert Path(pom).resolve().is_relative_to(shipped) and coordinates == spark_coordinates()
     # Without RECON_STATE, run-time files go to the user's state folder, not into the venv.
     assert found["default_state"] == str(venv / "home" / ".local" / "state" / "kafka-recon")
 
