@@ -249,6 +249,24 @@ def _versus_peers(best: float, python: float, duckdb: float) -> str:
     return f"The product does not beat both peers ({both}): the goal is **not met** in this run."
 
 
+def _remeasured(results: dict[str, Any]) -> list[str]:
+    """A line naming the figures measured again alone after the whole run (``--keep``)."""
+    again = results.get("remeasured") or {}
+    if not again:
+        return []
+    told = [
+        f"{name} on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(info['at']))}"
+        + (f" ({info['seconds'] / 60:.1f} minutes)" if "seconds" in info else "")
+        for name, info in sorted(again.items())
+    ]
+    return [
+        "",
+        "Measured again alone afterwards (`bench.run --only ... --keep`), every other figure "
+        "kept from the whole run: " + "; ".join(told) + ". A figure's comparisons are always "
+        "between runs of one such measurement.",
+    ]
+
+
 def write(results: dict[str, Any], root: str | None = None) -> str:
     root = root or os.environ.get("RECON_ROOT", ".")
     _plot(results, root)
@@ -265,6 +283,7 @@ def write(results: dict[str, Any], root: str | None = None) -> str:
         f"system; times are medians of the repetitions ({reps}). The machine is a shared virtual "
         "machine whose speed varies from day to day (the same peers ran up to 1.4x slower on "
         "one day than another): compare systems within one run, not across runs.",
+        *_remeasured(results),
         "",
         "![P1 wall time by window size, P2 time per incremental run](benchmarks.png)",
         "",

@@ -254,6 +254,10 @@ def main(argv: list[str] | None = None) -> int:
     # 3 runs at 1M, one at 3M and 10M: what fits the 40-minute budget on two cores.
     parser.add_argument("--reps", default=os.environ.get("RECON_BENCH_REPS", "3,1,1"))
     parser.add_argument("--only", default=os.environ.get("RECON_BENCH_ONLY", "P1,P2,P4,P5,P6,P7"))
+    # Re-measure the --only figures and keep every other one from the last run's results.json;
+    # the report names what was re-measured, when, and how long it took.
+    parser.add_argument("--keep", action="store_true",
+                        default=os.environ.get("RECON_BENCH_KEEP") == "1")  # fmt: skip
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     reps = [int(r) for r in args.reps.split(",")][: len(sizes)]
@@ -261,6 +265,10 @@ def main(argv: list[str] | None = None) -> int:
     doc = ""
     only = set(args.only.upper().split(","))
     started = time.monotonic()
+    kept = _load() if args.keep else None
+    if kept is not None:
+        remeasured = {**kept.get("remeasured", {}), **{n: {"at": time.time()} for n in only}}
+        bench.results = {**kept, "remeasured": remeasured}
     # P4 needs P1 (its local reference run); P1 runs first.
     steps = (("P1", bench.throughput), ("P4", bench.scale_out), ("P2", bench.incremental),
              ("P5", bench.latency), ("P6", bench.checks), ("P7", bench.three_way))  # fmt: skip
@@ -274,11 +282,24 @@ def main(argv: list[str] | None = None) -> int:
             step()
             # The doc is rewritten after every figure: an interrupted bench still shows its
             # figures so far (the header says how long it ran).
-            bench.results["seconds"] = round(time.monotonic() - started, 1)
+            took = round(time.monotonic() - started, 1)
+            if kept is None:
+                bench.results["seconds"] = took
+            else:
+                bench.results["remeasured"][name]["seconds"] = took
             _save(bench.results)
             doc = report.write(bench.results)
-    progress(f"done in {bench.results['seconds'] / 60:.1f} min: {doc}")
+    progress(f"done in {(time.monotonic() - started) / 60:.1f} min: {doc}")
     return 0
+
+
+def _load() -> dict[str, Any]:
+    path = os.path.join(generate.state_dir(), "results.json")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return dict(json.load(fh))
+    except FileNotFoundError:
+        raise SystemExit(f"--keep: no earlier results at {path}: run the whole bench first")
 
 
 def _save(results: dict[str, Any]) -> None:

@@ -2,7 +2,8 @@
 # `make bench`: measures the product against its peers on this machine and writes
 # docs/benchmarks.md and docs/benchmarks.png. Starts PostgreSQL and Kafka if they are not running
 # and stops, at the end, only what it started. Options pass through to `python -m bench.run`
-# (--sizes, --reps, --only); RECON_BENCH_* variables do the same.
+# (--sizes, --reps, --only, --keep: re-measure the --only figures, keep the others from the last
+# run); RECON_BENCH_* variables do the same.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 here="$(dirname "$0")"
