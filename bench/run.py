@@ -299,7 +299,9 @@ def _load() -> dict[str, Any]:
         with open(path, encoding="utf-8") as fh:
             return dict(json.load(fh))
     except FileNotFoundError:
-        raise SystemExit(f"--keep: no earlier results at {path}: run the whole bench first")
+        raise SystemExit(
+            f"--keep: no earlier results at {path}: run the whole bench first"
+        ) from None
 
 
 def _save(results: dict[str, Any]) -> None:

@@ -52,8 +52,10 @@ def spark_coordinates(pom: str | None = None) -> list[str]:
         if profile.findtext("m:id", namespaces=_POM_NS) != SPARK_PROFILE:
             continue
         return [
-            ":".join(resolve(dep.findtext(f"m:{part}", "", _POM_NS))
-                     for part in ("groupId", "artifactId", "version"))  # fmt: skip
+            ":".join(
+                resolve(dep.findtext(f"m:{part}", "", _POM_NS))
+                for part in ("groupId", "artifactId", "version")
+            )
             for dep in profile.findall("m:dependencies/m:dependency", _POM_NS)
         ]
     raise ValueError(f"{pom or pom_path()}: no profile '{SPARK_PROFILE}'")

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
 # What a wheel is built from; the rest of the checkout (.venv, .state, tests) stays out of the copy.
-SOURCES = ("src", "plugins", "expectations", "spark_apps")
+SOURCES = ("src", "plugins", "expectations", "spark_apps", "jvm")
 SOURCE_FILES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md")
 PACKAGES = ("recon", "recon_workload", "recon_airflow", "recon_page")
 ENTRY_POINT = "recon_page = recon_page.plugin:ReconPagePlugin"
