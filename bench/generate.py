@@ -310,8 +310,9 @@ def make_outbox(ds: Dataset) -> str:
 
 
 def settle(table: str) -> None:
-    """Leave no work on ``table`` for PostgreSQL's background processes before a timed run:
-    vacuumed and analysed now, and its new pages written out by a checkpoint. Otherwise
+    """Leave no work on ``table`` for PostgreSQL's background processes, and none for the
+    kernel's writeback, before a timed run: vacuumed and analysed now, its new pages written
+    out by a checkpoint and synced to disk. Otherwise
     autovacuum scans the rows just written, and their indexes, in the middle of a measured run
     (P7, 2026-11-27: the two-way run of 10M took 77.4 s instead of about 26 s while autovacuum
     went through the freshly made 10M-row outbox)."""
@@ -323,6 +324,10 @@ def settle(table: str) -> None:
             cur.execute("CHECKPOINT")
     finally:
         pg.close()
+    # The checkpoint hands its pages to the kernel: wait until they are on disk, or their
+    # writeback slows the next run's reads and writes (P7 2026-11-27, after VACUUM and
+    # CHECKPOINT alone: both steps of the first run after the outbox about 1.9x slower).
+    os.sync()
 
 
 def pipeline_yaml(
