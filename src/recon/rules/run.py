@@ -210,16 +210,14 @@ def judge(
         engine.define("fast_judged", "SELECT * FROM fast_verdicts")
         engine.define("general_judged", "SELECT * FROM general_verdicts")
     if sourced:
-        steps = SOURCE_STEPS
-        if named_once:
-            engine.define("source_repeated", NONE_REPEATED)
-            steps = tuple(s for s in SOURCE_STEPS if s.relation != "source_repeated")
-        run_steps(engine, steps, params)
+        # A source known to name each id once has no repeated ids to search for.
+        empty = {"source_repeated"} if named_once else set()
+        for name in empty:
+            engine.define(name, NO_SOURCE_ROWS[name])
+        run_steps(engine, [s for s in SOURCE_STEPS if s.relation not in empty], params)
     else:
-        engine.define("source_judged", "SELECT message_id, message_id AS source_key, "
-                      "CAST(0 AS BIGINT) AS n_rows FROM source_ids WHERE false")  # fmt: skip
-        engine.define("source_invalid", "SELECT message_id, source_key FROM source_rows "
-                      "WHERE false")  # fmt: skip
+        for name in ("source_judged", "source_invalid"):
+            engine.define(name, NO_SOURCE_ROWS[name])
     run_steps(engine, RESULT_STEPS, params)
     counts = dict.fromkeys(ALL_VERDICTS, 0)
     flagged = 0
@@ -260,8 +258,15 @@ def unordered(engine: RuleEngine) -> tuple[int, int, int]:
     return int(records), int(sink_rows), int(shared_keys)
 
 
-#: ``06_source_repeated`` of a source that names each messageId once: empty, read from nothing.
-NONE_REPEATED = "SELECT message_id, CAST(0 AS BIGINT) AS n_rows FROM source_ids WHERE false"
+#: The source steps' relations as empty ones, shaped as their rule files make them: for a run
+#: without a source (what ``06_results`` reads of them), and ``source_repeated`` for a source
+#: known to name each messageId once.
+NO_SOURCE_ROWS = {
+    "source_judged": "SELECT message_id, message_id AS source_key, CAST(0 AS BIGINT) AS n_rows "
+    "FROM source_ids WHERE false",
+    "source_invalid": "SELECT message_id, source_key FROM source_rows WHERE false",
+    "source_repeated": "SELECT message_id, CAST(0 AS BIGINT) AS n_rows FROM source_ids WHERE false",
+}
 
 #: One run's way from source to sink (``07_funnel``): produced, published, committed,
 #: delivered, unsourced, source rows without a messageId, extra rows of ids held twice.
