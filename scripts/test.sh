@@ -53,7 +53,26 @@ run_tests() {  # <what> <pytest args...>
 # compute (the tier's processes use about a third of the two cores): two workers (a local[1]
 # session each) took about 3.4 min instead of 4.4, three 5:02 instead of 5:38 (same machine,
 # same hour, 1226 tests). The integration tier is CPU-bound: three workers there gained nothing.
-run_tests "unit tier, three at a time" -m unit -n 3 --dist loadfile "$@"
+# The serial integration tests mostly wait too (a frozen broker, a held lock, Kafka's restart)
+# and the unit tier uses no service: they run beside it, those that need Airflow up or restart
+# the PostgreSQL Airflow is starting on (after_airflow) excepted. One after the other they took
+# 6:09 + 5:45 (CI of fa185cc); side by side 9:47 (unit 8:56, serial 9:44; same machine, 2026-11-27).
+unit_log="$RECON_ROOT/test-artifacts/unit.log"
+say "tests: unit tier, three at a time (its output once it ends: $unit_log), beside the serial"
+say "integration tests that neither need Airflow nor restart PostgreSQL"
+python -m pytest -p no:cacheprovider --durations=15 -m unit -n 3 --dist loadfile "$@" \
+  > "$unit_log" 2>&1 &
+unit_pid=$!
+serial_status=0
+python -m pytest -p no:cacheprovider --durations=15 -m "integration and serial and not after_airflow" \
+  "$@" || serial_status=$?
+unit_status=0
+wait "$unit_pid" || unit_status=$?
+say "tests: unit tier"
+cat "$unit_log"
+for status in "$serial_status" "$unit_status"; do
+  if [ "$status" != 0 ] && [ "$status" != 5 ]; then exit "$status"; fi
+done
 started="$airflow_start"
 airflow_start=""
 wait_for_step "$started" "$airflow_log" "Airflow's start"
@@ -62,10 +81,11 @@ wait_for_step "$started" "$airflow_log" "Airflow's start"
 # order (tests/integration/conftest.py puts the longest first); without --no-loadscope-reorder
 # pytest-xdist would hand out the files with the most tests first instead, and leave long files
 # of one or two tests for the end. Those marked serial kill, restart or lock a service every test
-# shares; they run afterwards, alone.
+# shares; they ran beside the unit tier, or run now, alone.
 run_tests "integration tier, two at a time" -m "integration and not serial" -n 2 --dist loadfile \
   --no-loadscope-reorder "$@"
-run_tests "integration tier, the serial ones" -m "integration and serial" "$@"
+run_tests "integration tier, the serial ones that need Airflow or restart PostgreSQL" \
+  -m "integration and after_airflow" "$@"
 # Two DAG runs at once (most of a run is waiting: spark-submit's JVM, the scheduler's polling),
 # whole files per worker, the files with the most tests first: test_airflow_faults.py, whose tests
 # share one retried DAG run (a session fixture: one worker must run them all), on one worker; the

@@ -26,8 +26,9 @@ from faultkit import (
 
 from recon.engine import results_db
 
-# It kills, restarts or locks a service every test shares: it runs alone (scripts/test.sh).
-pytestmark = [pytest.mark.integration, pytest.mark.serial]
+# It restarts the PostgreSQL every test shares: it runs alone (scripts/test.sh), and not while
+# Airflow starts on that PostgreSQL (beside the unit tier).
+pytestmark = [pytest.mark.integration, pytest.mark.serial, pytest.mark.after_airflow]
 
 
 def _commit_waiting_on_watermarks(pipeline: str) -> bool:

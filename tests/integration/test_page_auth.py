@@ -25,8 +25,9 @@ import pytest
 # Serial: the page is served a stand-in Data Docs file in the shared GX site's validations/ folder,
 # and a Great Expectations checkpoint running beside it (another worker's run) rebuilds that site,
 # parses every file there as a validation key and fails on this one (IndexError in
-# ValidationResultIdentifier.from_tuple; CI of 6e8a073, test_run_killed).
-pytestmark = [pytest.mark.integration, pytest.mark.serial]
+# ValidationResultIdentifier.from_tuple; CI of 6e8a073, test_run_killed). After Airflow's start:
+# the page is served by its api-server.
+pytestmark = [pytest.mark.integration, pytest.mark.serial, pytest.mark.after_airflow]
 
 PORT = os.environ.get("RECON_AIRFLOW_PORT", "23080")
 BASE = f"http://127.0.0.1:{PORT}"
