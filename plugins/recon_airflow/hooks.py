@@ -1,5 +1,7 @@
 """Connections through Airflow, for the operators: ``recon`` resolves a connection id through
 Airflow's ``BaseHook.get_connection`` in a task's process (:func:`use_airflow_connections`), and
+outside a task too, for an id without an ``AIRFLOW_CONN_*`` variable (the entry point
+``recon.connection_resolvers``: the CLI finds what Airflow's secrets backend holds), and
 a spark-submit child, which cannot ask Airflow, gets the connections as ``AIRFLOW_CONN_*``
 variables (:func:`connections_env`). The IO itself (Kafka, PostgreSQL) is ``recon``'s own.
 """
@@ -12,7 +14,9 @@ from airflow.sdk import BaseHook
 
 
 def airflow_raw_connection(conn_id: str) -> Any:
-    """An Airflow connection as ``recon.connections.RawConnection`` (secrets stay masked in logs).
+    """An Airflow connection as ``recon.connections.RawConnection`` (secrets stay masked in logs):
+    in a task through the API server; elsewhere (the CLI) from the secrets backend of Airflow's
+    configuration and ``AIRFLOW_CONN_*`` (the entry point ``recon.connection_resolvers``).
 
     :param conn_id: the Airflow connection id.
     :raises recon.errors.ConnectionNotFound: when Airflow has no such connection.
@@ -25,7 +29,10 @@ def airflow_raw_connection(conn_id: str) -> Any:
     try:
         conn = BaseHook.get_connection(conn_id)
     except AirflowNotFoundException:
-        raise ConnectionNotFound(f"connection '{conn_id}' is not defined in Airflow") from None
+        raise ConnectionNotFound(
+            f"connection '{conn_id}' is not defined: create it in Airflow (its metadata "
+            f"database or its secrets backend) or set AIRFLOW_CONN_{conn_id.upper()}"
+        ) from None
     return RawConnection.from_airflow(conn_id, conn)
 
 

@@ -1,14 +1,27 @@
-"""Connections by Airflow connection id, resolved without importing Airflow.
+"""Connections by Airflow connection id, resolved without importing Airflow when it need not be.
 
-Outside Airflow (the CLI, tests, Spark jobs) a connection id ``kafka_default`` is read from the
-environment variable ``AIRFLOW_CONN_KAFKA_DEFAULT``, in either of Airflow's two formats (JSON or
-URI), so the same id means the same thing inside and outside Airflow. Inside Airflow the plugin
-(``recon_airflow.hooks``) builds the same dataclasses from ``BaseHook.get_connection``.
+A connection id ``kafka_default`` is resolved, in this order:
+
+1. by the resolver a process registered (:func:`set_resolver`): in an Airflow task, the plugin's
+   ``BaseHook.get_connection`` (``recon_airflow.hooks``), so every place Airflow keeps
+   connections works: its metadata database, its secrets backend, ``AIRFLOW_CONN_*``;
+2. else from the environment variable ``AIRFLOW_CONN_KAFKA_DEFAULT``, in either of Airflow's two
+   formats (JSON or URI), so the same id means the same thing inside and outside Airflow (the CLI,
+   tests, spark-submit children, which get their connections that way);
+3. else, where Airflow is installed, through Airflow's own lookup (the resolver the installed
+   packages register in the entry point group :data:`RESOLVER_GROUP`: the wheel's
+   ``recon_airflow``), which outside a scheduler asks the secrets backend of Airflow's
+   configuration (Vault, AWS or GCP secret managers, a local file): the CLI finds what the tasks
+   find. Importing Airflow costs a process 2-5 s, which a variable that is set never pays; an
+   id both set as a variable and held by a backend resolves to the variable here, to the
+   backend in Airflow (which asks its backend first).
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -16,6 +29,8 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from recon.errors import ConnectionNotFound
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -205,6 +220,9 @@ def _env_name(conn_id: str) -> str:
 
 Resolver = Callable[[str], RawConnection]
 _resolver: Resolver | None = None
+#: The entry point group of installed resolvers (``name = "module:function"``, the function a
+#: :data:`Resolver`); the wheel registers ``recon_airflow.hooks:airflow_raw_connection``.
+RESOLVER_GROUP = "recon.connection_resolvers"
 
 
 def set_resolver(resolver: Resolver | None) -> None:
@@ -215,13 +233,35 @@ def set_resolver(resolver: Resolver | None) -> None:
 
 
 def raw_connection(conn_id: str) -> RawConnection:
-    """Resolve connection ``conn_id``: the registered resolver, else ``AIRFLOW_CONN_<ID>``.
+    """Resolve connection ``conn_id``: the registered resolver, else ``AIRFLOW_CONN_<ID>``, else
+    an installed resolver (Airflow's secrets backends), in that order (see the module).
 
     :raises ConnectionNotFound: when the connection is absent or unreadable.
     """
     if _resolver is not None:
         return _resolver(conn_id)
+    if os.environ.get(_env_name(conn_id)):
+        return env_connection(conn_id)
+    installed = installed_resolver()
+    if installed is not None:
+        return installed(conn_id)
     return env_connection(conn_id)
+
+
+@functools.cache
+def installed_resolver() -> Resolver | None:
+    """The first resolver of :data:`RESOLVER_GROUP` (by name) whose module imports, or None (no
+    such package, or Airflow not installed: ``pip install kafka-recon`` without its extra)."""
+    from importlib.metadata import entry_points
+
+    for point in sorted(entry_points(group=RESOLVER_GROUP), key=lambda p: p.name):
+        try:
+            resolver: Resolver = point.load()
+        except ImportError as exc:
+            log.debug("connection resolver %s not usable: %s", point.value, exc)
+            continue
+        return resolver
+    return None
 
 
 def env_connection(conn_id: str) -> RawConnection:
