@@ -289,6 +289,29 @@ def test_empty_run_passes_and_revalidation_replaces_the_run(
     assert second.validation_id.startswith("exactly_once/again/")
 
 
+def test_replacing_a_validation_reads_only_that_runs_stored_results(
+    request: pytest.FixtureRequest, gx_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's earlier validation is found in its own folders, not by listing every result ever
+    stored: the replacement's cost does not grow with the history."""
+    from recon.validation.checkpoint import _context, _forget_run
+
+    cfg = _cfg("exactly_once", Tolerances(), idempotent=True, name="history")
+    older = _validate(request, "pandas", gx_dir, cfg, [], "older")
+    kept = _validate(request, "pandas", gx_dir, cfg, [], "kept")
+    context = _context(gx_dir)
+
+    def every_key(self: Any) -> list[Any]:
+        raise AssertionError("listed every stored validation")
+
+    monkeypatch.setattr(type(context.validation_results_store), "list_keys", every_key)
+    _forget_run(context, "history", "kept")
+
+    assert not os.path.exists(kept.data_docs_path) and os.path.isfile(older.data_docs_path)
+    stored = list(Path(gx_dir, "uncommitted", "validations").rglob("*-history.json"))
+    assert [p.parent.parent.name for p in stored] == ["older"], stored
+
+
 def test_the_data_docs_index_lists_only_the_newest_validations(
     request: pytest.FixtureRequest, gx_dir: str
 ) -> None:

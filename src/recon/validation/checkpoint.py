@@ -186,12 +186,28 @@ def _page_path(context: Any, key: Any) -> str | None:
     return urllib.parse.unquote(urllib.parse.urlsplit(url).path)
 
 
+def _run_keys(store: Any, run_id: str) -> list[Any]:
+    """The stored validation results of run ``run_id``, of any suite. The project's store is a
+    folder, ``<suite>/<run id>/<run time>/<batch>.json``: only the run's folders are read, where
+    ``store.list_keys()`` walks every result ever stored (a cost per run that grows with the
+    history: 0.2 s at 500 stored results here)."""
+    backend = store.store_backend
+    base = getattr(backend, "full_base_directory", None)
+    if not base or not os.path.isdir(base):
+        return list(store.list_keys())
+    keys: list[Any] = []
+    for suite in sorted(os.listdir(base)):
+        if os.path.isdir(os.path.join(base, suite, run_id)):
+            keys += [store.tuple_to_key(key) for key in backend.list_keys((suite, run_id))]
+    return keys
+
+
 def _forget_run(context: Any, pipeline: str, run_id: str) -> None:
     """Remove earlier validations of this pipeline's run (results and pages), whichever kind of
     data source made them: one validation per run."""
     store = context.validation_results_store
     batches = _batch_identifiers(pipeline)
-    for key in store.list_keys():
+    for key in _run_keys(store, run_id):
         if key.run_id.run_name != run_id or key.batch_identifier not in batches:
             continue
         page = _page_path(context, key)
