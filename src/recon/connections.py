@@ -260,6 +260,10 @@ def installed_resolver() -> Resolver | None:
         except ImportError as exc:
             log.debug("connection resolver %s not usable: %s", point.value, exc)
             continue
+        except Exception as exc:  # noqa: BLE001 - e.g. an unreadable Airflow configuration
+            log.warning("connection resolver %s failed to load, the AIRFLOW_CONN_* variables "
+                        "alone are read: %s: %s", point.value, type(exc).__name__, exc)  # fmt: skip
+            continue
         return resolver
     return None
 

@@ -88,11 +88,19 @@ def test_an_id_defined_nowhere_names_both_ways_to_define_it(tmp_path: Path) -> N
     assert "AIRFLOW_CONN_PG_NOWHERE" in out["found"] and "secrets backend" in out["found"]
 
 
-def test_without_airflow_the_variable_lookup_remains(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("module_text", [None, "raise RuntimeError('airflow.cfg unreadable')"])
+def test_without_a_usable_airflow_the_variable_lookup_remains(
+    module_text: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An install without the airflow extra (the entry point's module cannot import), or an
+    Airflow that fails as it loads: the variables are read, an absent id is named."""
     from importlib.metadata import EntryPoint
 
-    # What an install without the airflow extra has: the entry point, whose module cannot import.
-    unusable = EntryPoint("airflow", "recon_no_such_module:resolve", connections.RESOLVER_GROUP)
+    if module_text is not None:
+        (tmp_path / "recon_broken_resolver.py").write_text(module_text)
+        monkeypatch.syspath_prepend(str(tmp_path))
+    name = "recon_no_such_module" if module_text is None else "recon_broken_resolver"
+    unusable = EntryPoint("airflow", f"{name}:resolve", connections.RESOLVER_GROUP)
     monkeypatch.setattr("importlib.metadata.entry_points", lambda group: [unusable])
     monkeypatch.delenv("AIRFLOW_CONN_PG_NOWHERE", raising=False)
     connections.installed_resolver.cache_clear()
