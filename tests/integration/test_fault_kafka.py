@@ -55,9 +55,11 @@ def test_broker_killed(
     pg_kwargs: dict[str, Any],
     request: pytest.FixtureRequest,
 ) -> None:
-    # The re-run and the control of a Spark pipeline run on the test session's Spark (no driver
-    # JVM of their own); the disturbed run is a `recon run` process of its own, as before.
-    spark = request.getfixturevalue("spark") if engine == "spark" else None
+    # The re-run and the control of a Spark window read run on the test session's Spark (no
+    # driver JVM of their own), those of the offset snapshot on the local engine (below); the
+    # disturbed run is a `recon run` process of its own.
+    on_spark = (engine, phase) == ("spark", "window_read")
+    spark = request.getfixturevalue("spark") if on_spark else None
     name, control = f"kafka_killed_{phase}_{engine}", f"kafka_killed_{phase}_{engine}_control"
     # The window read must outlast the moment the broker is frozen: a hundred thousand records.
     n = 2_000 if phase == "offset_snapshot" else 100_000
@@ -97,5 +99,11 @@ def test_broker_killed(
                 kill_kafka(pid)
         start_kafka()
         finished = _finished_after_fault(victim, name)
+        if phase == "offset_snapshot":
+            # The disturbed step is the one both engines share: the re-run and the control go
+            # on the local engine (a pipeline moves between engines freely), which spares the
+            # serial tests two Spark runs; the disturbed run was on Spark for its driver's start,
+            # the moment the broker is frozen in.
+            pipelines.write_text(s.pipelines_yaml(name, control, engine="local"))
         rerun_equals_undisturbed(pipelines, name, control, data, s.expected,
                                  rerun=None if finished else "r1", spark=spark)  # fmt: skip
