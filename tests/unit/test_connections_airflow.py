@@ -44,7 +44,8 @@ VAULT = {
 
 def _resolve(conn_id: str, tmp_path: Path, *, backend: bool, **variables: str) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_")}
-    env.pop("AIRFLOW__SECRETS__BACKEND", None)
+    for inherited in ("AIRFLOW__SECRETS__BACKEND", "AIRFLOW__SECRETS__BACKEND_KWARGS"):
+        env.pop(inherited, None)
     env["AIRFLOW_HOME"] = str(tmp_path / "airflow")
     if backend:
         # Airflow's file backend stands in for Vault or a cloud secret manager: the same
