@@ -41,11 +41,12 @@ wait_for_step() {  # <pid> <log> <what>
 }
 wait_for_step "$lint_pid" "$lint_log" "lint"
 cd "$RECON_ROOT"
+pytest_tier() { python -m pytest -p no:cacheprovider --durations=15 "$@"; }
 run_tests() {  # <what> <pytest args...>
   say "tests: $1"
   shift
   local status=0
-  python -m pytest -p no:cacheprovider --durations=15 "$@" || status=$?
+  pytest_tier "$@" || status=$?
   # 5 = no tests collected: fine while a tier is still empty.
   if [ "$status" != 0 ] && [ "$status" != 5 ]; then exit "$status"; fi
 }
@@ -60,12 +61,10 @@ run_tests() {  # <what> <pytest args...>
 unit_log="$RECON_ROOT/test-artifacts/unit.log"
 say "tests: unit tier, three at a time (its output once it ends: $unit_log), beside the serial"
 say "integration tests that neither need Airflow nor restart PostgreSQL"
-python -m pytest -p no:cacheprovider --durations=15 -m unit -n 3 --dist loadfile "$@" \
-  > "$unit_log" 2>&1 &
+pytest_tier -m unit -n 3 --dist loadfile "$@" > "$unit_log" 2>&1 &
 unit_pid=$!
 serial_status=0
-python -m pytest -p no:cacheprovider --durations=15 -m "integration and serial and not after_airflow" \
-  "$@" || serial_status=$?
+pytest_tier -m "integration and serial and not after_airflow" "$@" || serial_status=$?
 unit_status=0
 wait "$unit_pid" || unit_status=$?
 say "tests: unit tier"

@@ -23,7 +23,7 @@ def airflow_raw_connection(conn_id: str) -> Any:
     """
     from airflow.sdk.exceptions import AirflowNotFoundException
 
-    from recon.connections import RawConnection
+    from recon.connections import RawConnection, env_variable
     from recon.errors import ConnectionNotFound
 
     try:
@@ -31,7 +31,7 @@ def airflow_raw_connection(conn_id: str) -> Any:
     except AirflowNotFoundException:
         raise ConnectionNotFound(
             f"connection '{conn_id}' is not defined: create it in Airflow (its metadata "
-            f"database or its secrets backend) or set AIRFLOW_CONN_{conn_id.upper()}"
+            f"database or its secrets backend) or set {env_variable(conn_id)}"
         ) from None
     return RawConnection.from_airflow(conn_id, conn)
 

@@ -214,7 +214,8 @@ def java_client_config(config: ClientConfig) -> dict[str, str]:
     return java
 
 
-def _env_name(conn_id: str) -> str:
+def env_variable(conn_id: str) -> str:
+    """The environment variable that holds connection ``conn_id``: ``AIRFLOW_CONN_<ID>``."""
     return "AIRFLOW_CONN_" + conn_id.upper()
 
 
@@ -240,7 +241,7 @@ def raw_connection(conn_id: str) -> RawConnection:
     """
     if _resolver is not None:
         return _resolver(conn_id)
-    if os.environ.get(_env_name(conn_id)):
+    if os.environ.get(env_variable(conn_id)):
         return env_connection(conn_id)
     installed = installed_resolver()
     if installed is not None:
@@ -273,10 +274,10 @@ def env_connection(conn_id: str) -> RawConnection:
 
     :raises ConnectionNotFound: when the variable is absent or unreadable.
     """
-    value = os.environ.get(_env_name(conn_id))
+    value = os.environ.get(env_variable(conn_id))
     if not value:
         raise ConnectionNotFound(
-            f"connection '{conn_id}' is not defined: set {_env_name(conn_id)} "
+            f"connection '{conn_id}' is not defined: set {env_variable(conn_id)} "
             "or create it in Airflow"
         )
     value = value.strip()
@@ -285,7 +286,7 @@ def env_connection(conn_id: str) -> RawConnection:
             data = json.loads(value)
         except json.JSONDecodeError as exc:
             raise ConnectionNotFound(
-                f"connection '{conn_id}': {_env_name(conn_id)} is not valid JSON ({exc.msg})"
+                f"connection '{conn_id}': {env_variable(conn_id)} is not valid JSON ({exc.msg})"
             ) from None
         json_extra = data.get("extra") or {}
         if isinstance(json_extra, str):
@@ -368,4 +369,5 @@ def connection_env(raw: RawConnection) -> tuple[str, str]:
         "schema": raw.schema,
         "extra": raw.extra,
     }
-    return _env_name(raw.conn_id), json.dumps({k: v for k, v in payload.items() if v is not None})
+    present = {k: v for k, v in payload.items() if v is not None}
+    return env_variable(raw.conn_id), json.dumps(present)

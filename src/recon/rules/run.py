@@ -211,10 +211,10 @@ def judge(
         engine.define("general_judged", "SELECT * FROM general_verdicts")
     if sourced:
         # A source known to name each id once has no repeated ids to search for.
-        empty = {"source_repeated"} if named_once else set()
-        for name in empty:
-            engine.define(name, NO_SOURCE_ROWS[name])
-        run_steps(engine, [s for s in SOURCE_STEPS if s.relation not in empty], params)
+        skipped = "source_repeated" if named_once else None
+        if skipped is not None:
+            engine.define(skipped, NO_SOURCE_ROWS[skipped])
+        run_steps(engine, [s for s in SOURCE_STEPS if s.relation != skipped], params)
     else:
         for name in ("source_judged", "source_invalid"):
             engine.define(name, NO_SOURCE_ROWS[name])
