@@ -1,23 +1,45 @@
-"""Where a run's files live under the data directory: its window parts and its results."""
+"""Where a pipeline's files live under the data directory: each run's window parts and results,
+and the pipeline's ledger versions."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import uuid
 
 from recon.ledger.versions import local_path
 
+#: The folders of a data directory that hold one folder per pipeline.
+WINDOWS, RESULTS, LEDGER = "windows", "results", "ledger"
+
 
 def window_path(data_dir: str, pipeline: str, run_id: str, part: str) -> str:
-    return f"{data_dir.rstrip('/')}/windows/{pipeline}/{_safe(run_id)}/{part}"
+    return f"{data_dir.rstrip('/')}/{WINDOWS}/{pipeline}/{safe_name(run_id)}/{part}"
 
 
 def results_path(data_dir: str, pipeline: str, run_id: str) -> str:
     """Every verdict row of a run (delivered included): what the validation step reads."""
-    return f"{data_dir.rstrip('/')}/results/{pipeline}/{_safe(run_id)}"
+    return f"{data_dir.rstrip('/')}/{RESULTS}/{pipeline}/{safe_name(run_id)}"
 
 
-def _safe(run_id: str) -> str:
+def ledger_dir(data_dir: str, pipeline: str) -> str:
+    """The pipeline's ledger versions (``recon.ledger``): manifests and entry directories."""
+    return f"{data_dir.rstrip('/')}/{LEDGER}/{pipeline}"
+
+
+def data_dir_of(ledger_path: str) -> str | None:
+    """The data directory a ledger version was written under (None: a path outside one)."""
+    marker = f"/{LEDGER}/"
+    return ledger_path.rsplit(marker, 1)[0] if marker in ledger_path else None
+
+
+def version_name(run_id: str) -> str:
+    """A name for the ledger files of one attempt of a run: never one an earlier attempt used."""
+    return f"{safe_name(run_id)}-{uuid.uuid4().hex[:8]}"
+
+
+def safe_name(run_id: str) -> str:
+    """A run id as a file name (the folder of its windows and of its results)."""
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
 
 

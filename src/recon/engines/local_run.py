@@ -40,7 +40,7 @@ from recon.connections import kafka_connection
 from recon.ledger.local import LocalEntryStore
 from recon.ledger.versions import local_path, write_version
 from recon.outcome import RunSummary, require_record
-from recon.paths import _safe, publish_results, results_path, window_path
+from recon.paths import ledger_dir, publish_results, results_path, version_name, window_path
 from recon.read.kafka_local.pool import ReaderLost, Readers, default_workers, read_ranges
 from recon.read.kafka_local.reader import KafkaReadFailed
 from recon.read.message_ids import window_schema
@@ -320,8 +320,8 @@ class LocalRunIO:
         # entries of the messages new to the ledger (``ledger_new`` is not written): the
         # version's delta holds the entries of the messages the ledger knew.
         ledger_path, results_file = write_version(
-            self.rules, self.entry_store, f"{self.data_dir.rstrip('/')}/ledger/{self.cfg.name}",
-            f"{_safe(self.record.run_id)}-{uuid.uuid4().hex[:8]}", base_entries,
+            self.rules, self.entry_store, ledger_dir(self.data_dir, self.cfg.name),
+            version_name(self.record.run_id), base_entries,
             delta="ledger_known" if has_ledger else None, results=("results", self.record.run_id),
         )  # fmt: skip
         assert results_file is not None

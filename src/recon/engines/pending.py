@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from recon import store
 from recon.config import PipelineConfig
-from recon.paths import results_path
+from recon.paths import data_dir_of, results_path
 from recon.snapshot.window import PartitionWindow
 
 
@@ -33,6 +33,5 @@ def carried_pending_path(data_dir: str, cfg: PipelineConfig, record: store.RunRe
     ``<dir>/results/...``), wherever this run's data directory is."""
     if record.base_run_id is None:
         return None
-    base = record.base_ledger_path or ""
-    root = base.rsplit("/ledger/", 1)[0] if "/ledger/" in base else data_dir
+    root = data_dir_of(record.base_ledger_path or "") or data_dir
     return results_path(root, cfg.name, record.base_run_id)

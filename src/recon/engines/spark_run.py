@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import threading
-import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +19,14 @@ from recon.config import PipelineConfig
 from recon.connections import kafka_connection, postgres_connection
 from recon.ledger.versions import local_path
 from recon.outcome import RunSummary, require_record
-from recon.paths import _safe, is_local, publish_results, results_path, window_path
+from recon.paths import (
+    is_local,
+    ledger_dir,
+    publish_results,
+    results_path,
+    version_name,
+    window_path,
+)
 from recon.read.kafka_spark import read_window, reraise_read_failure
 from recon.read.ranges import OffsetRange, part_ranges
 from recon.read.sink import inspect_sink, read_sink_rows, sink_query
@@ -247,8 +253,8 @@ class SparkRunIO:
         else:
             delta = self.rules.relation("ledger_next")
         path, written = write_version(
-            self.rules, self.entry_store, f"{self.data_dir.rstrip('/')}/ledger/{self.cfg.name}",
-            f"{_safe(self.record.run_id)}-{uuid.uuid4().hex[:8]}", base_entries,
+            self.rules, self.entry_store, ledger_dir(self.data_dir, self.cfg.name),
+            version_name(self.record.run_id), base_entries,
             delta=delta, results=(results, self.record.run_id) if here else None,
         )  # fmt: skip
         if written is not None:
