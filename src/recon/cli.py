@@ -1,4 +1,4 @@
-"""``recon``: reconcile a pipeline outside Airflow, list its runs, validate the YAML.
+"""``recon``: reconcile a pipeline outside Airflow, list its runs, validate the YAML, prune.
 
 Exit status: 0 the contract holds (or the command succeeded), 1 the contract is broken,
 2 a user error (configuration, connection, missing topic or table), a failed service (Kafka
@@ -60,9 +60,11 @@ def _parser() -> argparse.ArgumentParser:
     runs.add_argument("--limit", type=int, default=20)
     runs.add_argument("--json", action="store_true")
 
+    from recon.prune.commands import add_parser as add_prune
     from recon.repair.commands import add_parser as add_repair
 
     add_repair(sub)
+    add_prune(sub)
     return parser
 
 
@@ -291,10 +293,11 @@ def main(argv: list[str] | None = None) -> int:
     # below says what happened.
     logging.getLogger("py4j").setLevel(logging.CRITICAL)
     logging.getLogger().addFilter(lambda record: f"{os.sep}py4j{os.sep}" not in record.pathname)
+    from recon.prune.commands import run as prune
     from recon.repair.commands import run as repair
 
     handlers = {"check-config": _check_config, "run": _run, "runs": _runs, "reset": _reset,
-                "repair": repair}  # fmt: skip
+                "repair": repair, "prune": prune}  # fmt: skip
     try:
         return handlers[args.command](args)
     except ReconError as exc:

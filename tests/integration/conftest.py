@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -127,3 +128,27 @@ def new_topic(kafka_config: dict[str, str]) -> Iterator[Callable[..., str]]:
     if created:
         for future in admin.delete_topics(created).values():
             future.result(timeout=30)
+
+
+@pytest.fixture
+def kit_setup(
+    tmp_path: Path, new_topic: Callable[..., str], pg_kwargs: dict[str, Any]
+) -> Iterator[Callable[..., Any]]:
+    """Makes one pipeline of ``everyday_kit`` (topic, group, sink table, YAML) per call:
+    ``make(engine, prefix, semantics="exactly_once", idempotent=False)``; forgets and drops each
+    after the test."""
+    from everyday_kit import Setup
+
+    made: list[Setup] = []
+
+    def make(engine: str, prefix: str, semantics: str = "exactly_once",
+             idempotent: bool = False) -> Setup:  # fmt: skip
+        topic = new_topic(f"ev-{prefix}", partitions=1)
+        s = Setup.make(tmp_path, engine, topic, pg_kwargs, prefix=prefix, semantics=semantics,
+                       idempotent=idempotent)  # fmt: skip
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.close()

@@ -18,8 +18,7 @@ psycopg2 writers), then compares each run's verdicts with what really happened:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import psycopg2
@@ -52,21 +51,9 @@ engines = pytest.mark.parametrize("engine", ENGINES)
 
 
 @pytest.fixture
-def setup(
-    tmp_path: Path, new_topic: Callable[..., str], pg_kwargs: dict[str, Any], request: Any
-) -> Iterator[Callable[..., Setup]]:
+def setup(kit_setup: Callable[..., Setup]) -> Callable[..., Setup]:
     """Makes one pipeline (topic, group, sink table) for the test; forgets and drops it after."""
-    made: list[Setup] = []
-
-    def make(engine: str, prefix: str, semantics: str = "exactly_once") -> Setup:
-        topic = new_topic(f"ev-{prefix}", partitions=1)
-        s = Setup.make(tmp_path, engine, topic, pg_kwargs, prefix=prefix, semantics=semantics)
-        made.append(s)
-        return s
-
-    yield make
-    for s in made:
-        s.close()
+    return kit_setup
 
 
 # --- 1. an idle pipeline --------------------------------------------------------------------------

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import io
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import psycopg2
@@ -45,21 +45,9 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def setup(
-    tmp_path: Path, new_topic: Callable[..., str], pg_kwargs: dict[str, Any]
-) -> Iterator[Callable[..., Setup]]:
-    made: list[Setup] = []
-
-    def make(prefix: str, semantics: str = "exactly_once", idempotent: bool = False) -> Setup:
-        topic = new_topic(f"rp-{prefix}", partitions=1)
-        s = Setup.make(tmp_path, "local", topic, pg_kwargs, prefix=prefix, semantics=semantics,
-                       idempotent=idempotent)  # fmt: skip
-        made.append(s)
-        return s
-
-    yield make
-    for s in made:
-        s.close()
+def setup(kit_setup: Callable[..., Setup]) -> Callable[..., Setup]:
+    """``make(prefix, semantics, idempotent)``: a local-engine pipeline of the kit."""
+    return functools.partial(kit_setup, "local")
 
 
 # --- playing the rest of the pipeline -------------------------------------------------------------

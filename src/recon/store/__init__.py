@@ -9,7 +9,8 @@ Its modules:
 * :mod:`recon.store.schema`: the tables, created or updated from ``recon/sql/schema.sql``;
 * :mod:`recon.store.runs`: a run's snapshot and status, where the pipeline stands, run history;
 * :mod:`recon.store.commit`: the commit transaction and the ``COPY`` of the discrepancy rows;
-* :mod:`recon.store.pipelines`: resetting or forgetting a pipeline.
+* :mod:`recon.store.pipelines`: resetting or forgetting a pipeline;
+* :mod:`recon.store.prune`: what removing a pipeline's old runs must keep, and their removal.
 
 Callers use the names below (``from recon import store``; ``store.commit_run(...)``).
 """

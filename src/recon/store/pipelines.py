@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+#: Every table with rows keyed by (pipeline, run_id), ``recon.runs`` last.
+RUN_TABLES = ("discrepancies", "latency", "offset_snapshots", "alerts", "repairs", "runs")
+#: The tables holding where a pipeline stands.
+STATE_TABLES = ("watermarks", "pipeline_state")
+
 
 def reset_pipeline(pg: Any, pipeline: str) -> int:
     """Forget where the pipeline stands (watermarks, sink sequence, ledger pointer), so the next
@@ -26,8 +31,7 @@ def forget_pipeline(pg: Any, pipeline: str) -> None:
     from psycopg2 import sql
 
     with pg.cursor() as cur:
-        for table in ("discrepancies", "latency", "offset_snapshots", "alerts", "watermarks",
-                      "pipeline_state", "repairs", "runs"):  # fmt: skip
+        for table in STATE_TABLES + RUN_TABLES:
             cur.execute(
                 sql.SQL("DELETE FROM {} WHERE pipeline = %s").format(
                     sql.Identifier("recon", table)
