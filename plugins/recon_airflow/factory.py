@@ -43,7 +43,8 @@ def register(namespace: dict[str, Any], dags: list[DAG], source: str) -> None:
 
 
 def build_dag(cfg: Any, pipelines_file: str | None = None) -> DAG:
-    """snapshot_offsets -> snapshot_topic -> reconcile -> validate -> alert, for one pipeline.
+    """snapshot_offsets -> snapshot_topic -> reconcile -> validate -> alert, for one pipeline;
+    then prune, when the pipeline declares ``retention_days``.
 
     :param cfg: a ``recon.config.PipelineConfig``.
     :param pipelines_file: handed to the tasks so they read the same YAML at run time.
@@ -96,6 +97,10 @@ def build_dag(cfg: Any, pipelines_file: str | None = None) -> DAG:
         validate = step_operator(task_id="validate", step="validate", retries=0, **common)
         alert = AlertOperator(task_id="alert", retries=1, **common)
         snapshot_offsets >> snapshot_topic >> reconcile >> validate >> alert
+        if cfg.retention_days is not None:
+            from recon_airflow.prune import PruneOperator
+
+            alert >> PruneOperator(task_id="prune", retries=1, **common)
     return dag
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -12,7 +13,9 @@ import pytest
 from fixtures.pipelines import DAGS_TEST_PIPELINE
 
 from recon.connections import postgres_connection
-from recon.engine import results_db
+from recon.engine import results_db, results_path
+from recon.paths import safe_name
+from recon.services import default_data_dir
 from recon.store import forget_pipeline
 from recon_workload import ScenarioResult, remove_run, run_scenario
 
@@ -28,8 +31,10 @@ def _failure_excerpt(output: str, limit: int = 40) -> str:
     return "\n".join([*picked, "--- last lines ---", *lines[-15:]])
 
 
-def _declared(tmp_path: Path, name: str, truth: ScenarioResult, engine: str) -> dict[str, str]:
-    """The pipeline's YAML written for the workload run, and the environment its DAG runs in."""
+def _declared(tmp_path: Path, name: str, truth: ScenarioResult, engine: str,
+              extra: str = "") -> dict[str, str]:  # fmt: skip
+    """The pipeline's YAML written for the workload run (``extra``: more of its keys), and the
+    environment its DAG runs in."""
     pipelines = tmp_path / "pipelines.yaml"
     pipelines.write_text(
         DAGS_TEST_PIPELINE.format(
@@ -38,7 +43,8 @@ def _declared(tmp_path: Path, name: str, truth: ScenarioResult, engine: str) -> 
             group=truth.consumer_group,
             table=truth.sink_table,
             engine=engine,
-        )  # fmt: skip
+        )
+        + extra
     )
     # `dags test` writes the DAG to the metadata database the running stack shares. Paused, and
     # without a schedule, the stack's scheduler neither starts runs of it nor queues this run's
@@ -97,34 +103,54 @@ def test_dags_test_runs_every_task_and_commits_the_verdicts(tmp_path: Path, engi
             forget_pipeline(pg, name)
 
 
-def test_an_idle_local_pipeline_runs_green(tmp_path: Path) -> None:
+def test_an_idle_local_pipeline_runs_green_and_prunes_the_old_run(tmp_path: Path) -> None:
     """A second DAG run with nothing new (no record, no sink row since the first) is a normal,
     passing run on ``engine: local``: its empty sink range is read as empty (it used to crash
-    with 'Empty CSV file' and leave the run 'running')."""
+    with 'Empty CSV file' and leave the run 'running'). The pipeline keeps runs for a day
+    (``retention_days: 1``) and the first run is made to look ten days old: the second DAG
+    run's ``prune`` task removes it, but not the results the second run started from."""
     tag = uuid.uuid4().hex[:6]
     truth = run_scenario(
         "exactly_once_idempotent_consumer", messages=60, run_tag=tag, progress=False
     )
     name = f"systest_idle_{tag}"
-    env = _declared(tmp_path, name, truth, "local")
+    env = _declared(tmp_path, name, truth, "local", extra="    retention_days: 1\n")
+    kwargs = postgres_connection("postgres_recon").psycopg2_kwargs()
+    query = ("SELECT run_id, status, contract_passed, counts, sink_rows_scanned FROM recon.runs "
+             "WHERE pipeline = %s ORDER BY snapshot_at")  # fmt: skip
     try:
-        for day in ("2026-01-01", "2026-01-02"):
-            _dags_test(name, env, day)
-
-        kwargs = postgres_connection("postgres_recon").psycopg2_kwargs()
+        _dags_test(name, env, "2026-01-01")
         with psycopg2.connect(**kwargs) as pg, pg.cursor() as cur:
-            cur.execute(
-                "SELECT status, contract_passed, counts, sink_rows_scanned FROM recon.runs "
-                "WHERE pipeline = %s ORDER BY snapshot_at",
-                (name,),
-            )
+            cur.execute(query, (name,))
+            ((first_id, *first),) = cur.fetchall()
+        assert (first[0], first[1], first[2]["delivered"]) == ("passed", True, 60), first
+        assert truth.counts["delivered"] == 60
+        _age_first_run(kwargs, name, first_id)
+
+        _dags_test(name, env, "2026-01-02")
+        with psycopg2.connect(**kwargs) as pg, pg.cursor() as cur:
+            cur.execute(query, (name,))
             rows = cur.fetchall()
-        assert [(r[0], r[1]) for r in rows] == [("passed", True), ("passed", True)], rows
-        first, idle = rows[0][2], rows[1][2]
-        assert first["delivered"] == truth.counts["delivered"] == 60
-        assert sum(idle.values()) == 0, idle
-        assert rows[1][3] == 0
+        assert [r[1:3] for r in rows] == [("passed", True)], rows  # the first run is pruned
+        idle = rows[0]
+        assert sum(idle[3].values()) == 0 and idle[4] == 0, idle
+        data_dir = default_data_dir()
+        assert not os.path.exists(os.path.join(data_dir, "windows", name, safe_name(first_id)))
+        assert os.path.isdir(results_path(data_dir, name, first_id))  # the idle run's base
     finally:
         remove_run("exactly_once_idempotent_consumer", tag)
         with results_db() as pg:
             forget_pipeline(pg, name)
+
+
+def _age_first_run(kwargs: dict[str, object], name: str, run_id: str) -> None:
+    """As if the run had ended ten days ago: its row and every file of the pipeline so far."""
+    with psycopg2.connect(**kwargs) as pg, pg.cursor() as cur:
+        cur.execute("UPDATE recon.runs SET started_at = started_at - interval '10 days', "
+                    "finished_at = finished_at - interval '10 days' "
+                    "WHERE pipeline = %s AND run_id = %s", (name, run_id))  # fmt: skip
+    old = time.time() - 10 * 86400
+    for folder in ("windows", "results", "ledger"):
+        for parent, dirs, files in os.walk(os.path.join(default_data_dir(), folder, name)):
+            for entry in [parent, *(os.path.join(parent, n) for n in dirs + files)]:
+                os.utime(entry, (old, old))

@@ -77,6 +77,7 @@ def test_the_example_file_loads() -> None:
     assert clicks.kafka.start_offsets == "earliest"
     assert clicks.tolerances == Tolerances(max_duplicate_ratio=0.01, max_invalid=10)
     assert (clicks.retries, clicks.catchup, clicks.tags) == (1, False, ("analytics",))
+    assert (clicks.retention_days, payments.retention_days) == (90, None)
 
 
 def test_defaults() -> None:
@@ -240,6 +241,8 @@ def test_bad_message_id(spec: Any, needle: str) -> None:
         ({"settle_seconds": True}, "settle_seconds: expected a whole number, got a boolean"),
         ({"settle_seconds": -1}, "settle_seconds: must be 0 or more"),
         ({"retries": 1.5}, "retries: expected a whole number"),
+        ({"retention_days": 0}, "pipeline 'payments': retention_days: must be 1 or more, got 0"),
+        ({"retention_days": "30d"}, "retention_days: expected a whole number, got a string"),
         ({"catchup": "yes please"}, "catchup: expected true or false, got a string"),
         ({"tags": "a,b"}, "tags: expected a list of non-empty strings"),
         ({"kafka": ["x"]}, "kafka: expected a mapping, got a list"),
@@ -555,7 +558,7 @@ def test_an_unknown_key_lists_the_keys_in_declaration_order() -> None:
     assert only_error(doc(retry=3)) == (
         "pipelines.yaml: pipeline 'payments': retry: unknown key (expected one of engine, "
         "semantics, schedule, settle_seconds, kafka, sink, tolerances, latency, payload, "
-        "order, idempotent_producer, catchup, retries, tags, alerts, repair, source)"
+        "order, idempotent_producer, catchup, retries, retention_days, tags, alerts, repair, source)"
     )
 
 

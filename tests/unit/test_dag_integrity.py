@@ -39,6 +39,8 @@ def dagbag():  # type: ignore[no-untyped-def]
 
 
 REPAIR_DAGS = {d.replace("recon_", "recon_repair_", 1) for d in DEMO_DAGS}
+#: The demo's pipelines that declare retention_days.
+PRUNED_DAGS = {"recon_clicks_at_least_once"}
 
 
 def test_every_dag_file_imports(dagbag) -> None:  # type: ignore[no-untyped-def]
@@ -78,11 +80,22 @@ def test_every_dag_has_tags_and_retries(dagbag) -> None:  # type: ignore[no-unty
         # default: a task's ``retries`` is never None, so the DAG's own arguments are what tell.
         assert "retries" in (dag.default_args or {}), f"{dag_id} declares no retries"
         if dag_id in DEMO_DAGS:
+            pruned = ["prune"] if dag_id in PRUNED_DAGS else []
             assert [t.task_id for t in dag.topological_sort()] == [
-                "snapshot_offsets", "snapshot_topic", "reconcile", "validate", "alert"
+                "snapshot_offsets", "snapshot_topic", "reconcile", "validate", "alert", *pruned
             ]  # fmt: skip
             assert dag.get_task("snapshot_offsets").retries == 2
             assert dag.max_active_runs == 1
+
+
+def test_a_pipeline_with_retention_days_prunes_after_its_alert_whatever_happened(dagbag) -> None:  # type: ignore[no-untyped-def]
+    from recon_airflow.prune import PruneOperator
+
+    for dag_id in sorted(PRUNED_DAGS):
+        task = dagbag.get_dag(dag_id).get_task("prune")
+        assert isinstance(task, PruneOperator)
+        assert task.upstream_task_ids == {"alert"} and task.trigger_rule == "all_done"
+        assert task.pipeline == dag_id.removeprefix("recon_")
 
 
 PROBE = """

@@ -253,6 +253,9 @@ class PipelineConfig:
     idempotent_producer: bool = False
     catchup: bool = False
     retries: int = 2
+    #: Runs that ended more than this many days ago are removed by the DAG's ``prune`` task
+    #: (``recon.prune``); None: the DAG has no such task, ``recon prune`` does it by hand.
+    retention_days: int | None = None
     tags: tuple[str, ...] = ()
     #: ``spark`` (any size, any cluster) or ``local`` (one machine, no JVM:
     #: ``recon.engines.local_run``).

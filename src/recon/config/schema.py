@@ -49,6 +49,7 @@ from recon.config.types import (
     PIPELINE_NAME_RE,
     ConnectionId,
     Count,
+    Days,
     Declaration,
     Engine,
     MessageIdDecl,
@@ -263,6 +264,9 @@ class PipelineDecl(Declaration):
     idempotent_producer: bool = False
     catchup: bool = False
     retries: Count = 2
+    retention_days: Days | None = Field(
+        default=None, description="days a run is kept before the DAG's prune task removes it"
+    )
     tags: Tags = ()
     alerts: Annotated[
         list[AlertRouteDecl] | None,
@@ -291,6 +295,7 @@ class PipelineDecl(Declaration):
             idempotent_producer=self.idempotent_producer,
             catchup=self.catchup,
             retries=self.retries,
+            retention_days=self.retention_days,
             tags=self.tags,
             engine=self.engine,
             alerts=tuple(r.route() for r in self.alerts or ()),

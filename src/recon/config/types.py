@@ -152,6 +152,7 @@ Topic = Annotated[Text, AfterValidator(_topic)]
 Table = Annotated[Text, AfterValidator(_table)]
 #: A whole number, 0 or more (a boolean or ``3.0`` is not one).
 Count = Annotated[int, Field(ge=0)]
+Days = Annotated[int, Field(ge=1)]
 Ratio = Annotated[float, BeforeValidator(_ratio)]
 #: A number of seconds, more than 0 and finite (a boolean or a string is not one).
 Seconds = Annotated[float, BeforeValidator(_seconds)]
