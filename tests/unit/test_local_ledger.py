@@ -19,7 +19,7 @@ from fixtures.scenarios import SCENARIOS
 from recon.engines.duckdb import DuckDBRules
 from recon.engines.spark import SparkRules
 from recon.ledger import versions
-from recon.ledger.local import LocalEntryStore
+from recon.ledger.local import LedgerMissing, LocalEntryStore
 from recon.ledger.spark import SparkEntryStore
 from recon.rules import INPUT_COLUMNS
 from recon.rules.run import conform_sql
@@ -150,3 +150,22 @@ def test_the_newest_entry_of_a_met_message_wins_and_unmet_entries_stay_out(
     assert [c[0] for c in con.execute(f"DESCRIBE {empty}").fetchall()] == [
         c for c, _ in INPUT_COLUMNS["ledger"]
     ]
+
+
+def test_a_version_or_entry_gone_from_disk_stops_the_run(tmp_path: Path) -> None:
+    """Read as empty, a missing version or entry would make every message it knows new again
+    (a duplicate judged delivered): the store names what is missing instead."""
+    import shutil
+
+    import duckdb
+
+    con = duckdb.connect()
+    root = str(tmp_path / "ledger")
+    v1 = _entry(con, root, "run-1", [], [("m1", 10, "delivered")])
+    (entry,) = LOCAL.read_manifest(v1)
+    shutil.rmtree(entry)
+    with pytest.raises(LedgerMissing, match=f"ledger entry {entry} is missing"):
+        _newest(con, [entry], "gone", None)
+    shutil.rmtree(v1)
+    with pytest.raises(LedgerMissing, match=f"ledger version {v1} is missing"):
+        LOCAL.read_manifest(v1)

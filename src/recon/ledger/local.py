@@ -16,6 +16,7 @@ import os
 from typing import Any
 
 from recon.engines.duckdb import DuckDBRules
+from recon.errors import ReconError
 from recon.ledger.versions import entries_from_rows, is_manifest, local_path, manifest_rows
 from recon.ledger.versions import parse_entry as _parse
 from recon.rules import INPUT_COLUMNS, LEDGER_READ_STEPS
@@ -23,6 +24,18 @@ from recon.rules.render import literal
 from recon.rules.run import RuleEngine, run_steps
 
 _LEDGER_COLUMNS = [c for c, _ in INPUT_COLUMNS["ledger"]]
+
+
+class LedgerMissing(ReconError):
+    """A ledger version, or an entry it lists, is not on disk: judging without it would take
+    every message it knows for new, so the run stops."""
+
+
+def _missing(path: str, what: str) -> LedgerMissing:
+    return LedgerMissing(
+        f"ledger {what} {path} is missing (removed by hand, or by a prune given another data "
+        "directory): the run stops rather than judge without the earlier runs' facts"
+    )
 
 
 def _con(rules: RuleEngine) -> Any:
@@ -50,6 +63,8 @@ class LocalEntryStore:
         path = local_path(path)
         if not is_manifest(path):
             return [path]
+        if not os.path.isdir(path):
+            raise _missing(path, "version")
         rows = []
         for part in sorted(glob.glob(os.path.join(path, "part-*"))):
             with open(part, encoding="utf-8") as fh:
@@ -60,6 +75,9 @@ class LocalEntryStore:
         return entries_from_rows(rows)
 
     def register(self, rules: RuleEngine, entries: list[str], ids: Any | None) -> bool:
+        for entry in entries:
+            if not os.path.isdir(local_path(_parse(entry)[0])):
+                raise _missing(_parse(entry)[0], "entry")
         places = {seq: _files(_parse(entry)[0]) for seq, entry in enumerate(entries)}
         places = {seq: files for seq, files in places.items() if files}
         if not places:
