@@ -32,6 +32,9 @@ from recon_workload.messages import HEADER, Message
 from recon_workload.payload import pick
 from recon_workload.upsert_sink import KEY_COLUMN, POSITION_COLUMN, UpsertRow
 
+#: The header that holds a keyed message's account (its Kafka key) as well.
+ACCOUNT_HEADER = "account"
+
 #: The ledger verdicts of committed messages (below the group's committed offset): the window
 #: the order truth is judged over. ``ledger.build`` gives an upsert sink's overwritten messages
 #: ``lost`` (no row of their own); the truth here decides.
@@ -49,7 +52,8 @@ def plan_keyed(run_tag: str, count: int, per_account: int, seed: int) -> list[Me
     gets ``per_account`` (or one more) updates interleaved with the others'.
 
     The messageId is in the ``message_id`` header and the value's ``id``; the Kafka key is the
-    account (a key's records then share a partition, in production order).
+    account (a key's records then share a partition, in production order), which the header
+    ``account`` holds too (for a pipeline that reads the upsert key from a header).
 
     :param per_account: at least 2 (a stale overwrite needs an older record to replay).
     :raises WorkloadError: when the messages do not make two accounts of ``per_account``.
@@ -67,7 +71,10 @@ def plan_keyed(run_tag: str, count: int, per_account: int, seed: int) -> list[Me
         mid, account = f"{run_tag}-{seq:06d}", account_name(run_tag, seq % accounts)
         payload = "".join(rng.choices("abcdefghijklmnopqrstuvwxyz0123456789", k=32))
         value = json.dumps({"id": mid, "account": account, "seq": seq, "payload": payload})
-        out.append(Message(seq, mid, account.encode(), value.encode(), [(HEADER, mid.encode())]))
+        headers: list[tuple[str, str | bytes | None]] = [
+            (HEADER, mid.encode()), (ACCOUNT_HEADER, account.encode())
+        ]  # fmt: skip
+        out.append(Message(seq, mid, account.encode(), value.encode(), headers))
     return out
 
 

@@ -2,9 +2,10 @@
 workload run (a keyed topic, one sink row per account, a seeded few rows left stale by a late
 retry of an older record), reconciled by each engine with
 ``order: {key_column: account, position_column: applied_offset}`` (the record's key is its Kafka
-key, its position its offset); every verdict equals the ground truth message by message, each
-out_of_order row's detail names its key and both positions, and each record its account's row
-overwrote says it was superseded, naming the position the row holds."""
+key, or the header that holds it too; its position its offset); every verdict equals the ground
+truth message by message, each out_of_order row's detail names its key and both positions, and
+each record its account's row overwrote says it was superseded, naming the position the row
+holds."""
 
 from __future__ import annotations
 
@@ -67,20 +68,30 @@ def held(
     return out
 
 
-def _write_yaml(tmp_path: Path, name: str, engine: str, truth: ScenarioResult) -> Path:
+def _write_yaml(tmp_path: Path, name: str, engine: str, truth: ScenarioResult,
+                record_key: str | None) -> Path:  # fmt: skip
     path = tmp_path / "pipelines.yaml"
-    path.write_text(
-        ORDER_PIPELINE.format(
-            name=name, engine=engine, semantics="at_least_once", idempotent="true",
-            topic=truth.topic, group=truth.consumer_group, table=truth.sink_table,
-        )
+    text = ORDER_PIPELINE.format(
+        name=name, engine=engine, semantics="at_least_once", idempotent="true",
+        topic=truth.topic, group=truth.consumer_group, table=truth.sink_table,
     )  # fmt: skip
+    if record_key is not None:
+        line = "      position_column: applied_offset\n"
+        assert line in text
+        text = text.replace(line, f"{line}      record_key: {record_key}\n")
+    path.write_text(text)
     return path
 
 
-@pytest.mark.parametrize("engine", ["spark", "local"])
+#: The record's upsert key: its Kafka key (the default) on both engines; the header that holds
+#: the same account, on the engine whose run is cheap (both read records with one reader).
+KEYS = [("spark", None), ("local", None), ("local", "{header: account}")]
+
+
+@pytest.mark.parametrize(("engine", "record_key"), KEYS)
 def test_out_of_order_verdicts_and_details_equal_the_ground_truth(
     engine: str,
+    record_key: str | None,
     truth: ScenarioResult,
     held: dict[str, tuple[str, int | None, str | None]],
     spark: Any,
@@ -88,8 +99,9 @@ def test_out_of_order_verdicts_and_details_equal_the_ground_truth(
     tmp_path: Path,
 ) -> None:
     name = f"ord_{engine}_{uuid.uuid4().hex[:6]}"
-    cfg = load_pipelines(_write_yaml(tmp_path, name, engine, truth))[name]
+    cfg = load_pipelines(_write_yaml(tmp_path, name, engine, truth, record_key))[name]
     assert cfg.order is not None and cfg.engine == engine
+    assert cfg.order.record_key.kind == ("header" if record_key else "key")
     assert (cfg.order.key_column, cfg.order.position_column) == (
         truth.order_columns["key"], truth.order_columns["position"]
     )  # fmt: skip

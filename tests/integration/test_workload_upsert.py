@@ -64,6 +64,7 @@ def _read_keyed(kafka_config: Mapping[str, str], topic: str) -> list[Keyed]:
                 continue
             key, value, headers = msg.key(), msg.value(), dict(msg.headers() or [])
             assert isinstance(key, bytes) and value is not None, msg.offset()
+            assert headers["account"] == key, msg.offset()  # a pipeline may read it from there
             out.append(
                 Keyed(
                     int(msg.partition() or 0),

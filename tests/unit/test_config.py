@@ -558,7 +558,8 @@ def test_an_unknown_key_lists_the_keys_in_declaration_order() -> None:
     assert only_error(doc(retry=3)) == (
         "pipelines.yaml: pipeline 'payments': retry: unknown key (expected one of engine, "
         "semantics, schedule, settle_seconds, kafka, sink, tolerances, latency, payload, "
-        "order, idempotent_producer, catchup, retries, retention_days, tags, alerts, repair, source)"
+        "order, idempotent_producer, catchup, retries, retention_days, tags, alerts, repair, "
+        "source)"
     )
 
 

@@ -33,12 +33,18 @@ def test_a_json_key_and_a_version_with_a_ratio(semantics: str) -> None:
     assert config.tolerances == Tolerances(max_out_of_order_ratio=0.02)
 
 
+def test_a_key_in_a_header() -> None:
+    config = parse_pipelines(doc(order={**ORDER, "record_key": {"header": "account"}}))["payments"]
+    assert config.order is not None
+    assert config.order.record_key == MessageIdSpec("header", "account")
+
+
 @pytest.mark.parametrize(
     ("order", "error"),
     [
         ({"key_column": "account"}, "order.position_column: missing required key (the sink"),
         ({**ORDER, "key_column": " "}, "order.key_column: must not be empty"),
-        ({**ORDER, "record_key": {"header": "k"}}, "order: record_key: a header is not read"),
+        ({**ORDER, "record_key": {"header": " "}}, "order.record_key.header: must not be empty"),
         ({**ORDER, "version_field": None}, "order.version_field: expected a string, got null"),
         ({**ORDER, "sort": "asc"}, "order.sort: unknown key"),
     ],

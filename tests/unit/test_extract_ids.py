@@ -29,7 +29,8 @@ def raw_rows(rows: list[tuple[Any, ...]], header: str | None = "message_id") -> 
          pa.array([r[0] for r in rows], pa.int64()),
          pa.array([TS] * len(rows), pa.timestamp("ms", tz="UTC")),
          pa.array([r[1] for r in rows], pa.binary()), pa.array([r[2] for r in rows], pa.binary()),
-         pa.array([first(r[3]) for r in rows], pa.binary())],
+         pa.array([first(r[3]) for r in rows], pa.binary()),
+         pa.array([None] * len(rows), pa.binary())],
         schema=raw_schema(),
     )  # fmt: skip
 

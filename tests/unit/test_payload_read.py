@@ -40,7 +40,8 @@ def _raw(values: list[bytes | None]) -> pa.Table:
     return pa.table(
         [pa.array(["t"] * n), pa.array([0] * n, pa.int32()), pa.array(range(n), pa.int64()),
          pa.array([TS] * n, pa.timestamp("ms", tz="UTC")), pa.array([None] * n, pa.binary()),
-         pa.array(values, pa.binary()), pa.array([b"h"] * n, pa.binary())],
+         pa.array(values, pa.binary()), pa.array([b"h"] * n, pa.binary()),
+         pa.array([None] * n, pa.binary())],
         schema=raw_schema(),
     )  # fmt: skip
 
@@ -160,7 +161,18 @@ def test_the_order_key_and_position_are_read_with_the_id() -> None:
         ("K2", 1),
         (None, 2),
     ]
-    assert order_from_json(order_json(by_field)) == by_field
+    # A header, as a producer that keeps the key out of the value and the record key sets it;
+    # one not UTF-8 is no key.
+    headed = raw.set_column(7, "key_header", pa.array([b"H1", b"\xff", None], pa.binary()))
+    by_header = OrderSpec(MessageIdSpec("header", "account"), "k", "p")
+    rows = extract_ids(headed, MessageIdSpec("header", "id"), order=by_header).to_pylist()
+    assert [(r["order_key"], r["order_position"]) for r in rows] == [
+        ("H1", 0),
+        (None, 1),
+        (None, 2),
+    ]
+    for spec in (by_field, by_header):
+        assert order_from_json(order_json(spec)) == spec
     assert order_from_json(order_json(None)) is None
 
 

@@ -68,7 +68,8 @@ class OrderDecl(Declaration):
 
     record_key: MessageIdDecl | None = Field(
         default=None,
-        description="where a record's upsert key is: {json_field: name} or {key: true}",
+        description="where a record's upsert key is: {json_field: name}, {header: name} or "
+        "{key: true}",
     )
     key_column: Text = Field(description="the sink column holding the key (one row per key)")
     position_column: Text = Field(
@@ -78,15 +79,6 @@ class OrderDecl(Declaration):
         default=None,
         description="a JSON field of the value holding the record's version (default: its offset)",
     )
-
-    @model_validator(mode="after")
-    def _no_header_key(self) -> OrderDecl:
-        if self.record_key is not None and self.record_key.header is not None:
-            raise invalid(
-                "record_key: a header is not read for the order check: use {json_field: name} "
-                "or {key: true}"
-            )
-        return self
 
     def spec(self) -> OrderSpec:
         """The validated value."""

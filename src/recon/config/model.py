@@ -141,7 +141,8 @@ class OrderSpec:
     order of a key's records: the newest committed record of a key must be the one its sink row
     holds; an older one there is a stale overwrite (``out_of_order``).
 
-    :param record_key: where a record's upsert key is (a JSON field of the value, or the key).
+    :param record_key: where a record's upsert key is (a JSON field of the value, a header, or
+        the key).
     :param key_column: the sink column holding the key (one row per key).
     :param position_column: the sink column holding the position of the record the row was
         written from (an integer).

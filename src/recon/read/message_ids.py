@@ -34,6 +34,8 @@ def raw_schema() -> pa.Schema:
             ("key", pa.binary()),
             ("value", pa.binary()),
             ("id_header", pa.binary()),  # the first header named as the id, when the id is one
+            # the first header named as the upsert key, when the order check reads one
+            ("key_header", pa.binary()),
         ]
     )
 
@@ -90,16 +92,32 @@ def _payload_sql(payload: PayloadSpec | None, fields: _Fields) -> str:
 
 def _order_sql(order: OrderSpec | None, fields: _Fields) -> tuple[str, str]:
     """The record's upsert key and position (``records.order_key``, ``order_position``): the
-    Kafka key as text or a JSON field of the value; the offset or an integer version field (a
-    version that is no whole number is NULL: that record takes no part in the order check)."""
+    Kafka key or a header as text, or a JSON field of the value; the offset or an integer
+    version field (a version that is no whole number is NULL: that record takes no part in the
+    order check). A key that is not UTF-8 is NULL too."""
     if order is None:
         return "CAST(NULL AS VARCHAR)", "CAST(NULL AS BIGINT)"
-    key = (
-        "TRY(decode(key))" if order.record_key.kind == "key" else fields.slot(order.record_key.name)
-    )
+    kind = order.record_key.kind
+    if kind in ("key", "header"):
+        key = f"TRY(decode({'key' if kind == 'key' else 'key_header'}))"
+    else:
+        key = fields.slot(order.record_key.name)
     if order.version_field is None:
         return key, '"offset"'
     return key, f"TRY_CAST({fields.slot(order.version_field)} AS BIGINT)"
+
+
+def _order_columns(order: OrderSpec | None) -> list[str]:
+    """The raw columns the record's upsert key is read from (none: a JSON field, or no check)."""
+    kind = order.record_key.kind if order is not None else None
+    return {"key": ["key"], "header": ["key_header"]}.get(str(kind), [])
+
+
+def key_header(order: OrderSpec | None) -> str | None:
+    """The header the order check reads the upsert key from (None: it reads none)."""
+    if order is None or order.record_key.kind != "header":
+        return None
+    return order.record_key.name
 
 
 def _literal_path(name: str | None) -> str:
@@ -150,7 +168,7 @@ def _extraction_sql(
         raise ValueError(f"unknown message_id kind {spec.kind!r}")
     compared = _payload_sql(payload, fields)
     order_key, order_position = _order_sql(order, fields)
-    keyed = ", key" if order is not None and order.record_key.kind == "key" else ""
+    keyed = "".join(f", {c}" for c in _order_columns(order))
     # The value is decoded once (as the id's source, or for its fields only) and parsed once.
     value_text = "text" if source == "value" else "TRY(decode(value))"
     return f"""
@@ -209,12 +227,10 @@ def extract_ids(
     db = con if con is not None else duckdb.connect()
     # Only the column the id is in goes through DuckDB (which copies every string it reads);
     # positions are put back beside the ids in the same order.
-    keyed = spec.kind == "key" or (order is not None and order.record_key.kind == "key")
-    needed = (
-        ["value", "offset"]
-        + (["key"] if keyed else [])
-        + (["id_header"] if spec.kind == "header" else [])
-    )
+    needed = ["value", "offset"]
+    needed += ["key"] if spec.kind == "key" or "key" in _order_columns(order) else []
+    needed += ["id_header"] if spec.kind == "header" else []
+    needed += ["key_header"] if "key_header" in _order_columns(order) else []
     db.register("raw", raw.select(needed))
     try:
         ids = db.execute(_extraction_sql(spec, max_length, payload, order)).to_arrow_table()

@@ -80,7 +80,7 @@ def _message_id(msg: Any, spec: MessageIdSpec) -> str | None:
     raw = pa.table(
         {"topic": [msg.topic()], "partition": [msg.partition()], "offset": [msg.offset()],
          "timestamp": pa.array([None], pa.timestamp("ms", tz="UTC")), "key": [msg.key()],
-         "value": [msg.value()], "id_header": [header]},
+         "value": [msg.value()], "id_header": [header], "key_header": [None]},
         schema=raw_schema(),
     )  # fmt: skip
     found = extract_ids(raw, spec)["message_id"][0].as_py()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from recon.read.kafka_local.task import ReadTask
-from recon.read.message_ids import extract_ids, raw_schema
+from recon.read.message_ids import extract_ids, key_header, raw_schema
 
 #: Records per Arrow chunk: extraction and Parquet row groups work on this many at a time.
 CHUNK_RECORDS = 262_144
@@ -24,6 +24,7 @@ class Chunk:
 
         self.task = task
         self.header = task.spec.name if task.spec.kind == "header" else None
+        self.key_header = key_header(task.order)
         self.with_key = task.spec.kind == "key" or (
             task.order is not None and task.order.record_key.kind == "key"
         )
@@ -63,11 +64,12 @@ class Chunk:
             )
         if self.with_key:
             columns["key"] = pa.array([m.key() for m in batch], pa.binary())
-        if header is not None:
-            columns["id_header"] = pa.array(
-                [next((v for k, v in (m.headers() or ()) if k == header), None) for m in batch],
-                pa.binary(),
-            )
+        for column, name in (("id_header", header), ("key_header", self.key_header)):
+            if name is not None:
+                columns[column] = pa.array(
+                    [next((v for k, v in (m.headers() or ()) if k == name), None) for m in batch],
+                    pa.binary(),
+                )
         inside = offsets < record_ends
         if not inside.all():
             mask = pa.array(inside)
@@ -103,7 +105,7 @@ class Chunk:
             stamps = pa.nulls(self.size, pa.timestamp("ms", tz="UTC"))
         raw = pa.table(
             [column("topic"), column("partition"), column("offset"), stamps, column("key"),
-             column("value"), column("id_header")],
+             column("value"), column("id_header"), column("key_header")],
             schema=raw_schema(),
         )  # fmt: skip
         task = self.task
