@@ -294,10 +294,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("py4j").setLevel(logging.CRITICAL)
     logging.getLogger().addFilter(lambda record: f"{os.sep}py4j{os.sep}" not in record.pathname)
     from recon.prune.commands import run as prune
+    from recon.prune.commands import run_forget as forget
     from recon.repair.commands import run as repair
 
     handlers = {"check-config": _check_config, "run": _run, "runs": _runs, "reset": _reset,
-                "repair": repair, "prune": prune}  # fmt: skip
+                "repair": repair, "prune": prune, "forget": forget}  # fmt: skip
     try:
         return handlers[args.command](args)
     except ReconError as exc:

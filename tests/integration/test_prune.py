@@ -40,11 +40,18 @@ pytestmark = pytest.mark.integration
 AGE = "10 days"
 
 
-def _prune(s: Setup, *flags: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "recon.cli", "--pipelines", str(s.yaml_path), "prune",
-               "--pipeline", s.name, "--data-dir", s.data_dir, *flags]  # fmt: skip
-    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=REPO,
+def _cli(s: Setup, command: str, *flags: str,
+         pipelines: Path | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """``recon <command> --pipeline NAME --data-dir ...`` with the pipeline's YAML (or
+    ``pipelines``), in a process of its own."""
+    argv = [sys.executable, "-m", "recon.cli", "--pipelines", str(pipelines or s.yaml_path),
+            command, "--pipeline", s.name, "--data-dir", s.data_dir, *flags]  # fmt: skip
+    return subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=REPO,
                           env=os.environ.copy())  # fmt: skip
+
+
+def _prune(s: Setup, *flags: str) -> subprocess.CompletedProcess[str]:
+    return _cli(s, "prune", *flags)
 
 
 def _age(s: Setup, run_ids: list[str]) -> None:
@@ -150,3 +157,25 @@ def test_prune_removes_old_runs_and_keeps_every_ledger_fact(
     again = _prune(s, "--before", "2d")
     assert again.returncode == EXIT_OK, tail(again.stderr)
     assert "removed 0 runs" in again.stdout, again.stdout
+
+    # recon forget: refused while the pipeline is declared; once its YAML no longer declares it,
+    # everything goes: rows, folders, validations, its GX objects.
+    declared = _cli(s, "forget", "--yes")
+    no_traceback(declared, "forget of a declared pipeline")
+    assert declared.returncode == EXIT_ERROR and "is declared in" in declared.stderr
+    other = REPO / "pipelines.example.yaml"
+    listed = json.loads(_cli(s, "forget", "--json", pipelines=other).stdout)
+    assert listed["runs"] == 2 and listed["dry_run"] is True, listed
+    assert sorted(os.path.basename(os.path.dirname(f)) for f in listed["folders"]) == [
+        "ledger", "results", "windows"
+    ]  # fmt: skip
+    assert _rows(s, "r4")["runs"] == 1 and _validations(s, "r4")
+    project = Path(default_gx_dir(), "great_expectations.yml")
+    assert s.name in project.read_text()  # its asset
+    gone = _cli(s, "forget", "--yes", "--json", pipelines=other)
+    assert gone.returncode == EXIT_OK, tail(gone.stderr)
+    assert json.loads(gone.stdout)["validations"] == 2
+    assert _rows(s, "r3") == zero and _rows(s, "r4") == zero and s.ledger_path() is None
+    assert not any(os.path.exists(f) for f in listed["folders"])
+    assert not _validations(s, "r3") and not _validations(s, "r4")
+    assert s.name not in project.read_text()

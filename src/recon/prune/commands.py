@@ -1,5 +1,6 @@
 """``recon prune``: remove a pipeline's runs that ended before a date, and every file no run left
-in place needs (``recon.prune`` says what stays)."""
+in place needs (``recon.prune`` says what stays); ``recon forget``: remove everything of a
+pipeline no longer declared (``recon.prune.forget``)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,14 @@ def add_parser(sub: Any) -> None:
     prune.add_argument("--data-dir", help="where the pipeline's runs write (default: .state/data)")
     prune.add_argument("--dry-run", action="store_true", help="list what would go; remove nothing")
     prune.add_argument("--json", action="store_true")
+
+    forget = sub.add_parser(
+        "forget", help="remove everything stored for a pipeline that is no longer declared"
+    )
+    forget.add_argument("--pipeline", required=True)
+    forget.add_argument("--data-dir", help="where its runs wrote (default: .state/data)")
+    forget.add_argument("--yes", action="store_true", help="remove; without it, only list")
+    forget.add_argument("--json", action="store_true")
 
 
 def parse_before(text: str, now: datetime | None = None) -> datetime:
@@ -72,3 +81,26 @@ def run(args: argparse.Namespace) -> int:
 
 def _progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
+
+
+def run_forget(args: argparse.Namespace) -> int:
+    from recon.config import load_pipelines
+    from recon.config.load import default_pipelines_path, load_pipeline_dir
+    from recon.prune.forget import check_forgettable, forget
+    from recon.services import default_data_dir
+
+    source = args.pipelines or default_pipelines_path()
+    declared = dict.fromkeys(load_pipelines(source), source)
+    declared.update({cfg.name: path for path, cfg in load_pipeline_dir(taken=declared)})
+    check_forgettable(args.pipeline, declared)
+    found = forget(args.pipeline, args.data_dir or default_data_dir(), dry_run=not args.yes,
+                   progress=_progress)  # fmt: skip
+    if args.json:
+        print(json.dumps({**found.as_dict(), "dry_run": not args.yes}, indent=2))
+        return 0
+    verb = "removed" if args.yes else "would remove"
+    size = sum(found.folders.values()) / 1e6
+    print(f"pipeline {args.pipeline}: {verb} {found.runs} runs with every row of theirs, "
+          f"{len(found.folders)} folders ({size:.1f} MB) and its GX objects"
+          + ("" if args.yes else "; nothing removed: add --yes"))  # fmt: skip
+    return 0

@@ -55,8 +55,9 @@ from recon.validation.checkpoint import SITE_NAME as SITE_NAME
 from recon.validation.checkpoint import ValidationOutcome as ValidationOutcome
 from recon.validation.checkpoint import data_docs_dir as data_docs_dir
 from recon.validation.checkpoint import default_gx_dir as default_gx_dir
-from recon.validation.checkpoint import forget_validations as forget_validations
 from recon.validation.checkpoint import run_checkpoint as run_checkpoint
+from recon.validation.forget import forget_pipeline_validations as forget_pipeline_validations
+from recon.validation.forget import forget_validations as forget_validations
 from recon.validation.record import data_docs_url as data_docs_url
 from recon.validation.record import record_validation as record_validation
 from recon.validation.runners import read_results as read_results

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import glob
 import logging
 import os
 import urllib.parse
@@ -215,49 +214,6 @@ def _forget_run(context: Any, pipeline: str, run_id: str) -> None:
         if page and os.path.isfile(page):
             os.remove(page)
         store.remove_key(key)
-
-
-def _store_dir(context: Any) -> str | None:
-    return getattr(context.validation_results_store.store_backend, "full_base_directory", None)
-
-
-def _remove_empty_run_folders(base: str | None, run_ids: list[str]) -> None:
-    """Every ``<suite>/<run id>/`` folder under ``base`` (``validations`` under a Data Docs site)
-    of ``run_ids``, with what is under it, when it holds no file."""
-    if not base:
-        return
-    for suites in (base, os.path.join(base, "validations")):
-        for run_id in run_ids:
-            for folder in glob.glob(os.path.join(glob.escape(suites), "*", glob.escape(run_id))):
-                for parent, _, _ in sorted(os.walk(folder), reverse=True):
-                    with contextlib.suppress(OSError):  # not empty: a file of another pipeline
-                        os.rmdir(parent)
-
-
-def forget_validations(cfg: PipelineConfig, run_ids: list[str], gx_dir: str | None = None) -> None:
-    """Remove the pipeline's validations of ``run_ids`` (stored results and pages), then rebuild
-    the Data Docs index, which would link to the removed pages (``recon prune``).
-
-    :param gx_dir: the GX project folder (default :func:`default_gx_dir`).
-    """
-    from great_expectations.data_context.types.resource_identifiers import (
-        ExpectationSuiteIdentifier,
-    )
-
-    root = os.path.abspath(gx_dir or default_gx_dir())
-    if not run_ids or not os.path.isdir(root):
-        return
-    with _project_lock(root):
-        context = _context(root)
-        for run_id in run_ids:
-            _forget_run(context, cfg.name, run_id)
-        # GX removes the files, not the run's folders: those of runs now empty go too.
-        for base in (_store_dir(context), data_docs_dir(root)):
-            _remove_empty_run_folders(base, run_ids)
-        # The index and the suite's page, not a page per stored result; the index builder drops
-        # its links to the removed ones.
-        suite = ExpectationSuiteIdentifier(name=cfg.semantics)
-        context.build_data_docs(site_names=[SITE_NAME], resource_identifiers=[suite])
 
 
 def _failures(result: Any, cfg: PipelineConfig) -> list[dict[str, Any]]:
