@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from recon.config import load_pipelines
 from recon.errors import ReconError
 from recon.ledger.local import LocalEntryStore
 from recon.ledger.versions import results_entry
-from recon.prune import PruneError, check_data_dir
+from recon.prune import PruneError, check_data_dir, retention_start
 from recon.prune.commands import parse_before
 from recon.prune.plan import (
     CURRENT,
@@ -245,3 +246,9 @@ def test_before_is_a_date_a_time_or_days_ago(text: str, want: datetime) -> None:
 def test_before_that_is_no_date_is_named() -> None:
     with pytest.raises(ReconError, match="--before 'last week': not a date"):
         parse_before("last week", NOW)
+
+
+def test_retention_days_set_the_date_runs_go_before() -> None:
+    pipelines = load_pipelines(Path(__file__).resolve().parents[2] / "pipelines.example.yaml")
+    assert retention_start(pipelines["clickstream"], NOW) == NOW - timedelta(days=90)
+    assert retention_start(pipelines["payments"], NOW) is None  # declares none: keeps every run

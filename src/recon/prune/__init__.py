@@ -52,8 +52,8 @@ from recon.prune.plan import (
 from recon.store.prune import PipelineRuns, delete_runs, read_pipeline_runs
 
 __all__ = [
-    "PruneError", "PrunePlan", "apply_prune", "check_data_dir", "plan_prune", "prune_pipeline",
-    "retention_start",
+    "PruneError", "PrunePlan", "apply_prune", "check_data_dir", "days_before", "plan_prune",
+    "prune_pipeline", "retention_start",
 ]  # fmt: skip
 
 
@@ -88,9 +88,12 @@ def prune_pipeline(
 def retention_start(cfg: PipelineConfig, now: datetime | None = None) -> datetime | None:
     """The moment before which the pipeline's ``retention_days`` lets runs go (None: it keeps
     every run)."""
-    if cfg.retention_days is None:
-        return None
-    return (now or datetime.now(UTC)) - timedelta(days=cfg.retention_days)
+    return None if cfg.retention_days is None else days_before(cfg.retention_days, now)
+
+
+def days_before(days: int, now: datetime | None = None) -> datetime:
+    """``days`` days before ``now`` (default: this moment, in UTC)."""
+    return (now or datetime.now(UTC)) - timedelta(days=days)
 
 
 def plan_prune(

@@ -8,7 +8,7 @@ import argparse
 import json
 import re
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from recon.errors import ReconError
@@ -45,9 +45,11 @@ def parse_before(text: str, now: datetime | None = None) -> datetime:
 
     :raises ReconError: neither an ISO date or time nor ``Nd``.
     """
+    from recon.prune import days_before
+
     days = _DAYS.match(text.strip())
     if days:
-        return (now or datetime.now(UTC)) - timedelta(days=int(days.group(1)))
+        return days_before(int(days.group(1)), now)
     try:
         when = datetime.fromisoformat(text.strip())
     except ValueError:

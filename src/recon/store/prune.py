@@ -40,7 +40,8 @@ class PipelineRuns:
 
     :param current_run_id: the run that made the pipeline's current state (None: no state).
     :param current_ledger: the current ledger version (the next run's base).
-    :param live_repairs: runs with a repair plan still planned or being applied.
+    :param live_repairs: runs with a repair plan planned, being applied, or applied and not yet
+        judged by a later run.
     """
 
     pipeline: str
