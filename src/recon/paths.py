@@ -9,8 +9,9 @@ import uuid
 
 from recon.ledger.versions import local_path
 
-#: The folders of a data directory that hold one folder per pipeline.
-WINDOWS, RESULTS, LEDGER = "windows", "results", "ledger"
+#: The folders of a data directory that hold one folder per pipeline (``repairs``: the files of
+#: repair plans, ``<plan id>.json``).
+WINDOWS, RESULTS, LEDGER, REPAIRS = "windows", "results", "ledger", "repairs"
 
 
 def window_path(data_dir: str, pipeline: str, run_id: str, part: str) -> str:

@@ -206,6 +206,22 @@ def test_a_run_with_a_repair_not_yet_verified_is_kept(tmp_path: Path) -> None:
     assert not {f for f in files if "r1" in f}, files
 
 
+def test_a_removed_runs_repair_plan_files_go_with_it(tmp_path: Path) -> None:
+    """Plan files (``repairs/<pipeline>/<plan id>.json``): r1's goes with r1, r3's stays, and a
+    file no plan row names (its plan's row removed, or never recorded) goes once it is old."""
+    history = _history(tmp_path, compacted=True)
+    folder = history.data_dir / "repairs" / P
+    folder.mkdir(parents=True)
+    for name in ("p1.json", "p3.json", "stray.json"):
+        (folder / name).write_text("{}")
+    _touch_tree(folder, days_ago(9))
+    history.stored = replace(history.stored, plans={"p1": "r1", "p3": "r3"})
+    _, _, files = history.plan(days_ago(2))
+    assert {f for f in files if f.startswith("repairs/")} == {
+        "repairs/orders/p1.json", "repairs/orders/stray.json"
+    }  # fmt: skip
+
+
 def test_files_modified_after_the_date_stay(tmp_path: Path) -> None:
     """A run id used again (its windows rewritten yesterday), and a date before every run."""
     history = _history(tmp_path, compacted=True)

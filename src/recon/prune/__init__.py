@@ -17,12 +17,12 @@ needs:
    long as a kept version lists it: a ledger fact is never lost to a prune, so a duplicate of a
    message first seen long ago is still ``duplicated``. Compaction folds old entries into one,
    after which the old ones are no longer listed.
-3. **Files.** Every file or folder in the pipeline's ``windows``, ``results`` and ``ledger``
-   folders that nothing above names and that nothing modified after the *cutoff*: the earliest
-   of the date, now, and the start of any run still running (a run's new files are listed by no
-   manifest until it commits). This also sweeps what failed attempts and interrupted
-   compactions left behind, and what an interrupted prune did not get to: the rows go first, so a
-   prune cut short is finished by the next one.
+3. **Files.** Every file or folder in the pipeline's ``windows``, ``results``, ``ledger`` and
+   ``repairs`` (plan files) folders that nothing above names (nor a plan row of a kept run) and
+   that nothing modified after the *cutoff*: the earliest of the date, now, and the start of any
+   run still running (a run's new files are listed by no manifest until it commits). This also
+   sweeps what failed attempts and interrupted compactions left behind, and what an interrupted
+   prune did not get to: the rows go first, so a prune cut short is finished by the next one.
 4. **Validations.** The removed runs' stored GX results and Data Docs pages, and the index
    rebuilt.
 

@@ -18,11 +18,8 @@ from dataclasses import dataclass, field
 from recon.config.schema import PIPELINE_NAME_RE
 from recon.errors import ReconError
 from recon.ledger.versions import local_path
-from recon.paths import LEDGER, RESULTS, WINDOWS, is_local
-from recon.prune.plan import tree_stat
-
-#: The data directory's folders that hold one folder per pipeline (``repairs``: plan files).
-FOLDERS = (WINDOWS, RESULTS, LEDGER, "repairs")
+from recon.paths import is_local
+from recon.prune.plan import FOLDERS, tree_stat
 
 
 class StillDeclared(ReconError):

@@ -12,9 +12,11 @@ from datetime import datetime
 
 from recon.ledger.local import LocalEntryStore
 from recon.ledger.versions import local_path, parse_entry
-from recon.paths import LEDGER, RESULTS, WINDOWS, safe_name
+from recon.paths import LEDGER, REPAIRS, RESULTS, WINDOWS, safe_name
 from recon.store.prune import PipelineRuns, StoredRun
 
+#: The data directory's folders that hold a folder per pipeline.
+FOLDERS = (WINDOWS, RESULTS, LEDGER, REPAIRS)
 #: Why a run older than the cutoff is kept.
 CURRENT, RUNNING, REPAIR = "current state", "running", "repair plan not yet verified"
 
@@ -86,7 +88,8 @@ def needed_files(stored: PipelineRuns, removed: Iterable[str]) -> dict[str, set[
     """The names, per folder of the data directory, that the runs left in place need: each
     one's windows (a re-run reads them again), its results and its base run's (whose pending
     messages it carries), the ledger versions it started from and wrote, and every entry those
-    versions list. The current ledger version and the current run's results are needed too."""
+    versions list, and the files of its repair plans. The current ledger version and the current
+    run's results are needed too."""
     gone = set(removed)
     kept = [r for r in stored.runs if r.run_id not in gone]
     results = {r.run_id for r in kept} | {r.base_run_id for r in kept if r.base_run_id}
@@ -103,6 +106,7 @@ def needed_files(stored: PipelineRuns, removed: Iterable[str]) -> dict[str, set[
         WINDOWS: {safe_name(r.run_id) for r in kept},
         RESULTS: {safe_name(run_id) for run_id in results},
         LEDGER: {os.path.basename(p) for p in ledger},
+        REPAIRS: {f"{plan}.json" for plan, run in stored.plans.items() if run not in gone},
     }
 
 
@@ -114,10 +118,10 @@ def removable_files(
     data_dir: str, pipeline: str, needed: Mapping[str, set[str]], cutoff: float
 ) -> list[Removal]:
     """Every file or folder of the pipeline under ``data_dir`` that nothing ``needed`` names and
-    that nothing modified at or after ``cutoff``: the removed runs' files, and what runs that
-    never committed (or a compaction cut short) left behind."""
+    that nothing modified at or after ``cutoff``: the removed runs' files (their repair plans'
+    too), and what runs that never committed (or a compaction cut short) left behind."""
     found: list[Removal] = []
-    for folder in (WINDOWS, RESULTS, LEDGER):
+    for folder in FOLDERS:
         root = os.path.join(local_path(data_dir), folder, pipeline)
         try:
             names = sorted(os.listdir(root))

@@ -122,11 +122,12 @@ def save_plan(plan: RepairPlan, path: str | None = None, data_dir: str | None = 
     :returns: the file's path."""
     import os
 
+    from recon.paths import REPAIRS
     from recon.repair.plan_model import plan_to_dict, plan_to_json
     from recon.services import default_data_dir
     from recon.store.repairs import record_plan
 
-    path = path or os.path.join(data_dir or default_data_dir(), "repairs", plan.pipeline,
+    path = path or os.path.join(data_dir or default_data_dir(), REPAIRS, plan.pipeline,
                                 f"{plan.plan_id}.json")  # fmt: skip
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path + ".tmp", "w", encoding="utf-8") as fh:

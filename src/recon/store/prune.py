@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -42,6 +42,7 @@ class PipelineRuns:
     :param current_ledger: the current ledger version (the next run's base).
     :param live_repairs: runs with a repair plan planned, being applied, or applied and not yet
         judged by a later run.
+    :param plans: the run of each of the pipeline's repair plans, by plan id.
     """
 
     pipeline: str
@@ -49,6 +50,7 @@ class PipelineRuns:
     current_run_id: str | None
     current_ledger: str | None
     live_repairs: frozenset[str]
+    plans: Mapping[str, str] = field(default_factory=dict)
 
 
 def read_pipeline_runs(pg: Any, pipeline: str) -> PipelineRuns:
@@ -64,14 +66,13 @@ def read_pipeline_runs(pg: Any, pipeline: str) -> PipelineRuns:
             "SELECT run_id, ledger_path FROM recon.pipeline_state WHERE pipeline = %s", (pipeline,)
         )
         state = cur.fetchone()
-        cur.execute(
-            "SELECT DISTINCT run_id FROM recon.repairs WHERE pipeline = %s AND status = ANY(%s)",
-            (pipeline, list(LIVE_REPAIRS)),
-        )
-        live = frozenset(r[0] for r in cur.fetchall())
+        cur.execute("SELECT plan_id, run_id, status FROM recon.repairs WHERE pipeline = %s",
+                    (pipeline,))  # fmt: skip
+        repairs = cur.fetchall()
     pg.rollback()
+    live = frozenset(run for _, run, status in repairs if status in LIVE_REPAIRS)
     return PipelineRuns(pipeline, runs, state[0] if state else None, state[1] if state else None,
-                        live)  # fmt: skip
+                        live, {plan: run for plan, run, _ in repairs})  # fmt: skip
 
 
 def delete_runs(pg: Any, planned: PipelineRuns, run_ids: Sequence[str]) -> int:
