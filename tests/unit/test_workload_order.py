@@ -40,7 +40,7 @@ TOPIC = "wl-upsert"
 # --- the keyed messages ------------------------------------------------------------------------
 
 
-def test_messages_are_keyed_by_account_round_robin_with_their_id_three_ways() -> None:
+def test_messages_are_keyed_by_account_round_robin_with_their_id_three_ways_and_key_twice() -> None:
     messages = od.plan_keyed("tag", 10, 3, seed=4)
     assert len(messages) == 10
     accounts = [m.key.decode() for m in messages if m.key is not None]
@@ -52,7 +52,8 @@ def test_messages_are_keyed_by_account_round_robin_with_their_id_three_ways() ->
         assert set(doc) == {"id", "account", "seq", "payload"}
         assert (doc["id"], doc["seq"]) == (m.message_id, m.seq) == (f"tag-{m.seq:06d}", m.seq)
         assert m.key is not None and doc["account"] == m.key.decode()
-        assert m.headers == [(HEADER, doc["id"].encode())]
+        # The account in a header too, for a pipeline that reads the upsert key from one.
+        assert m.headers == [(HEADER, doc["id"].encode()), ("account", m.key)]
         assert extract_id(m.headers, m.value) == m.message_id
         assert len(doc["payload"]) == 32
     assert messages == od.plan_keyed("tag", 10, 3, seed=4)
