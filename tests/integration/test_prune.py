@@ -9,7 +9,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -84,7 +84,7 @@ def _validations(s: Setup, run_id: str) -> list[str]:
 
 
 def _batch(s: Setup, kafka_config: dict[str, str], prefix: str, n: int,
-           again: list[str] = ()) -> list[str]:  # fmt: skip
+           again: Sequence[str] = ()) -> list[str]:  # fmt: skip
     """``n`` new messages, each written once to the sink, one more row for each of ``again``;
     the group commits the end."""
     new = ids(prefix, 0, n)

@@ -135,11 +135,15 @@ def apply_prune(
 
         forget_validations(cfg, plan.runs, gx_dir)
         progress(f"pipeline {cfg.name}: their validations and Data Docs pages removed")
+    removed = 0
     for removal in plan.files:
         # Modified since it was planned (a run id used again): not removed.
         if os.path.lexists(removal.path) and tree_stat(removal.path)[1] < plan.cutoff:
             _remove(removal.path)
-    progress(f"pipeline {cfg.name}: {len(plan.files)} files and folders removed "
+            removed += 1
+    progress(f"pipeline {cfg.name}: {removed} of {len(plan.files)} planned files and folders "
+             "removed (the others changed since the plan)" if removed < len(plan.files) else
+             f"pipeline {cfg.name}: {removed} files and folders removed "
              f"({plan.bytes / 1e6:.1f} MB)")  # fmt: skip
 
 

@@ -28,7 +28,7 @@ class StillDeclared(ReconError):
 
 @dataclass
 class Forgotten:
-    """What a forget removes (or, before ``apply``, would)."""
+    """What a forget removed (or, in a dry run, would remove)."""
 
     pipeline: str
     runs: int

@@ -97,11 +97,8 @@ def _order_sql(order: OrderSpec | None, fields: _Fields) -> tuple[str, str]:
     order check). A key that is not UTF-8 is NULL too."""
     if order is None:
         return "CAST(NULL AS VARCHAR)", "CAST(NULL AS BIGINT)"
-    kind = order.record_key.kind
-    if kind in ("key", "header"):
-        key = f"TRY(decode({'key' if kind == 'key' else 'key_header'}))"
-    else:
-        key = fields.slot(order.record_key.name)
+    raw = _order_columns(order)
+    key = f"TRY(decode({raw[0]}))" if raw else fields.slot(order.record_key.name)
     if order.version_field is None:
         return key, '"offset"'
     return key, f"TRY_CAST({fields.slot(order.version_field)} AS BIGINT)"
