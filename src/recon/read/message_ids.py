@@ -110,6 +110,16 @@ def _order_columns(order: OrderSpec | None) -> list[str]:
     return {"key": ["key"], "header": ["key_header"]}.get(str(kind), [])
 
 
+def read_columns(spec: MessageIdSpec, order: OrderSpec | None) -> list[str]:
+    """The raw columns besides the value and the offset that extraction needs: ``key`` (the id
+    or the upsert key is the Kafka key), ``id_header``, ``key_header``. A reader collects only
+    these (a key or a header costs a Python object per record)."""
+    wanted = {"key": spec.kind == "key", "id_header": spec.kind == "header"}
+    for column in _order_columns(order):
+        wanted[column] = True
+    return [column for column in ("key", "id_header", "key_header") if wanted.get(column)]
+
+
 def key_header(order: OrderSpec | None) -> str | None:
     """The header the order check reads the upsert key from (None: it reads none)."""
     if order is None or order.record_key.kind != "header":
@@ -224,11 +234,7 @@ def extract_ids(
     db = con if con is not None else duckdb.connect()
     # Only the column the id is in goes through DuckDB (which copies every string it reads);
     # positions are put back beside the ids in the same order.
-    needed = ["value", "offset"]
-    needed += ["key"] if spec.kind == "key" or "key" in _order_columns(order) else []
-    needed += ["id_header"] if spec.kind == "header" else []
-    needed += ["key_header"] if "key_header" in _order_columns(order) else []
-    db.register("raw", raw.select(needed))
+    db.register("raw", raw.select(["value", "offset", *read_columns(spec, order)]))
     try:
         ids = db.execute(_extraction_sql(spec, max_length, payload, order)).to_arrow_table()
     finally:

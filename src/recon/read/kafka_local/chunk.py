@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from recon.read.kafka_local.task import ReadTask
-from recon.read.message_ids import extract_ids, key_header, raw_schema
+from recon.read.message_ids import extract_ids, key_header, raw_schema, read_columns
 
 #: Records per Arrow chunk: extraction and Parquet row groups work on this many at a time.
 CHUNK_RECORDS = 262_144
@@ -25,9 +25,7 @@ class Chunk:
         self.task = task
         self.header = task.spec.name if task.spec.kind == "header" else None
         self.key_header = key_header(task.order)
-        self.with_key = task.spec.kind == "key" or (
-            task.order is not None and task.order.record_key.kind == "key"
-        )
+        self.with_key = "key" in read_columns(task.spec, task.order)
         # One thread keeps the rows in the order they came in (and a core for the consumer).
         self.db = duckdb.connect(config={"threads": 1, "preserve_insertion_order": True})
         self.columns: list[Any] = []
