@@ -1,4 +1,5 @@
-"""``recon``: reconcile a pipeline outside Airflow, list its runs, validate the YAML, prune.
+"""``recon``: reconcile a pipeline outside Airflow, list its runs, validate the YAML, prune and
+forget history.
 
 Exit status: 0 the contract holds (or the command succeeded), 1 the contract is broken,
 2 a user error (configuration, connection, missing topic or table), a failed service (Kafka

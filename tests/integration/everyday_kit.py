@@ -32,6 +32,7 @@ from fixtures.pipelines import WORKLOAD_PIPELINE
 
 from recon.config import PipelineConfig, load_pipelines
 from recon.engine import results_db, results_path
+from recon.paths import ledger_dir
 from recon.store import ensure_schema, forget_pipeline
 
 REPO = Path(__file__).resolve().parents[2]
@@ -364,7 +365,7 @@ def corrupt_ledger(data_dir: str, pipeline: str, ledger_path: str | None) -> lis
     """Overwrite every Parquet file of the pipeline's ledger (its current version included) with
     garbage; each file is replaced, not written through, so a hard link elsewhere keeps its bytes.
     """
-    root = os.path.join(data_dir, "ledger", pipeline)
+    root = ledger_dir(data_dir, pipeline)
     assert ledger_path, "the pipeline has no current ledger version"
     assert os.path.abspath(ledger_path.replace("file:", "")).startswith(os.path.abspath(root)), (
         ledger_path, root)  # fmt: skip

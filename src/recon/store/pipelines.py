@@ -28,14 +28,26 @@ def reset_pipeline(pg: Any, pipeline: str) -> int:
 def forget_pipeline(pg: Any, pipeline: str) -> None:
     """Delete everything stored for a pipeline (runs, snapshots, discrepancies, latencies,
     alerts, repair plans, state): for pipelines that no longer exist, such as a test's."""
+    with pg.cursor() as cur:
+        delete_rows(cur, STATE_TABLES + RUN_TABLES, pipeline)
+    pg.commit()
+
+
+def delete_rows(
+    cur: Any, tables: tuple[str, ...], pipeline: str, run_ids: list[str] | None = None
+) -> int:
+    """Delete the pipeline's rows from each of ``tables`` (of schema ``recon``): all of them, or
+    those of ``run_ids``. The caller commits.
+
+    :returns: the number of rows deleted from the last table.
+    """
     from psycopg2 import sql
 
-    with pg.cursor() as cur:
-        for table in STATE_TABLES + RUN_TABLES:
-            cur.execute(
-                sql.SQL("DELETE FROM {} WHERE pipeline = %s").format(
-                    sql.Identifier("recon", table)
-                ),
-                (pipeline,),
-            )
-    pg.commit()
+    where = "pipeline = %s" if run_ids is None else "pipeline = %s AND run_id = ANY(%s)"
+    params: tuple[object, ...] = (pipeline,) if run_ids is None else (pipeline, run_ids)
+    deleted = 0
+    for table in tables:
+        query = sql.SQL("DELETE FROM {} WHERE " + where).format(sql.Identifier("recon", table))
+        cur.execute(query, params)
+        deleted = int(cur.rowcount)
+    return deleted

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from recon.errors import ReconError
-from recon.store.pipelines import RUN_TABLES
+from recon.store.pipelines import RUN_TABLES, delete_rows
 
 #: Repair plans still at work on their run's results (an applied one waits for its check).
 LIVE_REPAIRS = ("planned", "applying", "applied")
@@ -83,8 +83,6 @@ def delete_runs(pg: Any, planned: PipelineRuns, run_ids: Sequence[str]) -> int:
     :returns: the number of ``recon.runs`` rows deleted.
     :raises PruneRaced: something moved; nothing was deleted.
     """
-    from psycopg2 import sql
-
     pipeline = planned.pipeline
     if not run_ids:
         return 0
@@ -108,15 +106,7 @@ def delete_runs(pg: Any, planned: PipelineRuns, run_ids: Sequence[str]) -> int:
                     f"pipeline '{pipeline}': a run started or committed while prune looked at "
                     "its runs; nothing was removed (run prune again)"
                 )
-            deleted = 0
-            for table in RUN_TABLES:
-                cur.execute(
-                    sql.SQL("DELETE FROM {} WHERE pipeline = %s AND run_id = ANY(%s)").format(
-                        sql.Identifier("recon", table)
-                    ),
-                    (pipeline, list(run_ids)),
-                )
-                deleted = int(cur.rowcount)
+            deleted = delete_rows(cur, RUN_TABLES, pipeline, list(run_ids))
         pg.commit()
     except BaseException:
         pg.rollback()
