@@ -3,6 +3,7 @@
 # Starts what is not running and stops, at the end, only what it started.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
+. "$(dirname "$0")/test-env.sh"
 here="$(dirname "$0")"
 
 note_stopped_services postgres kafka airflow

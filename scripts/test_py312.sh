@@ -6,6 +6,7 @@
 # tests that read Airflow's metadata database, and stopped at the end if this script started them.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
+. "$(dirname "$0")/test-env.sh"
 here="$(dirname "$0")"
 
 is_312() { [ -n "$1" ] && "$1" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; }

@@ -47,6 +47,9 @@ RECON_SPARK_UI                 ``false``                      ``spark.ui.enabled
                                                               driver
 RECON_SPARK_SHUFFLE_PARTITIONS ``8``                          ``spark.sql.shuffle.partitions``
 RECON_SPARK_DRIVER_MEMORY      ``2g``                         ``spark.driver.memory``
+RECON_SPARK_JAVA_OPTIONS       unset: none                    JVM options added to every Spark
+                                                              driver's and executor's (``make
+                                                              test``: ``-XX:TieredStopAtLevel=1``)
 RECON_SPARK_POOL               ``default_pool``               the Airflow pool of the Spark steps
                                                               (env.sh: ``recon_spark``)
 RECON_LOCAL_READERS            one per core                   Kafka reader processes of the local
@@ -86,6 +89,7 @@ RECON_SPARK_MASTER = "RECON_SPARK_MASTER"
 RECON_SPARK_UI = "RECON_SPARK_UI"
 RECON_SPARK_SHUFFLE_PARTITIONS = "RECON_SPARK_SHUFFLE_PARTITIONS"
 RECON_SPARK_DRIVER_MEMORY = "RECON_SPARK_DRIVER_MEMORY"
+RECON_SPARK_JAVA_OPTIONS = "RECON_SPARK_JAVA_OPTIONS"
 RECON_SPARK_POOL = "RECON_SPARK_POOL"
 RECON_LOCAL_READERS = "RECON_LOCAL_READERS"
 RECON_LOCAL_MEMORY_LIMIT = "RECON_LOCAL_MEMORY_LIMIT"
@@ -234,6 +238,12 @@ def spark_shuffle_partitions() -> str:
 def spark_driver_memory() -> str:
     """``$RECON_SPARK_DRIVER_MEMORY`` (even when empty), else ``2g``."""
     return os.environ.get(RECON_SPARK_DRIVER_MEMORY, "2g")
+
+
+def spark_java_options() -> str:
+    """``$RECON_SPARK_JAVA_OPTIONS``, else none: JVM options every Spark driver and executor of
+    the product gets beside its own (``recon.spark.JVM_OPTIONS``)."""
+    return (_set(RECON_SPARK_JAVA_OPTIONS) or "").strip()
 
 
 def spark_pool() -> str:

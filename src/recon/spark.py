@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 #: block and an OutOfMemoryError in a 2 GiB driver (P6, 2026-11-26).
 CACHE_LEVEL = "MEMORY_AND_DISK_DESER"
 
-#: The JVM options of every Spark driver and executor of the product.
+#: The JVM options of every Spark driver and executor of the product (and, after them,
+#: ``settings.spark_java_options()``).
 JVM_OPTIONS = "-XX:+UseParallelGC"
 
 
@@ -33,6 +34,7 @@ def spark_settings() -> dict[str, str]:
     """Every setting a Spark driver of the product runs with, whoever starts it (``recon run``'s
     session, spark-submit from Airflow, ``spark_apps/``): bound to loopback, no UI unless
     ``RECON_SPARK_UI=true``, credentials redacted from plans, logs and the event log."""
+    java_options = f"{JVM_OPTIONS} {settings.spark_java_options()}".strip()
     return {
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
@@ -48,8 +50,8 @@ def spark_settings() -> dict[str, str]:
         # The throughput collector: a run is a batch job, and G1's concurrent work competes
         # for the two cores (10M window: 137 s -> 125 s, peak memory 3.4 -> 3.3 GB; tried
         # and left: C1 only, which saved 1.6 s at 1M and cost 52 s at 10M).
-        "spark.driver.extraJavaOptions": JVM_OPTIONS,
-        "spark.executor.extraJavaOptions": JVM_OPTIONS,
+        "spark.driver.extraJavaOptions": java_options,
+        "spark.executor.extraJavaOptions": java_options,
     }
 
 

@@ -18,12 +18,8 @@ if _PLUGINS not in sys.path:
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-_TEST_ENV = {
-    "RECON_SPARK_SHUFFLE_PARTITIONS": "2",
-    # A short-lived JVM on tiny frames spends most of its CPU in the optimising JIT compiler;
-    # the quick tier alone halves the suite's CPU time on a busy two-core machine.
-    "PYSPARK_SUBMIT_ARGS": "--driver-java-options -XX:TieredStopAtLevel=1 pyspark-shell",
-}
+# The session's JVM runs C1 only under the test scripts (scripts/test-env.sh).
+_TEST_ENV = {"RECON_SPARK_SHUFFLE_PARTITIONS": "2"}
 
 
 @pytest.fixture(scope="session")

@@ -258,6 +258,7 @@ def test_callers_follow_the_settings(clean_env: pytest.MonkeyPatch, tmp_path: Pa
     clean_env.setenv("RECON_AIRFLOW_BASE_URL", "http://af/")
     clean_env.setenv("RECON_LOCAL_READERS", "5")
     clean_env.setenv("RECON_SPARK_DRIVER_MEMORY", "3g")
+    clean_env.setenv("RECON_SPARK_JAVA_OPTIONS", " -XX:TieredStopAtLevel=1 ")
     assert default_data_dir() == str(tmp_path / "data")
     assert default_gx_dir() == str(tmp_path / "gx")
     assert docs_root() == tmp_path / "gx" / "uncommitted" / "data_docs" / "local_site"
@@ -268,3 +269,7 @@ def test_callers_follow_the_settings(clean_env: pytest.MonkeyPatch, tmp_path: Pa
     assert airflow_run_url("d", "r") == "http://af/dags/d/runs/r"
     assert default_workers() == 5
     assert spark_settings()["spark.driver.memory"] == "3g"
+    # Added to the product's own options, for the driver and the executors alike.
+    for jvm in ("driver", "executor"):
+        options = spark_settings()[f"spark.{jvm}.extraJavaOptions"]
+        assert options == "-XX:+UseParallelGC -XX:TieredStopAtLevel=1"
