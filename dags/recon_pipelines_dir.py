@@ -7,14 +7,9 @@ wiring, as in ``recon_pipelines.py``; a name the main file also declares is an i
 
 from __future__ import annotations
 
-import os
-
-from recon.config import default_pipelines_path, load_pipeline_dir, load_pipelines
+from recon.config import declared_in_file, load_pipeline_dir
 from recon_airflow.factory import build_dags, register
 
-_MAIN = default_pipelines_path()
 # The main file's own problems are reported by its own DAG file, not twice.
-_TAKEN = dict.fromkeys(load_pipelines(_MAIN), _MAIN) if os.path.isfile(_MAIN) else {}
-
-for _file, _cfg in load_pipeline_dir(taken=_TAKEN):
+for _file, _cfg in load_pipeline_dir(taken=declared_in_file()):
     register(globals(), build_dags(_cfg, _file), _file)

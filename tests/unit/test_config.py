@@ -132,6 +132,26 @@ def test_a_directory_adds_every_yaml_file_with_its_path(
     assert load_pipeline_dir() == []
 
 
+def test_declared_pipelines_name_the_file_of_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recon.config import declared_in_file, declared_pipelines
+
+    main = tmp_path / "main.yaml"
+    main.write_text(doc())
+    folder = tmp_path / "more"
+    folder.mkdir()
+    (folder / "b.yaml").write_text(doc().replace("payments:", "second:", 1))
+    monkeypatch.setenv("RECON_PIPELINES_DIR", str(folder))
+    assert declared_pipelines(main) == {"payments": str(main), "second": str(folder / "b.yaml")}
+    # No pipeline file (every pipeline in the folder): the folder's alone.
+    assert declared_in_file(tmp_path / "absent.yaml") == {}
+    assert declared_pipelines(tmp_path / "absent.yaml") == {"second": str(folder / "b.yaml")}
+    (folder / "c.yaml").write_text(doc())
+    with pytest.raises(ConfigError, match="c.yaml: pipeline 'payments' is already declared in"):
+        declared_pipelines(main)
+
+
 def test_a_name_declared_twice_names_both_files(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text(doc())
     with pytest.raises(

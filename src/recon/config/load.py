@@ -77,6 +77,28 @@ def load_pipeline_dir(
     return found
 
 
+def declared_in_file(path: str | os.PathLike[str] | None = None) -> dict[str, str]:
+    """The pipelines the pipeline file declares, by that file's path; none when there is no
+    such file (a deployment may declare every pipeline in the folder).
+
+    :param path: the file; ``None`` means :func:`default_pipelines_path`.
+    :raises ConfigError: the file's own problems.
+    """
+    file_path = os.fspath(path) if path is not None else default_pipelines_path()
+    return dict.fromkeys(load_pipelines(file_path), file_path) if os.path.isfile(file_path) else {}
+
+
+def declared_pipelines(path: str | os.PathLike[str] | None = None) -> dict[str, str]:
+    """Every declared pipeline, by the file that declares it: the pipeline file's
+    (:func:`declared_in_file`) and the pipelines folder's (:func:`load_pipeline_dir`).
+
+    :raises ConfigError: a file's own problems, or a name declared twice.
+    """
+    declared = declared_in_file(path)
+    declared.update({cfg.name: file for file, cfg in load_pipeline_dir(taken=declared)})
+    return declared
+
+
 def parse_pipelines(text: str, source: str = DEFAULT_FILE) -> dict[str, PipelineConfig]:
     """Validate pipeline declarations given as YAML text.
 

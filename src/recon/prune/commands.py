@@ -86,15 +86,11 @@ def _progress(line: str) -> None:
 
 
 def run_forget(args: argparse.Namespace) -> int:
-    from recon.config import load_pipelines
-    from recon.config.load import default_pipelines_path, load_pipeline_dir
+    from recon.config import declared_pipelines
     from recon.prune.forget import check_forgettable, forget
     from recon.services import default_data_dir
 
-    source = args.pipelines or default_pipelines_path()
-    declared = dict.fromkeys(load_pipelines(source), source)
-    declared.update({cfg.name: path for path, cfg in load_pipeline_dir(taken=declared)})
-    check_forgettable(args.pipeline, declared)
+    check_forgettable(args.pipeline, declared_pipelines(args.pipelines))
     found = forget(args.pipeline, args.data_dir or default_data_dir(), dry_run=not args.yes,
                    progress=_progress)  # fmt: skip
     if args.json:
