@@ -81,6 +81,10 @@ LEDGER = StructType(
         StructField("first_run_id", StringType(), False),
         StructField("verdict", StringType(), False),
         StructField("positions", POSITIONS, False),
+        # a lost message's record time and a pending one's first sink row time (RESULT's
+        # record_time_ms and sink_time_ms); optional on input
+        StructField("record_time_ms", LongType(), True),
+        StructField("sink_time_ms", LongType(), True),
     ]
 )
 
@@ -121,6 +125,11 @@ RESULT = StructType(
         StructField("positions", POSITIONS, False),
         # sink row time minus record timestamp, when the run knows both (sink.time_column)
         StructField("latency_ms", LongType(), True),
+        # a lost message's record timestamp, and a pending message's first sink row time (ms
+        # since the epoch; sink.time_column declared): kept in the ledger, so that the run that
+        # judges the message with its sink row, or with its record, measures its latency
+        StructField("record_time_ms", LongType(), True),
+        StructField("sink_time_ms", LongType(), True),
     ]
 )
 

@@ -139,7 +139,8 @@ def _result_rows() -> list[tuple[Any, ...]]:
         rows.append(
             (
                 verdict, mid, TOPIC if partition is not None else None, partition, offsets,
-                offsets[0] if offsets else None, count, keys, dup, None, positions, None,
+                offsets[0] if offsets else None, count, keys, dup, None, positions,
+                None, None, None,  # latency_ms, record_time_ms, sink_time_ms
             )
         )  # fmt: skip
     return rows

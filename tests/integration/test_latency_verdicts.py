@@ -7,13 +7,15 @@ Kafka timestamps and the sink rows' times."""
 from __future__ import annotations
 
 import math
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg2
 import pytest
+from everyday_kit import commit_group, produce, same, write_rows
 from fixtures.kafka_read import read_topic
 from fixtures.pipelines import LATENCY_PIPELINE
 from fixtures.verdicts import actual_verdicts, assert_same_verdicts, expected_verdicts
@@ -126,3 +128,47 @@ def test_late_verdicts_and_percentiles_equal_the_ground_truth(
     finally:
         with results_db() as pg:
             forget_pipeline(pg, name)
+
+
+@pytest.mark.parametrize("engine", ["spark", "local"])
+def test_a_row_arriving_runs_after_its_record_is_late_by_its_latency(
+    engine: str,
+    kit_setup: Callable[..., Any],
+    kafka_config: dict[str, str],
+    pg_kwargs: dict[str, Any],
+    spark: Any,
+) -> None:
+    """Run 1 judges m1 lost (no sink row yet) and its ledger entry keeps the record's time; m1's
+    row arrives past the bound, and run 2 measures its latency from that time: late, not
+    delivered. The latency is the one this test computes from Kafka and the sink."""
+    s = kit_setup(engine, "xlat")
+    s.yaml_path.write_text(
+        LATENCY_PIPELINE.format(
+            name=s.name, engine=engine, semantics="exactly_once", idempotent="false",
+            topic=s.topic, group=s.group, table=s.table, time_column="ingested_at",
+            max_seconds=2,
+        )
+    )  # fmt: skip
+    s.cfg = load_pipelines(s.yaml_path)[s.name]
+    where = produce(kafka_config, s.topic, ["m1", "m2", "m3"])
+    write_rows(pg_kwargs, s.table, ["m2", "m3"], where)
+    commit_group(kafka_config, s.group, s.topic)
+    s.run(spark, "run-1")
+    same({"m1": "lost", "m2": "delivered", "m3": "delivered"}, s.verdicts(spark, "run-1"),
+         "run 1 (m1's row not written yet)")  # fmt: skip
+
+    time.sleep(2.5)  # m1's row comes past the 2 s bound
+    write_rows(pg_kwargs, s.table, ["m1"], where)
+    s.run(spark, "run-2")
+    same({"m1": "late"}, s.verdicts(spark, "run-2"), "run 2 (m1's row written after the bound)")
+    (row,) = [r for r in s.result_rows(spark, "run-2") if r.message_id == "m1"]
+    with psycopg2.connect(**pg_kwargs) as pg, pg.cursor() as cur:
+        cur.execute(
+            f"SELECT (extract(epoch FROM ingested_at) * 1000000)::bigint FROM {s.table} "
+            "WHERE message_id = 'm1'"
+        )
+        ((written_us,),) = cur.fetchall()
+    pg.close()
+    stamp_ms = _kafka_times(kafka_config, s.topic)["m1"][1]
+    assert row.latency_ms == written_us // 1000 - stamp_ms
+    assert row.latency_ms > 2000

@@ -51,7 +51,7 @@ class DiesCompacting(LocalEntryStore):
 
 
 def _delta(con: Any, judged: list[tuple[str, int, str]], run: str) -> str:
-    entries = [(m, "t", 0, o, [o], 1, run, v) for m, o, v in judged]
+    entries = [(m, "t", 0, o, [o], 1, run, v, None, None) for m, o, v in judged]
     con.register("d", arrow_table(entries, ARROW_LEDGER))
     columns = [r[0] for r in con.execute("DESCRIBE d").fetchall()]
     con.execute(f"CREATE OR REPLACE TEMP VIEW d_entries AS {conform_sql('ledger', 'd', columns)}")

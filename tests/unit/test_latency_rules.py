@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fixtures.latency_scenarios import LATENCIES
-from fixtures.relations import ENGINES, judged, named_rows
+from fixtures.engines import duckdb_ledger
+from fixtures.latency_scenarios import LATENCIES, TS_MS
+from fixtures.relations import ENGINES, judge, judged, named_rows, rows
 from fixtures.scenarios import SCENARIOS, Scenario, rec, sink
 
 from recon.rules.run import latency_stats, untimed
@@ -31,6 +32,78 @@ def test_a_late_row_says_by_how_much(spark_judged: Any, engine: str) -> None:
     assert [r["detail"] for r in late] == [
         "delivered 2500 ms after its record's Kafka timestamp; the bound is 2000 ms"
     ]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_late_row_after_a_lost_verdict_says_both(spark_judged: Any, engine: str) -> None:
+    found = named_rows(engine, spark_judged, "late_after_lost")
+    (late,) = [r for r in found if r["verdict"] == "late"]
+    parts = late["detail"].split("; ")
+    assert "sink row arrived after the message was judged lost (first seen in run run-1)" in parts
+    assert (
+        "delivered 5000 ms after its record's Kafka timestamp; the bound is 2000 ms"
+        in (late["detail"])
+    )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_lost_message_keeps_its_record_time(spark: Any, engine: str) -> None:
+    # m1 on the fast path (one record), m2 on the general one (a record at two offsets); the
+    # delivered m3 and the sink row alone (a phantom) keep none.
+    s = Scenario(
+        window=[rec(0, "m1"), rec(1, "m2"), rec(2, "m2"), rec(3, "m3")],
+        sinks=[sink("k3", "m3", after_ms=10), sink("k9", "ghost", after_ms=10)],
+        late_after_ms=1000,
+    )
+    found, _ = judged(engine, spark, s)
+    kept = {r["message_id"]: (r["verdict"], r["record_time_ms"]) for r in found}
+    assert kept == {
+        "m1": ("lost", TS_MS),
+        "m2": ("lost", TS_MS),
+        "m3": ("delivered", None),
+        "ghost": ("phantom", None),
+    }
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_pending_message_keeps_its_first_sink_row_time(spark_judged: Any, engine: str) -> None:
+    found = named_rows(engine, spark_judged, "late_after_pending")
+    kept = {r["message_id"]: r["sink_time_ms"] for r in found if r["sink_time_ms"] is not None}
+    assert kept == {"m5": TS_MS + 700}
+
+
+def _next_ledger(engine: str, spark_judged: Any, name: str) -> dict[str, tuple[Any, ...]]:
+    """Scenario ``name``'s next ledger: (verdict, record_time_ms, sink_time_ms) by messageId."""
+    if engine == "spark":
+        entries = spark_judged.ledger(name)
+    else:
+        con, _ = judge(SCENARIOS[name]())
+        entries = rows(con, duckdb_ledger(con, "run-2"))
+    return {
+        e["message_id"]: (e["verdict"], e["record_time_ms"], e["sink_time_ms"]) for e in entries
+    }
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_next_ledger_keeps_the_times_a_later_run_measures_from(
+    spark_judged: Any, engine: str
+) -> None:
+    # late_and_on_time's m4 has no sink row: lost, its entry keeps the record's time.
+    assert _next_ledger(engine, spark_judged, "late_and_on_time") == {
+        "m1": ("delivered", None, None),
+        "m2": ("late", None, None),
+        "m3": ("delivered", None, None),
+        "m4": ("lost", TS_MS, None),
+    }
+    # late_after_pending's m5 is pending with a sink row: its entry keeps the row's time; the
+    # others are judged now and keep neither.
+    assert _next_ledger(engine, spark_judged, "late_after_pending") == {
+        "m1": ("late", None, None),
+        "m2": ("delivered", None, None),
+        "m3": ("duplicated", None, None),
+        "m4": ("delivered", None, None),
+        "m5": ("pending", None, TS_MS + 700),
+    }
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from fixtures.engines import spark_ledger_next
 from fixtures.engines import spark_reconcile as reconcile
-from fixtures.scenarios import LEDGER_NO_POSITIONS, rec, sink
+from fixtures.scenarios import LEDGER_BEFORE_TIMES, rec, sink
 from pyspark.sql import DataFrame, SparkSession
 
 from recon import schemas
@@ -161,7 +161,7 @@ def test_a_whole_ledger_written_before_manifests_is_read_as_one_entry(
 ) -> None:
     old = str(tmp_path / "old-version")
     spark.createDataFrame(
-        [("m1", T, 0, 0, [0], 1, "run-0", "delivered")], LEDGER_NO_POSITIONS
+        [("m1", T, 0, 0, [0], 1, "run-0", "delivered")], LEDGER_BEFORE_TIMES
     ).write.parquet(old)
     assert _read_manifest(spark, old) == [old]
     assert _read_manifest(spark, None) == []

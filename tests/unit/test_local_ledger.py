@@ -21,7 +21,7 @@ from recon.engines.spark import SparkRules
 from recon.ledger import versions
 from recon.ledger.local import LedgerMissing, LocalEntryStore
 from recon.ledger.spark import SparkEntryStore
-from recon.rules import INPUT_COLUMNS
+from recon.rules import INPUT_COLUMNS, OPTIONAL_COLUMNS
 from recon.rules.run import conform_sql
 
 pytestmark = pytest.mark.unit
@@ -106,7 +106,7 @@ def test_a_runs_entries_are_those_of_the_whole_version_for_its_ids(
 
 
 def _entry(con: Any, root: str, run: str, base: list[str], ids_verdicts: list[tuple]) -> str:
-    entries = [(m, "t", 0, o, [o], 1, run, v) for m, o, v in ids_verdicts]
+    entries = [(m, "t", 0, o, [o], 1, run, v, None, None) for m, o, v in ids_verdicts]
     con.register("d", arrow_table(entries, ARROW_LEDGER))
     columns = [r[0] for r in con.execute("DESCRIBE d").fetchall()]
     con.execute(f"CREATE OR REPLACE TEMP VIEW d_entries AS {conform_sql('ledger', 'd', columns)}")
@@ -148,7 +148,7 @@ def test_the_newest_entry_of_a_met_message_wins_and_unmet_entries_stay_out(
     empty = _newest(con, entries, "empty", "ids")
     assert rows(con, empty) == []
     assert [c[0] for c in con.execute(f"DESCRIBE {empty}").fetchall()] == [
-        c for c, _ in INPUT_COLUMNS["ledger"]
+        c for c, _ in INPUT_COLUMNS["ledger"] + OPTIONAL_COLUMNS["ledger"]
     ]
 
 

@@ -73,11 +73,12 @@ def _rows(counts: dict[str, int], topic_duplicates: int = 0) -> list[tuple[Any, 
             positions = [(TOPIC, i % 2, o) for o in offsets] if position else []
             # a delivered message's latency is within any bound, a late one's past it
             latency_ms = {Verdict.DELIVERED: 1_000, Verdict.LATE: 90_000}.get(verdict)
+            record_time_ms = 1_767_225_600_000 if verdict == Verdict.LOST else None
             rows.append(
                 (
                     verdict, message_id, TOPIC if position else None,
                     i % 2 if position else None, offsets, offsets[0] if offsets else None,
-                    sink_count, keys, dup, None, positions, latency_ms,
+                    sink_count, keys, dup, None, positions, latency_ms, record_time_ms, None,
                 )
             )  # fmt: skip
     assert flagged == topic_duplicates, "topic duplicates need as many delivered rows"
@@ -156,6 +157,7 @@ RESULT_COLUMNS = (
     ("partition", "int32"), ("offsets", "list<int64>"), ("first_offset", "int64"),
     ("sink_count", "int64"), ("sink_keys", "list<string>"), ("topic_duplicate", "bool"),
     ("detail", "string"), ("positions", "positions"), ("latency_ms", "int64"),
+    ("record_time_ms", "int64"), ("sink_time_ms", "int64"),
 )  # fmt: skip
 
 

@@ -19,11 +19,11 @@ from recon.engines.duckdb import DuckDBRules
 from recon.errors import ReconError
 from recon.ledger.versions import entries_from_rows, is_manifest, local_path, manifest_rows
 from recon.ledger.versions import parse_entry as _parse
-from recon.rules import INPUT_COLUMNS, LEDGER_READ_STEPS
+from recon.rules import INPUT_COLUMNS, LEDGER_READ_STEPS, OPTIONAL_COLUMNS
 from recon.rules.render import literal
 from recon.rules.run import RuleEngine, run_steps
 
-_LEDGER_COLUMNS = [c for c, _ in INPUT_COLUMNS["ledger"]]
+_LEDGER_COLUMNS = [c for c, _ in INPUT_COLUMNS["ledger"] + OPTIONAL_COLUMNS["ledger"]]
 
 
 class LedgerMissing(ReconError):

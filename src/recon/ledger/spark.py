@@ -65,13 +65,18 @@ class SparkEntryStore:
             path, run_id = parse_entry(entry)
             if run_id is None:
                 continue
-            frame = spark.read.parquet(path).select(
+            frame = spark.read.parquet(path)
+            # Results written before the ledger kept times have none.
+            timed = [c for c in ("record_time_ms", "sink_time_ms") if c in frame.columns]
+            frame = frame.select(
                 "verdict", "message_id", "topic", "partition", "first_offset", "offsets",
-                "sink_count", "positions", F.lit(run_id).alias("first_run_id"),
+                "sink_count", "positions", *timed, F.lit(run_id).alias("first_run_id"),
                 F.lit(place).alias("_seq"),
             )  # fmt: skip
             frame = self._picked(frame, hashes)
-            results = frame if results is None else results.unionByName(frame)
+            results = (
+                frame if results is None else results.unionByName(frame, allowMissingColumns=True)
+            )
         if hashes is not None:
             # The picked entries are few and the rules read them more than once: history is
             # scanned once, here.

@@ -16,5 +16,5 @@ SELECT
          WHEN (SELECT count(*) > 0 FROM removed_ranges) THEN 'unverifiable'
          ELSE 'phantom' END AS verdict,
     message_id, topic, "partition", "offset", sink_key, latency_ms, differs,
-    CAST(NULL AS VARCHAR) AS order_detail
+    CAST(NULL AS VARCHAR) AS order_detail, epoch_ms(record_time) AS record_time_ms
 FROM timed

@@ -7,8 +7,12 @@
 --     delivered (1) or duplicated (>1); topic_duplicate when it sits at more than one position
 --     that no repair replayed (input replays: a replay is the same message again on purpose).
 --     A delivery with a record in the window and its sink row new in this run has a latency
---     (its first sink row's time minus its first record's timestamp, when both are known):
---     over the pipeline's bound, it is late rather than delivered. Each new sink row counts as
+--     (its first sink row's time minus its first record's timestamp, when both are known), and
+--     so has one whose record an earlier run judged lost (from the record time its ledger entry
+--     kept), and so has one an earlier run left pending with its sink row (from the sink row
+--     time its entry kept): over the pipeline's bound, it is late rather than delivered. A lost
+--     message keeps its record time (record_time_ms), a pending one its first sink row's time
+--     (sink_time_ms). Each new sink row counts as
 --     changed by the fields it differs in from the record at the message's first position in
 --     the window (02_joined compared each pair): a delivery whose one sink row changed a field
 --     is mismatched (before late); a duplicated message says how many copies changed.
@@ -42,7 +46,8 @@ WITH facts AS (
     UNION ALL
     SELECT message_id, 'l' AS src, ${NULL_POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
            ${NO_TIME}, CAST(sink_count AS BIGINT) AS l_sink_count, verdict AS l_verdict,
-           first_run_id AS l_first_run_id, positions AS l_positions
+           first_run_id AS l_first_run_id, positions AS l_positions,
+           record_time_ms AS l_record_time_ms, sink_time_ms AS l_sink_time_ms
     FROM ledger WHERE message_id IN (SELECT message_id FROM general_ids)
 ),
 grouped AS (
@@ -56,10 +61,11 @@ grouped AS (
            count(*) FILTER (WHERE src = 's') AS n_new,
            coalesce(list_sort(list(sink_key) FILTER (WHERE src = 's' AND sink_key IS NOT NULL)),
                     CAST([] AS VARCHAR[])) AS new_keys,
-           epoch_ms(min(at_time) FILTER (WHERE src = 's'))
-               - epoch_ms(min(at_time) FILTER (WHERE src = 'w')) AS span_ms,
+           epoch_ms(min(at_time) FILTER (WHERE src = 's')) AS s_ms,
+           epoch_ms(min(at_time) FILTER (WHERE src = 'w')) AS w_ms,
            max(l_sink_count) AS l_sink_count, max(l_verdict) AS l_verdict_raw,
-           max(l_first_run_id) AS l_first_run_id,
+           max(l_first_run_id) AS l_first_run_id, max(l_record_time_ms) AS l_record_time_ms,
+           max(l_sink_time_ms) AS l_sink_time_ms,
            first(l_positions) FILTER (WHERE l_positions IS NOT NULL) AS l_pos_raw
     FROM facts
     GROUP BY message_id
@@ -93,6 +99,10 @@ expiry AS (
 ),
 flags AS (
     SELECT g.*, coalesce(g.l_sink_count, 0) + g.n_new AS total,
+           -- the first sink row's time: of this run's rows, or of those a pending entry saw
+           CASE WHEN g.l_verdict_raw = 'pending' AND g.l_sink_time_ms IS NOT NULL
+                     AND (g.s_ms IS NULL OR g.l_sink_time_ms < g.s_ms)
+                THEN g.l_sink_time_ms ELSE g.s_ms END AS first_sink_ms,
            coalesce(g.l_verdict_raw, '') AS l_verdict,
            coalesce(g.l_pos_raw, ${EMPTY_POSITIONS}) AS l_pos,
            array_length(g.w_pos) > 0 AS has_w, array_length(g.p_pos) > 0 AS has_p,
@@ -104,7 +114,9 @@ flags AS (
 ),
 states AS (
     SELECT *, has_w OR (l_verdict IN ${JUDGED} AND n_new > 0) AS judged,
-           CASE WHEN has_w AND n_new > 0 THEN span_ms END AS latency_ms
+           CASE WHEN has_w AND (n_new > 0 OR l_verdict = 'pending') THEN first_sink_ms - w_ms
+                WHEN l_verdict = 'lost' AND n_new > 0 THEN s_ms - l_record_time_ms END
+               AS latency_ms
     FROM flags
 ),
 states1 AS (
@@ -199,5 +211,6 @@ SELECT verdict, message_id, positions[1].topic AS topic,
            CASE WHEN verdict = 'phantom' AND expired THEN ${PENDING_NEVER_COMMITTED} || listed END,
            CASE WHEN verdict = 'phantom' AND NOT expired THEN ${PHANTOM} END
        ), '') AS detail,
-       positions, latency_ms
+       positions, latency_ms, coalesce(w_ms, l_record_time_ms) AS record_time_ms,
+       first_sink_ms AS sink_time_ms
 FROM flagged

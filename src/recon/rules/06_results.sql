@@ -5,7 +5,9 @@
 -- source, one `unpublished` row per settled source message no committed record carries
 -- (06_source_judged) and one `invalid` row per settled source row without a messageId
 -- (06_source_invalid).
--- latency_ms: a judged message's delivery latency, when the run knows both times. The fast and
+-- latency_ms: a judged message's delivery latency, when the run knows both times;
+-- record_time_ms: a lost message's record time, for the run that finds its sink row;
+-- sink_time_ms: a pending message's first sink row time, for the run that judges it. The fast and
 -- general paths' verdicts are read as judged (05_*_judged: with an upsert sink's order applied;
 -- the verdicts themselves otherwise).
 SELECT verdict, message_id, topic, "partition",
@@ -22,18 +24,21 @@ SELECT verdict, message_id, topic, "partition",
             WHEN 'unverifiable' THEN ${NOT_FOUND_REMOVED}
             ELSE ${PHANTOM} END AS detail,
        CASE WHEN "offset" IS NOT NULL THEN [${POS}] ELSE ${EMPTY_POSITIONS} END AS positions,
-       latency_ms
+       latency_ms, CASE WHEN verdict = 'lost' THEN record_time_ms END AS record_time_ms,
+       CAST(NULL AS BIGINT) AS sink_time_ms
 FROM fast_judged
 UNION ALL
 SELECT verdict, message_id, topic, "partition", offsets, first_offset, sink_count, sink_keys,
-       topic_duplicate, detail, positions, latency_ms
+       topic_duplicate, detail, positions, latency_ms,
+       CASE WHEN verdict = 'lost' THEN record_time_ms END AS record_time_ms,
+       CASE WHEN verdict = 'pending' THEN sink_time_ms END AS sink_time_ms
 FROM general_judged
 UNION ALL
 SELECT 'invalid' AS verdict, message_id, topic, "partition", ["offset"] AS offsets,
        "offset" AS first_offset, CAST(0 AS BIGINT) AS sink_count,
        CAST([] AS VARCHAR[]) AS sink_keys, false AS topic_duplicate,
        coalesce(invalid_reason, 'missing message id') AS detail, [${POS}] AS positions,
-       ${NO_LATENCY}
+       ${NO_TIMES}
 FROM checked_records WHERE NOT ok
 UNION ALL
 SELECT 'invalid' AS verdict, message_id, CAST(NULL AS VARCHAR) AS topic,
@@ -41,7 +46,7 @@ SELECT 'invalid' AS verdict, message_id, CAST(NULL AS VARCHAR) AS topic,
        CAST(NULL AS BIGINT) AS first_offset, CAST(1 AS BIGINT) AS sink_count,
        [sink_key] AS sink_keys, false AS topic_duplicate,
        'sink row without a message id' AS detail, ${EMPTY_POSITIONS} AS positions,
-       ${NO_LATENCY}
+       ${NO_TIMES}
 FROM checked_sink_rows WHERE NOT ok
 UNION ALL
 SELECT 'unverifiable' AS verdict, CAST(NULL AS VARCHAR) AS message_id, topic,
@@ -50,7 +55,7 @@ SELECT 'unverifiable' AS verdict, CAST(NULL AS VARCHAR) AS message_id, topic,
        CAST([] AS VARCHAR[]) AS sink_keys, false AS topic_duplicate,
        printf('offsets %d to %d were removed (retention or compaction) before they were read',
               from_offset, log_start_offset - 1) AS detail,
-       ${EMPTY_POSITIONS} AS positions, ${NO_LATENCY}
+       ${EMPTY_POSITIONS} AS positions, ${NO_TIMES}
 FROM removed_ranges
 UNION ALL
 SELECT 'unpublished' AS verdict, message_id, CAST(NULL AS VARCHAR) AS topic,
@@ -58,7 +63,7 @@ SELECT 'unpublished' AS verdict, message_id, CAST(NULL AS VARCHAR) AS topic,
        CAST(NULL AS BIGINT) AS first_offset, CAST(0 AS BIGINT) AS sink_count,
        CAST([] AS VARCHAR[]) AS sink_keys, false AS topic_duplicate,
        printf(${UNPUBLISHED_DETAIL}, source_key, n_rows) AS detail,
-       ${EMPTY_POSITIONS} AS positions, ${NO_LATENCY}
+       ${EMPTY_POSITIONS} AS positions, ${NO_TIMES}
 FROM source_judged
 UNION ALL
 SELECT 'invalid' AS verdict, message_id, CAST(NULL AS VARCHAR) AS topic,
@@ -66,5 +71,5 @@ SELECT 'invalid' AS verdict, message_id, CAST(NULL AS VARCHAR) AS topic,
        CAST(NULL AS BIGINT) AS first_offset, CAST(0 AS BIGINT) AS sink_count,
        CAST([] AS VARCHAR[]) AS sink_keys, false AS topic_duplicate,
        printf(${SOURCE_WITHOUT_ID}, coalesce(source_key, '(unnamed)')) AS detail,
-       ${EMPTY_POSITIONS} AS positions, ${NO_LATENCY}
+       ${EMPTY_POSITIONS} AS positions, ${NO_TIMES}
 FROM source_invalid

@@ -1,12 +1,16 @@
 -- This run's verdicts of the general path's messages that the ledger keeps (a sink row with no
 -- committed record keeps no position: it never stands for a record of the topic), and its
--- unpublished source messages (no position either).
+-- unpublished source messages (no position either). A lost message keeps its record's time, a
+-- pending one its first sink row's.
 SELECT message_id, verdict AS n_verdict, sink_count AS n_sink_count,
        CASE WHEN verdict IN ${UNMATCHED} THEN ${EMPTY_POSITIONS} ELSE positions END
-           AS n_positions
+           AS n_positions,
+       CASE WHEN verdict = 'lost' THEN record_time_ms END AS n_record_time_ms,
+       CASE WHEN verdict = 'pending' THEN sink_time_ms END AS n_sink_time_ms
 FROM general_judged
 WHERE message_id IS NOT NULL AND verdict IN ${LEDGER_VERDICTS}
 UNION ALL
 SELECT message_id, 'unpublished' AS n_verdict, CAST(0 AS BIGINT) AS n_sink_count,
-       ${EMPTY_POSITIONS} AS n_positions
+       ${EMPTY_POSITIONS} AS n_positions, CAST(NULL AS BIGINT) AS n_record_time_ms,
+       CAST(NULL AS BIGINT) AS n_sink_time_ms
 FROM source_judged

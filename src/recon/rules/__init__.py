@@ -230,6 +230,10 @@ OPTIONAL_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
 OPTIONAL_COLUMNS["pending"] = OPTIONAL_COLUMNS["readable"] = OPTIONAL_COLUMNS["records"]
 OPTIONAL_COLUMNS["inflight"] = OPTIONAL_COLUMNS["every"] = OPTIONAL_COLUMNS["records"]
 OPTIONAL_COLUMNS["sink_all"] = OPTIONAL_COLUMNS["sink_rows"]
+# A lost message's record time, a pending one's sink row time (schemas.RESULT): entries written
+# before they were kept have neither.
+for _name in (*LEDGER_INPUTS, "ledger_results"):
+    OPTIONAL_COLUMNS[_name] = (("record_time_ms", "BIGINT"), ("sink_time_ms", "BIGINT"))
 
 #: The columns each input must have, in DuckDB's types (the Spark engine renders them).
 INPUT_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {

@@ -54,10 +54,14 @@ def _vocabulary() -> dict[str, str]:
         "NO_LEDGER": (
             "CAST(NULL AS BIGINT) AS l_sink_count, CAST(NULL AS VARCHAR) AS l_verdict, "
             f"CAST(NULL AS VARCHAR) AS l_first_run_id, CAST(NULL AS {POSITION_TYPE}[]) "
-            "AS l_positions"
+            "AS l_positions, CAST(NULL AS BIGINT) AS l_record_time_ms, "
+            "CAST(NULL AS BIGINT) AS l_sink_time_ms"
         ),
         "NO_TIME": "CAST(NULL AS TIMESTAMPTZ) AS at_time",
-        "NO_LATENCY": "CAST(NULL AS BIGINT) AS latency_ms",
+        "NO_TIMES": (
+            "CAST(NULL AS BIGINT) AS latency_ms, CAST(NULL AS BIGINT) AS record_time_ms, "
+            "CAST(NULL AS BIGINT) AS sink_time_ms"
+        ),
         "LATE_DETAIL": literal(details.LATE),
         "MISMATCHED_DETAIL": literal(details.MISMATCHED),
         "COPIES_DIFFER": literal(details.DUPLICATE_COPIES_DIFFER),
