@@ -9,13 +9,13 @@
 --     A delivery with a record in the window and its sink row new in this run has a latency
 --     (its first sink row's time minus its first record's timestamp, when both are known), and
 --     so has one whose record an earlier run judged lost (from the record time its ledger entry
---     kept), and so has one an earlier run left pending with its sink row (from the sink row
---     time its entry kept): over the pipeline's bound, it is late rather than delivered. A lost
---     message keeps its record time (record_time_ms), a pending one its first sink row's time
---     (sink_time_ms). Each new sink row counts as
---     changed by the fields it differs in from the record at the message's first position in
---     the window (02_joined compared each pair): a delivery whose one sink row changed a field
---     is mismatched (before late); a duplicated message says how many copies changed.
+--     kept), and one an earlier run left pending with its sink row (from the sink row time its
+--     entry kept): over the pipeline's bound, it is late rather than delivered. A lost message
+--     keeps its record time (record_time_ms), a pending one its first sink row's time
+--     (sink_time_ms). Each new sink row counts as changed by the fields it differs in from the
+--     record at the message's first position in the window (02_joined compared each pair): a
+--     delivery whose one sink row changed a field is mismatched (before late); a duplicated
+--     message says how many copies changed.
 --   pending (a pending record, or pending in the ledger and not expired): pending.
 --   expired (pending in the ledger, no record now, every position it was seen at behind the
 --     window's end or the log-start offset): aborted_read if the uncommitted pass found it,
