@@ -7,9 +7,9 @@
 -- (06_source_invalid).
 -- latency_ms: a judged message's delivery latency, when the run knows both times;
 -- record_time_ms: a lost message's record time, for the run that finds its sink row;
--- sink_time_ms: a pending message's first sink row time, for the run that judges it. The fast and
--- general paths' verdicts are read as judged (05_*_judged: with an upsert sink's order applied;
--- the verdicts themselves otherwise).
+-- sink_time_ms: a pending message's first sink row time, for the run that judges it (both kept
+-- only there by 05_*_judged). The fast and general paths' verdicts are read as judged (05_*_judged:
+-- with an upsert sink's order applied; the verdicts themselves otherwise).
 SELECT verdict, message_id, topic, "partition",
        CASE WHEN "offset" IS NOT NULL THEN ["offset"] ELSE CAST([] AS BIGINT[]) END AS offsets,
        "offset" AS first_offset,
@@ -24,14 +24,11 @@ SELECT verdict, message_id, topic, "partition",
             WHEN 'unverifiable' THEN ${NOT_FOUND_REMOVED}
             ELSE ${PHANTOM} END AS detail,
        CASE WHEN "offset" IS NOT NULL THEN [${POS}] ELSE ${EMPTY_POSITIONS} END AS positions,
-       latency_ms, CASE WHEN verdict = 'lost' THEN record_time_ms END AS record_time_ms,
-       CAST(NULL AS BIGINT) AS sink_time_ms
+       latency_ms, record_time_ms, CAST(NULL AS BIGINT) AS sink_time_ms
 FROM fast_judged
 UNION ALL
 SELECT verdict, message_id, topic, "partition", offsets, first_offset, sink_count, sink_keys,
-       topic_duplicate, detail, positions, latency_ms,
-       CASE WHEN verdict = 'lost' THEN record_time_ms END AS record_time_ms,
-       CASE WHEN verdict = 'pending' THEN sink_time_ms END AS sink_time_ms
+       topic_duplicate, detail, positions, latency_ms, record_time_ms, sink_time_ms
 FROM general_judged
 UNION ALL
 SELECT 'invalid' AS verdict, message_id, topic, "partition", ["offset"] AS offsets,

@@ -5,8 +5,7 @@
 SELECT message_id, verdict AS n_verdict, sink_count AS n_sink_count,
        CASE WHEN verdict IN ${UNMATCHED} THEN ${EMPTY_POSITIONS} ELSE positions END
            AS n_positions,
-       CASE WHEN verdict = 'lost' THEN record_time_ms END AS n_record_time_ms,
-       CASE WHEN verdict = 'pending' THEN sink_time_ms END AS n_sink_time_ms
+       record_time_ms AS n_record_time_ms, sink_time_ms AS n_sink_time_ms
 FROM general_judged
 WHERE message_id IS NOT NULL AND verdict IN ${LEDGER_VERDICTS}
 UNION ALL

@@ -72,9 +72,8 @@ class Step:
         return self.file.split("_", 1)[1]
 
 
-#: The steps that judge a run's messages, in order; then :data:`ORDER_STEPS` (an upsert sink's
-#: order declared) or plain views ``fast_judged``/``general_judged`` over ``fast_verdicts``/
-#: ``general_verdicts``; then :data:`RESULT_STEPS`.
+#: The steps that judge a run's messages, in order; then :data:`ORDER_STEPS` (without an upsert
+#: sink's order, ``order_keys`` empty and the judged relations views); then :data:`RESULT_STEPS`.
 VERDICT_STEPS: tuple[Step, ...] = (
     Step("01_checked_records"),
     Step("01_checked_sink_rows"),

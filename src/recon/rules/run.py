@@ -207,8 +207,10 @@ def judge(
     if judging.ordered:
         run_steps(engine, ORDER_STEPS, params)
     else:
-        engine.define("fast_judged", "SELECT * FROM fast_verdicts")
-        engine.define("general_judged", "SELECT * FROM general_verdicts")
+        # No order changes a verdict, but the judged relations still keep the times only where a
+        # later run measures from them: views over the verdicts, their join with nothing.
+        engine.define("order_keys", NO_ORDER_KEYS)
+        run_steps(engine, [Step(s.file) for s in ORDER_STEPS if s.relation != "order_keys"])
     if sourced:
         # A source known to name each id once has no repeated ids to search for.
         skipped = "source_repeated" if named_once else None
@@ -257,6 +259,13 @@ def unordered(engine: RuleEngine) -> tuple[int, int, int]:
     ((records, sink_rows, shared_keys),) = engine.rows("unordered")
     return int(records), int(sink_rows), int(shared_keys)
 
+
+#: ``05_order_keys``'s relation as an empty one, shaped as its rule file makes it: for a run whose
+#: pipeline declares no order.
+NO_ORDER_KEYS = (
+    "SELECT message_id, verdict AS order_verdict, verdict AS order_detail "
+    "FROM fast_verdicts WHERE false"
+)
 
 #: The source steps' relations as empty ones, shaped as their rule files make them: for a run
 #: without a source (what ``06_results`` reads of them), and ``source_repeated`` for a source
