@@ -33,6 +33,9 @@ export RECON_SMTP_PORT="${RECON_SMTP_PORT:-23025}"
 export RECON_WEBHOOK_PORT="${RECON_WEBHOOK_PORT:-23090}"
 export RECON_INBOX="${RECON_INBOX:-$RECON_STATE/inbox}"
 export RECON_SPARK_MASTER="${RECON_SPARK_MASTER:-local[*]}"
+# The Spark Connect server scripts/spark-connect.sh starts (runs attach to it when
+# RECON_SPARK_REMOTE=sc://localhost:$RECON_SPARK_CONNECT_PORT).
+export RECON_SPARK_CONNECT_PORT="${RECON_SPARK_CONNECT_PORT:-23150}"
 # The pipeline declarations the DAGs and `recon` read: the demo's, unless you name yours.
 export RECON_PIPELINES="${RECON_PIPELINES:-$RECON_ROOT/demo/pipelines.yaml}"
 # More declarations, one DAG per pipeline of every *.yaml here (dags/recon_pipelines_dir.py): a
@@ -88,6 +91,21 @@ install_venv() {  # <python> <venv> <what to say>
   # (1.3 GB each: 52 of them had filled 45 GB of this machine's disk). Drop the stale ones.
   "$venv/bin/uv" cache prune -q 2>/dev/null || true
   echo "$hash" > "$venv/.recon-stamp"
+}
+
+# Stops the process in pidfile $2 (named $1 in messages) and its process group (the services start
+# under setsid): TERM, up to $3 seconds (default 60) to exit, then KILL.
+stop_pidfile() {
+  local name="$1" pidfile="$2" grace="${3:-60}" pid _
+  if [ -f "$pidfile" ] && pid=$(cat "$pidfile") && kill -0 "$pid" 2>/dev/null; then
+    say "stopping $name (pid $pid)"
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 "$grace"); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+    fi
+  fi
+  rm -f "$pidfile"
 }
 
 # Standard input into file $1, readable by this user only from the moment it exists.

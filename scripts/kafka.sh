@@ -116,15 +116,7 @@ EOPY
   die "Kafka did not answer within 120 s: see $log"
 }
 
-stop() {
-  if ! running; then rm -f "$pidfile"; return 0; fi
-  pid=$(cat "$pidfile")
-  say "stopping Kafka (pid $pid)"
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-  if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
-  rm -f "$pidfile"
-}
+stop() { stop_pidfile Kafka "$pidfile" 60; }
 
 case "${1:-}" in
   start) start ;;

@@ -70,6 +70,11 @@ if ! grep -q RECON_KAFKA_SASL_PASSWORD "$RECON_STATE/secrets.env"; then
   kpw=$(head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 20)
   echo "export RECON_KAFKA_SASL_PASSWORD='$kpw'" >> "$RECON_STATE/secrets.env"
 fi
+if ! grep -q SPARK_CONNECT_AUTHENTICATE_TOKEN "$RECON_STATE/secrets.env"; then
+  # pyspark's own variable: the Spark Connect server and its clients both read it.
+  stok=$(head -c 36 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 32)
+  echo "export SPARK_CONNECT_AUTHENTICATE_TOKEN='$stok'" >> "$RECON_STATE/secrets.env"
+fi
 # --- the browser for the UI test (Debian's chromium, playwright-core from npm) -----------------
 bash "$RECON_ROOT/scripts/browser-deps.sh"
 say "setup complete"

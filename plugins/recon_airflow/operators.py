@@ -124,44 +124,52 @@ class LocalStepOperator(_StepLineage, BaseOperator):
         self.pipelines_file = pipelines_file
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from recon import engine
-        from recon.errors import ReconError, ServiceUnavailable
-        from recon_airflow.hooks import use_airflow_connections
-        from recon_airflow.metrics import emit_run_metrics
+        return _step_in_process(self, context, spark=None)
 
-        use_airflow_connections()
-        try:
-            cfg = _load(self.pipeline, self.pipelines_file)
-            if self.step == "snapshot_topic":
-                paths = engine.snapshot_topic(cfg, context["run_id"], None, progress=self.log.info)
-                return {"paths": paths}
-            if self.step == "validate":
-                outcome = engine.validate_step(cfg, context["run_id"], None,
-                                               progress=self.log.info)  # fmt: skip
-            else:
-                summary = engine.reconcile_run(cfg, context["run_id"], None,
-                                               progress=self.log.info)  # fmt: skip
-        except ServiceUnavailable as exc:
-            raise AirflowException(str(exc)) from None
-        except ReconError as exc:
-            raise AirflowFailException(str(exc)) from None
-        if self.step == "validate":
-            self._validation = (outcome.passed, list(outcome.failures))
-            if not outcome.passed:
-                raise AirflowFailException(
-                    f"pipeline '{cfg.name}' broke its {cfg.semantics} contract: "
-                    + ", ".join(f"{f['rule']} observed {f['observed']}" for f in outcome.failures)
-                )
-            return {"passed": outcome.passed, "failures": outcome.failures}
-        overall = summary.latency["overall"] if summary.latency else None
-        emit_run_metrics(cfg.name, summary.counts, summary.duration_seconds, latency=overall)
-        return {"status": summary.status, "counts": summary.counts,
-                "discrepancies": summary.discrepancies}  # fmt: skip
+
+def _step_in_process(op: Any, context: Any, spark: Any) -> dict[str, Any]:
+    """Step ``op.step`` of ``op.pipeline``'s run in the task's own process, on ``spark`` (None:
+    the local engine; else a Spark Connect session): the connections through Airflow, a user's
+    mistake failing the task without retries, a service that is down failing it for a retry.
+    ``validate`` fails the task when the run broke its contract."""
+    from recon import engine
+    from recon.errors import ReconError, ServiceUnavailable
+    from recon_airflow.hooks import use_airflow_connections
+    from recon_airflow.metrics import emit_run_metrics
+
+    use_airflow_connections()
+    run_id = context["run_id"]
+    try:
+        cfg = _load(op.pipeline, op.pipelines_file)
+        if op.step == "snapshot_topic":
+            return {"paths": engine.snapshot_topic(cfg, run_id, spark, progress=op.log.info)}
+        if op.step == "validate":
+            outcome = engine.validate_step(cfg, run_id, spark, progress=op.log.info)
+        else:
+            summary = engine.reconcile_run(cfg, run_id, spark, progress=op.log.info)
+    except ServiceUnavailable as exc:
+        raise AirflowException(str(exc)) from None
+    except ReconError as exc:
+        raise AirflowFailException(str(exc)) from None
+    if op.step == "validate":
+        op._validation = (outcome.passed, list(outcome.failures))
+        if not outcome.passed:
+            raise AirflowFailException(
+                f"pipeline '{cfg.name}' broke its {cfg.semantics} contract: "
+                + ", ".join(f"{f['rule']} observed {f['observed']}" for f in outcome.failures)
+            )
+        return {"passed": outcome.passed, "failures": outcome.failures}
+    overall = summary.latency["overall"] if summary.latency else None
+    emit_run_metrics(cfg.name, summary.counts, summary.duration_seconds, latency=overall)
+    return {"status": summary.status, "counts": summary.counts,
+            "discrepancies": summary.discrepancies}  # fmt: skip
 
 
 class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
     """One Spark step of a run (``snapshot_topic``, ``reconcile`` or ``validate``) under
-    spark-submit, on the master of the Spark connection (``local[*]`` or ``spark://host:port``).
+    spark-submit, on the master of the Spark connection (``local[*]`` or ``spark://host:port``);
+    or, when ``RECON_SPARK_REMOTE`` names a Spark Connect server as the task runs, in the task's
+    own process as that server's client (no JVM, no spark-submit).
 
     The child process cannot ask Airflow for connections: the ones it needs are resolved here
     and handed over as ``AIRFLOW_CONN_*`` variables (Airflow masks their secrets in logs).
@@ -214,6 +222,17 @@ class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
         self.results_conn_id = results_conn_id
 
     def execute(self, context: Any) -> None:
+        remote = settings.spark_remote()
+        if remote:
+            from recon.spark import remote_session
+
+            spark = remote_session(f"recon-{self.pipeline}-{self.step}", remote)
+            try:
+                # As under spark-submit, the step's outcome is in the results, not in XCom.
+                _step_in_process(self, context, spark)
+            finally:
+                spark.stop()
+            return
         from recon.errors import ReconError
         from recon_airflow.hooks import connections_env
 

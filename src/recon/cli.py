@@ -17,6 +17,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from recon import settings
 from recon.alert.funnel import funnel_line
 from recon.alert.text import shown
 from recon.details import unchecked_phrases
@@ -153,14 +154,37 @@ def _gateway_refused(exc: BaseException) -> bool:
     return False
 
 
+def _server_unreachable(exc: BaseException) -> bool:
+    """Whether a failed call of a Spark Connect session (or anything it was raised from) found
+    its server unreachable: gRPC's UNAVAILABLE, once pyspark's own retries gave up."""
+    import grpc
+
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        code = getattr(cause, "getGrpcStatusCode", None) or getattr(cause, "code", None)
+        if callable(code) and code() == grpc.StatusCode.UNAVAILABLE:
+            return True
+        if type(cause).__name__ == "RetriesExceeded":
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 def _driver_lost(spark: Any, exc: BaseException, grace_seconds: float = 10.0) -> bool:
-    """Whether the JVM that pyspark launched for this process died under ``exc``.
+    """Whether the Spark driver of this run went away under ``exc``: the JVM that pyspark
+    launched for this process died, or the Spark Connect server it attached to is gone.
 
     A killed JVM closes its gateway socket a moment before the process can be reaped, so a
     refused connection with the process still listed is given ``grace_seconds`` to exit.
     """
     import subprocess
 
+    from recon.spark import is_remote
+
+    if is_remote(spark):
+        return _server_unreachable(exc)
     proc = getattr(spark.sparkContext._gateway, "proc", None)
     if proc is None:
         return False
@@ -213,10 +237,11 @@ def _run_local(cfg: Any, run_id: str, args: argparse.Namespace) -> Any:
 def _run_on_spark(cfg: Any, run_id: str, args: argparse.Namespace) -> Any:
     """The run with a SparkSession of its own, stopped after; a dead driver is named as such."""
     from recon.engine import run_pipeline
-    from recon.spark import spark_session
+    from recon.spark import is_remote, spark_session
 
     spark = spark_session(f"recon-{cfg.name}")
-    spark.sparkContext.setLogLevel("ERROR")
+    if not is_remote(spark):  # a Spark Connect server's log is its own
+        spark.sparkContext.setLogLevel("ERROR")
     driver_lost = False
     try:
         return run_pipeline(cfg, run_id, spark, data_dir=args.data_dir, progress=_progress)
@@ -226,8 +251,13 @@ def _run_on_spark(cfg: Any, run_id: str, args: argparse.Namespace) -> Any:
         driver_lost = _driver_lost(spark, exc)
         if not driver_lost:
             raise _run_failed(cfg, run_id, exc) from None
+        driver = (
+            f"Spark Connect server at {settings.spark_remote()} went away"
+            if is_remote(spark)
+            else "Spark driver died"
+        )
         raise SparkDriverLost(
-            f"pipeline '{cfg.name}': the Spark driver died during run '{run_id}' "
+            f"pipeline '{cfg.name}': the {driver} during run '{run_id}' "
             f"({type(exc).__name__}); a run commits all of its results or none: run it again "
             "with the same run id"
         ) from None

@@ -52,6 +52,11 @@ class SparkDriverLost(ServiceUnavailable):
     """The Spark driver (the JVM a run talks to) died while the run was using it."""
 
 
+class SparkConnectUnavailable(ServiceUnavailable):
+    """The Spark Connect server a run attaches to (``RECON_SPARK_REMOTE``) cannot be reached, or
+    refused the client (its token, ``SPARK_CONNECT_AUTHENTICATE_TOKEN``)."""
+
+
 class RunFailed(ReconError):
     """A run stopped on an error nobody planned for (a bug, a corrupt file, a full disk). The run
     is marked ``error`` in ``recon.runs`` and committed nothing; its message is redacted."""

@@ -50,6 +50,13 @@ RECON_SPARK_DRIVER_MEMORY      ``2g``                         ``spark.driver.mem
 RECON_SPARK_JAVA_OPTIONS       unset: none                    JVM options added to every Spark
                                                               driver's and executor's (``make
                                                               test``: ``-XX:TieredStopAtLevel=1``)
+RECON_SPARK_REMOTE             unset: a Spark of its own      a Spark Connect server
+                                                              (``sc://localhost:PORT``) every
+                                                              ``engine: spark`` run attaches to
+                                                              instead of starting a JVM; its
+                                                              token in pyspark's
+                                                              ``SPARK_CONNECT_AUTHENTICATE_TOKEN``
+                                                              (``scripts/spark-connect.sh``)
 RECON_SPARK_POOL               ``default_pool``               the Airflow pool of the Spark steps
                                                               (env.sh: ``recon_spark``)
 RECON_LOCAL_READERS            one per core                   Kafka reader processes of the local
@@ -91,6 +98,7 @@ RECON_SPARK_SHUFFLE_PARTITIONS = "RECON_SPARK_SHUFFLE_PARTITIONS"
 RECON_SPARK_DRIVER_MEMORY = "RECON_SPARK_DRIVER_MEMORY"
 RECON_SPARK_JAVA_OPTIONS = "RECON_SPARK_JAVA_OPTIONS"
 RECON_SPARK_POOL = "RECON_SPARK_POOL"
+RECON_SPARK_REMOTE = "RECON_SPARK_REMOTE"
 RECON_LOCAL_READERS = "RECON_LOCAL_READERS"
 RECON_LOCAL_MEMORY_LIMIT = "RECON_LOCAL_MEMORY_LIMIT"
 RECON_APPLIED_BY = "RECON_APPLIED_BY"
@@ -244,6 +252,12 @@ def spark_java_options() -> str:
     """``$RECON_SPARK_JAVA_OPTIONS``, else none: JVM options every Spark driver and executor of
     the product gets beside its own (``recon.spark.JVM_OPTIONS``)."""
     return (_set(RECON_SPARK_JAVA_OPTIONS) or "").strip()
+
+
+def spark_remote() -> str | None:
+    """``$RECON_SPARK_REMOTE``, else None: the Spark Connect server a run attaches to (None: the
+    run starts a Spark of its own)."""
+    return _set(RECON_SPARK_REMOTE)
 
 
 def spark_pool() -> str:

@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from recon import settings
+from recon.errors import SparkConnectUnavailable, first_line
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -57,7 +58,9 @@ def spark_settings() -> dict[str, str]:
 
 def spark_session(app_name: str = "recon", master: str | None = None) -> SparkSession:
     """Build (or reuse) a SparkSession with the project's jars on its classpath
-    (``recon.spark_jars``: the fetched files, else Spark resolves them from Maven Central).
+    (``recon.spark_jars``: the fetched files, else Spark resolves them from Maven Central); with
+    ``RECON_SPARK_REMOTE`` set, a session of its own on that Spark Connect server instead
+    (:func:`remote_session`; ``master`` is then the server's).
 
     :param app_name: shown in the Spark UI and logs.
     :param master: ``local[*]`` (the default, from ``RECON_SPARK_MASTER``) or ``spark://host:port``.
@@ -66,6 +69,9 @@ def spark_session(app_name: str = "recon", master: str | None = None) -> SparkSe
 
     from recon.spark_jars import spark_jar_settings
 
+    remote = settings.spark_remote()
+    if remote:
+        return remote_session(app_name, remote)
     # The Python workers (the messageId extraction runs in them) use this process's interpreter,
     # which has the package and its dependencies, not whatever "python3" is on the PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -93,3 +99,100 @@ def _quiet_accumulator_server(session: SparkSession) -> None:
         )  # fmt: skip
 
     server.handle_error = handle_error
+
+
+#: What a run sets on its own session of a shared Spark Connect server: the SQL settings of
+#: :func:`spark_settings` (a session may change them); the rest (JVM, jars, UI, driver memory)
+#: is the server's, fixed when it started (:func:`connect_server_command`).
+SESSION_SETTINGS = (
+    "spark.sql.shuffle.partitions",
+    "spark.sql.adaptive.enabled",
+    "spark.sql.session.timeZone",
+    "spark.sql.redaction.options.regex",
+)
+
+#: The class of Spark's Connect server, in the ``spark-connect`` jar that pyspark ships.
+CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+def is_remote(session: SparkSession) -> bool:
+    """Whether ``session`` is a Spark Connect client's (it has no SparkContext, no JVM here)."""
+    return type(session).__module__.startswith("pyspark.sql.connect")
+
+
+def remote_session(app_name: str, remote: str, timeout: float = 5.0) -> SparkSession:
+    """A session of its own on the Spark Connect server at ``remote`` (its temporary views,
+    caches and settings are not another run's), with :data:`SESSION_SETTINGS`.
+
+    The token is pyspark's ``SPARK_CONNECT_AUTHENTICATE_TOKEN``, never part of ``remote``.
+
+    :param timeout: seconds to wait for the server's port; pyspark itself would retry an
+        unreachable server for about ten minutes before it gives up.
+    :raises SparkConnectUnavailable: nothing answers at ``remote``, or the server refused the
+        session (a wrong or missing token).
+    """
+    from pyspark.sql import SparkSession
+
+    _reachable(remote, timeout)
+    builder = SparkSession.builder.remote(remote).appName(app_name)
+    ours = spark_settings()
+    for key in SESSION_SETTINGS:
+        builder = builder.config(key, ours[key])
+    try:
+        session: SparkSession = builder.create()
+        session.version  # noqa: B018 - the first call to the server: the token is checked here
+    except Exception as exc:  # noqa: BLE001 - pyspark's gRPC errors share no narrower base
+        raise SparkConnectUnavailable(
+            f"the Spark Connect server at {remote} refused the session: {_grpc_details(exc)} "
+            "(its token is SPARK_CONNECT_AUTHENTICATE_TOKEN, in $RECON_STATE/secrets.env for "
+            "the project's own server)"
+        ) from None
+    return session
+
+
+def _reachable(remote: str, timeout: float) -> None:
+    """Raise :class:`SparkConnectUnavailable` unless something listens at ``remote``'s port."""
+    import socket
+    from urllib.parse import urlparse
+
+    url = urlparse(remote)
+    host, port = url.hostname or "localhost", url.port or 15002
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        raise SparkConnectUnavailable(
+            f"no Spark Connect server answers at {remote} ({exc.strerror or exc}): start it "
+            "(scripts/spark-connect.sh start) or unset RECON_SPARK_REMOTE to run Spark in the "
+            "run's own process"
+        ) from None
+
+
+def _grpc_details(exc: BaseException) -> str:
+    """The one line of a gRPC error that says why (pyspark's message is the RPC's repr)."""
+    details = getattr(exc, "details", None)
+    if callable(details):
+        return str(details())
+    for line in str(exc).splitlines():
+        if line.strip().startswith("details ="):
+            return line.split("=", 1)[1].strip().strip('"')
+    return first_line(exc)
+
+
+def connect_server_command(port: int, master: str | None = None) -> list[str]:
+    """spark-submit's command line for a Spark Connect server of the product on loopback
+    ``port``: the settings every driver of the product has (:func:`spark_settings`, the jars).
+    Its token is read from ``SPARK_CONNECT_AUTHENTICATE_TOKEN`` in its environment, never put on
+    a command line that ``ps`` shows."""
+    from recon.spark_jars import spark_jar_settings
+
+    confs = {
+        **spark_jar_settings(),
+        **spark_settings(),
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(int(port)),
+    }
+    command = ["spark-submit", "--class", CONNECT_SERVER_CLASS, "--name", "recon-connect",
+               "--master", master or settings.spark_master()]  # fmt: skip
+    for key, value in confs.items():
+        command += ["--conf", f"{key}={value}"]
+    return [*command, "spark-internal"]

@@ -79,3 +79,44 @@ def test_no_ui_loopback_only_and_credentials_redacted(monkeypatch: pytest.Monkey
     redacted = settings["spark.redaction.regex"]
     for key in ("sasl.jaas.config", "ssl.keystore.password", "kafka.ssl.key.password"):
         assert __import__("re").search(redacted, key), key
+
+
+def test_the_connect_server_runs_every_drivers_settings_on_loopback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from recon.spark import CONNECT_SERVER_CLASS, connect_server_command, spark_settings
+    from recon.spark_jars import spark_jar_settings
+
+    token = "not-on-the-command-line"
+    monkeypatch.setenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", token)
+    command = connect_server_command(23999, master="local[2]")
+    assert command[:3] == ["spark-submit", "--class", CONNECT_SERVER_CLASS]
+    assert command[-1] == "spark-internal"
+    assert command[command.index("--master") + 1] == "local[2]"
+    confs = dict(command[i + 1].split("=", 1) for i, arg in enumerate(command) if arg == "--conf")
+    assert confs == {
+        **spark_jar_settings(),
+        **spark_settings(),
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": "23999",
+    }
+    # The server reads its token from its environment: `ps` shows command lines to every user.
+    assert not any(token in arg for arg in command)
+
+
+def test_a_run_told_of_a_server_that_is_not_there_stops_at_once_naming_it() -> None:
+    import socket
+    import time
+
+    from recon.errors import SparkConnectUnavailable
+    from recon.spark import remote_session
+
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(SparkConnectUnavailable, match=rf"no Spark Connect server answers at "
+                       rf"sc://localhost:{port} .*scripts/spark-connect.sh start"):  # fmt: skip
+        remote_session("recon-test", f"sc://localhost:{port}")
+    # pyspark alone would retry an unreachable server for about ten minutes.
+    assert time.monotonic() - started < 10
