@@ -1,7 +1,8 @@
 """P5: one pipeline's whole reconciliation DAG run, snapshot to alert, with ``airflow dags test``.
 
-The run executes every task as the scheduler would (the Spark steps under spark-submit), so the
-figure includes three JVM starts and the Great Expectations checkpoint. The data carries the
+The run executes every task as the scheduler would (the Spark steps under spark-submit, so the
+figure includes three JVM starts; or, with ``RECON_SPARK_REMOTE``, in the task's process as
+clients of a Spark Connect server) and the Great Expectations checkpoint. The data carries the
 usual fault mix, so the contract is broken and the alert task sends its webhook and email to the
 local catcher: the DAG run ends ``failed`` by design, and the bench checks that the alert was sent.
 """
@@ -25,7 +26,9 @@ def _script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, check=False)  # fmt: skip
 
 
-def dag_run(ds: generate.Dataset) -> dict[str, Any]:
+def dag_run(ds: generate.Dataset, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """One DAG run over ``ds``; ``env`` adds to the run's environment (``RECON_SPARK_REMOTE``:
+    the Spark steps as clients of that Spark Connect server, in the task's process)."""
     from recon.engine import results_db
     from recon.store import ensure_schema, forget_pipeline
 
@@ -48,7 +51,8 @@ def dag_run(ds: generate.Dataset) -> dict[str, Any]:
         try:
             # Paused: a running Airflow's scheduler sharing the metadata database must not
             # queue this run's tasks (its workers do not know the bench pipeline).
-            env = {"RECON_PIPELINES": path, "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True"}
+            env = {**(env or {}), "RECON_PIPELINES": path,
+                   "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True"}  # fmt: skip
             measured = run(["airflow", "dags", "test", f"recon_{pipeline}"], env=env)
             state = "success"
         except RuntimeError as exc:  # a broken contract fails the alert task, by design

@@ -8,191 +8,17 @@ this same command on the engine before each change.
 from __future__ import annotations
 
 import os
-import statistics
 import time
 from typing import Any
 
+from bench import figures
+
 DOC = "docs/benchmarks.md"
 PLOT = "docs/benchmarks.png"
-SYSTEMS = (
-    ("local", "kafka-recon, local engine"),
-    ("product", "kafka-recon, Spark engine (local[*])"),
-    ("python", "(a) hand-written Python"),
-    ("duckdb", "(b) DuckDB + confluent-kafka"),
-    ("floor", "I/O floor (read + COPY)"),
-)
 
 #: What changed in the engine for speed, with the "before" figures (kept as text: the old engine
 #: is not in the tree to be measured again).
 ENGINE_CHANGES = os.path.join(os.path.dirname(__file__), "engine_changes.md")
-ENGINES = (("local", "local engine"), ("product", "Spark engine"))
-
-
-def _median(values: list[float]) -> float:
-    return float(statistics.median(values)) if values else float("nan")
-
-
-def _system_runs(row: dict[str, Any], system: str) -> list[dict[str, Any]]:
-    runs = row["runs"]
-    if system != "floor":
-        return list(runs[system])
-    # The floor of one repetition is its Kafka read plus its COPY.
-    return [
-        {"seconds": k["seconds"] + c["seconds"],
-         "peak_rss_mb": max(k["peak_rss_mb"], c["peak_rss_mb"])}
-        for k, c in zip(runs["floor_kafka"], runs["floor_copy"], strict=True)
-    ]  # fmt: skip
-
-
-def _p1(results: dict[str, Any]) -> list[str]:
-    lines = [
-        "| window | system | runs | wall time (median) | throughput | peak memory | vs floor |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for row in results.get("p1", []):
-        floor = _median([r["seconds"] for r in _system_runs(row, "floor")])
-        for system, name in SYSTEMS:
-            runs = _system_runs(row, system)
-            secs = _median([r["seconds"] for r in runs])
-            mem = _median([r["peak_rss_mb"] for r in runs])
-            lines.append(
-                f"| {row['label']} | {name} | {len(runs)} | {secs:.1f} s | "
-                f"{row['size'] / secs / 1000:,.0f} k msg/s | {mem:,.0f} MB | "
-                f"{secs / floor:.1f}x |"
-            )
-    return lines
-
-
-def _verdicts(results: dict[str, Any]) -> list[str]:
-    lines = ["| window | delivered | lost | duplicated | phantom | topic_duplicate | invalid |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
-    for row in results.get("p1", []):
-        e = row["expected"]
-        lines.append(
-            f"| {row['label']} | " + " | ".join(
-                f"{e.get(v, 0):,}" for v in
-                ("delivered", "lost", "duplicated", "phantom", "topic_duplicate", "invalid"))
-            + " |"
-        )  # fmt: skip
-    return lines
-
-
-def _product_steps(results: dict[str, Any]) -> list[str]:
-    lines = ["| window | engine | JVM + session | offsets | topic (and, local, sink) -> Parquet "
-             "| reconcile + commit |", "|---|---|---|---|---|---|"]  # fmt: skip
-    for row in results.get("p1", []):
-        for engine, name in ENGINES:
-            steps = [r["output"].get("steps", {}) for r in row["runs"].get(engine, [])]
-            if not steps:
-                continue
-            cells = [
-                f"{_median([s.get(k, 0) for s in steps]):.1f} s"
-                for k in ("session", "snapshot_offsets", "snapshot_topic", "reconcile")
-            ]
-            lines.append(f"| {row['label']} | {name} | " + " | ".join(cells) + " |")
-    return lines
-
-
-def _p2_runs(results: dict[str, Any], engine: str) -> list[dict[str, Any]]:
-    """One engine's P2 runs (older results hold the Spark engine's runs at the top level)."""
-    return [{"run": r["run"], "history": r["history"], **(r.get(engine) or r)}
-            for r in results.get("p2", []) if engine in r or engine == "product"]  # fmt: skip
-
-
-def _p2(results: dict[str, Any]) -> list[str]:
-    lines = ["| run | messages already reconciled | Spark engine | local engine | peak memory "
-             "(Spark / local) |", "|---|---|---|---|---|"]  # fmt: skip
-    local = {r["run"]: r for r in _p2_runs(results, "local")}
-    for r in _p2_runs(results, "product"):
-        lo = local.get(r["run"])
-        lines.append(
-            f"| {r['run']} | {r['history']:,} | {r['seconds']:.1f} s | "
-            + (f"{lo['seconds']:.1f} s" if lo else "-")
-            + f" | {r['peak_rss_mb']:,} / "
-            + (f"{lo['peak_rss_mb']:,} MB |" if lo else "- |")
-        )
-    return lines
-
-
-def _slope(runs: list[dict[str, Any]]) -> float:
-    xs = [r["history"] / 1e6 for r in runs]
-    ys = [r["seconds"] for r in runs]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
-        (x - mx) ** 2 for x in xs
-    )
-
-
-def _p2_judgement(engine: str, runs: list[dict[str, Any]]) -> str:
-    """Whether an engine's P2 time grows beyond the run-to-run noise, and why it does."""
-
-    def step(r: dict[str, Any]) -> float:
-        return float((r.get("output") or {}).get("steps", {}).get("reconcile", 0.0))
-
-    slope = _slope(runs)
-    xs = [r["history"] / 1e6 for r in runs]
-    ys = [r["seconds"] for r in runs]
-    intercept = statistics.fmean(ys) - slope * statistics.fmean(xs)
-    # how far the runs scatter around the least-squares line
-    noise = statistics.stdev(y - intercept - slope * x for x, y in zip(xs, ys, strict=True))
-    growth = slope * (xs[-1] - xs[0])
-    if abs(growth) < 2 * noise:
-        return (
-            f"Flat within noise: the fitted line moves {growth:+.1f} s over the {len(runs)} runs, "
-            f"the runs scatter {noise:.1f} s around it."
-        )
-    what = (
-        "the messageIds; whole entries are read only where the run meets their messages"
-        if engine == "local"
-        else "a stored 64-bit hash of the messageId"
-    )
-    return (
-        f"It **grows with history**: {growth:+.1f} s over the {len(runs)} runs (runs scatter "
-        f"{noise:.1f} s around the line); its reconcile step took {step(runs[0]):.1f} s in run "
-        f"1 and {step(runs[-1]):.1f} s in run {runs[-1]['run']}. To find the entries of its "
-        f"messages a run scans one column of every ledger entry ({what}). At this rate the "
-        f"growth adds up to a whole 1M run after "
-        f"{runs[0]['seconds'] / slope if slope > 0 else float('inf'):,.0f}M messages of history; "
-        "a lookup that does not grow needs an index on the messageId, which a ledger of Parquet "
-        "files does not have."
-    )
-
-
-def _p3(results: dict[str, Any]) -> list[str]:
-    limit = results.get("machine", {}).get("local_memory_limit")
-    lines = (
-        [
-            f"The local engine judged with DuckDB's memory limit at {limit} "
-            "(`RECON_LOCAL_MEMORY_LIMIT`): past it DuckDB spills to the data folder's "
-            "`duckdb-spill`; its Kafka readers fetch at most 4 MiB at a time.",
-            "",
-        ]
-        if limit
-        else []
-    )
-    lines += ["| window | engine | Python processes | JVM (driver = executor in local mode) "
-             "| whole tree |", "|---|---|---|---|---|"]  # fmt: skip
-    for row in results.get("p1", []):
-        for engine, name in ENGINES:
-            runs = row["runs"].get(engine, [])
-            if not runs:
-                continue
-            python = max(r["peak_python_mb"] for r in runs)
-            jvm = max(r["peak_jvm_mb"] for r in runs)
-            lines.append(
-                f"| {row['label']} | {name} | {python:,} MB | "
-                + (f"{jvm:,} MB" if jvm else "none")
-                + f" | {max(r['peak_rss_mb'] for r in runs):,} MB |"
-            )
-    p4 = results.get("p4")
-    if p4:
-        c = p4["cluster"]
-        lines.append(
-            f"| {p4['label']}, standalone cluster | Spark engine | {c['peak_python_mb']:,} MB | "
-            f"{c['peak_jvm_mb']:,} MB (driver JVM) | two workers and their executors: "
-            f"{c['peak_watched_mb']:,} MB |"
-        )
-    return lines
 
 
 def _plot(results: dict[str, Any], root: str) -> str | None:
@@ -206,20 +32,21 @@ def _plot(results: dict[str, Any], root: str) -> str | None:
         return None
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     sizes = [r["size"] / 1e6 for r in rows]
-    for system, name in SYSTEMS:
-        left.plot(sizes, [_median([x["seconds"] for x in _system_runs(r, system)]) for r in rows],
-                  marker="o", label=name)  # fmt: skip
+    for system, name in figures.SYSTEMS:
+        seconds = [figures.median([x["seconds"] for x in figures.system_runs(r, system)])
+                   for r in rows]  # fmt: skip
+        left.plot(sizes, seconds, marker="o", label=name)
     left.set_xlabel("window (million messages)")
     left.set_ylabel("wall time, median (s)")
     left.set_title("P1: snapshot -> verdicts committed")
     left.grid(alpha=0.3)
     left.legend(fontsize=8)
-    p2 = _p2_runs(results, "product")
+    p2 = figures.p2_runs(results, "product")
     if p2:
         width = 0.4
         right.bar([r["run"] - width / 2 for r in p2], [r["seconds"] for r in p2], width,
                   label="Spark engine")  # fmt: skip
-        local = _p2_runs(results, "local")
+        local = figures.p2_runs(results, "local")
         if local:
             right.bar([r["run"] + width / 2 for r in local], [r["seconds"] for r in local], width,
                       label="local engine")  # fmt: skip
@@ -306,7 +133,10 @@ def write(results: dict[str, Any], root: str | None = None) -> str:
         "stops when the verdicts, the ledger, the results file and the watermarks are committed "
         "(the Great Expectations step is in P5). Both engines run on the same data: the local "
         "engine (`engine: local`, `recon.engines.local_run`) and the Spark engine "
-        "(`engine: spark`).",
+        "(`engine: spark`), the latter twice: in a JVM of its own, and attached to the project's "
+        "Spark Connect server (`RECON_SPARK_REMOTE`, `scripts/spark-connect.sh`; started by the "
+        "bench and warmed by one untimed run at the smallest size, as a user's server has run "
+        "before; the server's memory counted with the run's).",
         "- **(a) hand-written Python** (`bench/peers.py`): confluent-kafka `consume(num_messages="
         "10000)`, `json.loads` per value, `Counter`s; the sink's ids by `COPY ... TO STDOUT`. "
         "The peers and the floor read with the same librdkafka fetch settings as the product's "
@@ -323,42 +153,42 @@ def write(results: dict[str, Any], root: str | None = None) -> str:
         "",
         "### The data",
         "",
-        *_verdicts(results),
+        *figures.verdicts(results),
         "",
         "## P1: throughput",
         "",
-        *_p1(results),
+        *figures.p1(results),
         "",
         "Where the product's time goes (median of its runs):",
         "",
-        *_product_steps(results),
+        *figures.product_steps(results),
         "",
         "## P2: incremental runs",
         "",
         "Ten runs of the same pipeline, 1M new messages (and their sink rows) before each; each "
         "run judges only its new window and sink rows against the ledger of all earlier runs.",
         "",
-        *_p2(results),
+        *figures.p2(results),
         "",
         "## P3: memory",
         "",
-        *_p3(results),
+        *figures.p3(results),
         "",
         "## P4: scale-out",
         "",
-        *_p4(results),
+        *figures.p4(results),
         "",
         "## P5: latency",
         "",
-        *_p5(results),
+        *figures.p5(results),
         "",
         "## P6: the optional checks",
         "",
-        *_p6(results),
+        *figures.p6(results),
         "",
         "## P7: the third input (three-way runs)",
         "",
-        *_p7(results),
+        *figures.p7(results),
         "",
         "## Engine changes for speed",
         "",
@@ -378,8 +208,8 @@ def _summary(results: dict[str, Any]) -> list[str]:
     if p1:
         big = p1[-1]
         t = {
-            sys: _median([r["seconds"] for r in _system_runs(big, sys)])
-            for sys, _ in SYSTEMS
+            sys: figures.median([r["seconds"] for r in figures.system_runs(big, sys)])
+            for sys, _ in figures.SYSTEMS
             if sys == "floor" or big["runs"].get(sys)
         }
         best = min(t.get("local", float("inf")), t["product"])
@@ -390,17 +220,29 @@ def _summary(results: dict[str, Any]) -> list[str]:
             f"{t['floor']:.1f} s. "
             + _versus_peers(best, t["python"], t["duckdb"])
             + f" The Spark engine is {t['product'] / t['duckdb']:.1f}x DuckDB's time."
+            + (f" Attached to a warm Spark Connect server it took {t['connect']:.1f} s, "
+               f"{t['connect'] / t['duckdb']:.1f}x DuckDB's time (target: at most 3x)."
+               if "connect" in t else "")
         )  # fmt: skip
-    for engine, name in ENGINES:
-        runs = _p2_runs(results, engine)
+        small = p1[0]
+        spark = {sys: figures.median([r["seconds"] for r in figures.system_runs(small, sys)])
+                 for sys in ("product", "connect") if small["runs"].get(sys)}  # fmt: skip
+        if "connect" in spark:
+            lines.append(
+                f"- **P1 at {small['label']}, Spark engine** (target: at most 15 s): "
+                f"{spark['product']:.1f} s in a JVM of its own, {spark['connect']:.1f} s "
+                "attached to a warm Spark Connect server."
+            )
+    for engine, name in figures.ENGINES:
+        runs = figures.p2_runs(results, engine)
         if len(runs) > 1:
-            slope = _slope(runs)
+            slope = figures.least_squares_slope(runs)
             share = slope / runs[0]["seconds"]
             lines.append(
                 f"- **P2, {name}**: run 1 {runs[0]['seconds']:.1f} s, run {len(runs)} "
                 f"{runs[-1]['seconds']:.1f} s; least-squares growth {slope:+.2f} s per million "
                 f"messages of history ({share:+.1%} of run 1's time). "
-                + _p2_judgement(engine, runs)
+                + figures.p2_judgement(engine, runs)
             )  # fmt: skip
     p4 = results.get("p4")
     if p4:
@@ -411,15 +253,19 @@ def _summary(results: dict[str, Any]) -> list[str]:
         )
     p5 = results.get("p5")
     if p5:
+        attached = results.get("p5_connect")
         lines.append(f"- **P5**: {p5['messages']:,} messages, snapshot to alert in "
-                     f"{p5['seconds']:.1f} s.")  # fmt: skip
+                     f"{p5['seconds']:.1f} s"
+                     + (f"; {attached['seconds']:.1f} s with the Spark steps on a warm Spark "
+                        "Connect server" if attached else "")
+                     + " (target for `engine: spark`: at most 30 s).")  # fmt: skip
     return lines
 
 
 def _against_duckdb(big: dict[str, Any]) -> str:
     """How the local engine's median compares with the DuckDB peer's in this run."""
-    local = _median([r["seconds"] for r in _system_runs(big, "local")])
-    duckdb = _median([r["seconds"] for r in _system_runs(big, "duckdb")])
+    local = figures.median([r["seconds"] for r in figures.system_runs(big, "local")])
+    duckdb = figures.median([r["seconds"] for r in figures.system_runs(big, "duckdb")])
     if local <= duckdb:
         return f"it finished {duckdb / local:.2f}x faster than the DuckDB peer"
     return f"it finished {local / duckdb:.2f}x slower than the DuckDB peer"
@@ -434,9 +280,9 @@ def _gap(results: dict[str, Any]) -> list[str]:
 
     def step(engine: str, name: str) -> float:
         steps = [r["output"]["steps"] for r in big["runs"].get(engine, []) if r.get("output")]
-        return _median([s.get(name, 0.0) for s in steps])
+        return figures.median([s.get(name, 0.0) for s in steps])
 
-    floor = _median([r["seconds"] for r in _system_runs(big, "floor")])
+    floor = figures.median([r["seconds"] for r in figures.system_runs(big, "floor")])
     lines = [f"### Where the time goes at {big['label']}", ""]
     if big["runs"].get("local"):
         lines += [
@@ -471,103 +317,3 @@ def _gap(results: dict[str, Any]) -> list[str]:
 def _engine_changes() -> str:
     with open(ENGINE_CHANGES, encoding="utf-8") as fh:
         return fh.read().strip()
-
-
-def _p4(results: dict[str, Any]) -> list[str]:
-    p4 = results.get("p4")
-    if not p4:
-        return ["(not run)"]
-    return [
-        f"The {p4['label']} job of P1 on a Spark standalone cluster started from "
-        "pyspark's own classes (`bench/cluster.py`: one master, two workers of one core and "
-        "2 GiB each), against the same job in local mode, on the same data.",
-        "",
-        "| mode | wall time | verdicts |",
-        "|---|---|---|",
-        f"| local[*] (P1's last run) | {p4['local']['seconds']:.1f} s | {_counts(p4['local'])} |",
-        f"| standalone, 2 workers | {p4['cluster']['seconds']:.1f} s | "
-        f"{_counts(p4['cluster'])} |",
-        "",
-        "Identical verdicts: "
-        + ("yes (same counts, and the same discrepancy rows: md5 over verdict, messageId, "
-           "offsets, sink count)" if p4["identical"] else "NO"),
-    ]  # fmt: skip
-
-
-def _counts(m: dict[str, Any]) -> str:
-    counts = m.get("output", {}).get("counts", {})
-    return ", ".join(f"{k} {v:,}" for k, v in counts.items() if v)
-
-
-def _p5(results: dict[str, Any]) -> list[str]:
-    p5 = results.get("p5")
-    if not p5:
-        return ["(not run)"]
-    return [
-        f"`airflow dags test` of one pipeline's DAG (`snapshot_offsets -> snapshot_topic -> "
-        f"reconcile -> validate -> alert`, the Spark steps under spark-submit) over "
-        f"{p5['messages']:,} messages with the fault mix above: **{p5['seconds']:.1f} s** from "
-        f"the snapshot to the alert. The contract (at-least-once) is broken by the lost "
-        f"messages, so the run ends `{p5['status']}` and sent its alerts "
-        f"({', '.join(p5['alerts'])}); the reconcile step alone took "
-        f"{p5['reconcile_seconds']:.1f} s.",
-    ]
-
-
-def _product_seconds(run: dict[str, Any]) -> float:
-    """A run's time from its first step to its commit, as ``bench.product`` measures it: not
-    the process's whole life, whose ``--fresh`` clean-up of the pipeline's earlier state costs
-    what that state was (P7, 2026-11-27: 13 s before one run, under a second before the next)."""
-    return float(run.get("output", {}).get("seconds") or run["seconds"])
-
-
-def _side_by_side(
-    figure: dict[str, Any] | None, intro: str, columns: tuple[str, str], suffix: str
-) -> list[str]:
-    """A figure that runs each engine without and with one thing declared: a table of both
-    product times (:func:`_product_seconds`) and their ratio.
-
-    :param intro: the sentence before the table (``{size}`` is the dataset's size).
-    :param columns: the two time columns' headings.
-    :param suffix: the second run's key is the engine's plus this.
-    """
-    if not figure:
-        return ["(not run)"]
-    runs = figure["runs"]
-    lines = [
-        intro.format(size=f"{figure['size']:,}"),
-        "",
-        f"| engine | {columns[0]} | {columns[1]} | ratio |",
-        "|---|---|---|---|",
-    ]
-    for key, name in (("local", "local engine"), ("spark", "Spark engine")):
-        first, second = _product_seconds(runs[key]), _product_seconds(runs[f"{key}{suffix}"])
-        lines.append(f"| {name} | {first:.1f} s | {second:.1f} s | {second / first:.2f}x |")
-    return lines
-
-
-def _p6(results: dict[str, Any]) -> list[str]:
-    return _side_by_side(
-        results.get("p6"),
-        "The same {size}-message dataset, run by each engine as declared in P1 and with "
-        "`latency` (from `written_at`) and `payload` (`seq` and `payload`) declared, one run "
-        "each, side by side, each timed from its first step to its commit (target: at most "
-        "1.25x):",
-        ("without", "with the checks"),
-        "_checks",
-    )
-
-
-def _p7(results: dict[str, Any]) -> list[str]:
-    return _side_by_side(
-        results.get("p7"),
-        "The same {size}-message dataset, run by each engine as declared in P1 and with an "
-        "outbox holding every message the sink holds declared as its `source` (made from the "
-        "sink: nothing is unpublished, so only the third input's cost differs; keyed by its "
-        "messageId, as an outbox is, so the run takes the catalog's word that no id is named "
-        "twice), one run each, side by side, after one unmeasured run that reads the topic and "
-        "the sink back into the page cache, each timed from its first step to its commit "
-        "(target: at most 1.3x):",
-        ("two-way", "three-way"),
-        "_source",
-    )

@@ -13,6 +13,7 @@ meaningless.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -24,6 +25,7 @@ from typing import Any
 import yaml
 
 from bench import generate, progress
+from bench.connect import Server
 from bench.measure import Measured, run
 
 PEER_VERDICTS = ("delivered", "lost", "duplicated", "phantom", "topic_duplicate", "invalid")
@@ -48,6 +50,8 @@ class Bench:
         self.pipelines_file = os.path.join(generate.state_dir(), "pipelines.yaml")
         self.pipelines: dict[str, Any] = {}
         self.local_reference: tuple[str, str, Measured]
+        #: The Spark Connect server the ``connect`` runs attach to (P1, P5), once started.
+        self.connect: Server | None = None
 
     def declare(self, name: str, ds: generate.Dataset, engine: str = "spark") -> str:
         self.pipelines[name] = generate.pipeline_yaml(ds, engine=engine)
@@ -72,6 +76,10 @@ class Bench:
             ds = generate.ensure(f"p1-{label.lower()}", size)
             pipeline = self.declare(f"bench_p1_{label.lower()}", ds)
             local = self.declare(f"bench_p1_{label.lower()}_local", ds, engine="local")
+            attached = self.declare(f"bench_p1_{label.lower()}_connect", ds)
+            if self.connect is not None and size == self.sizes[0]:
+                progress(f"P1: warming the Spark Connect server with one untimed {label} run")
+                self.product(attached, "p1-warm-up", fresh=True, env=self.connect.env)
             runs: dict[str, list[Measured]] = {}
             for rep in range(self.reps[size]):
                 tag = f"{label} run {rep + 1}/{self.reps[size]}"
@@ -83,6 +91,11 @@ class Bench:
                     "local": self.product(local, f"p1-{label}-{rep}", fresh=True),
                     "product": self.product(pipeline, f"p1-{label}-{rep}", fresh=True),
                 }
+                if self.connect is not None:
+                    measured["connect"] = self.product(
+                        attached, f"p1-{label}-{rep}", fresh=True, env=self.connect.env,
+                        watch=(self.connect.pid,),
+                    )  # fmt: skip
                 if size == self.sizes[0]:  # P4 compares its cluster run with this one
                     self.local_reference = (pipeline, f"p1-{label}-{rep}", measured["product"])
                 _check_counts(label, ds.expected, measured)
@@ -209,12 +222,19 @@ class Bench:
         ds = generate.ensure("p5-100k", LATENCY_SIZE)
         self.results["p5"] = latency.dag_run(ds)
         progress(f"P5: whole DAG run {self.results['p5']['seconds']:.1f} s")
+        if self.connect is not None:
+            # The same DAG run with its Spark steps as clients of the warm server (P1 ran on it).
+            self.results["p5_connect"] = latency.dag_run(ds, env=self.connect.env)
+            progress(f"P5 on Spark Connect: whole DAG run "
+                     f"{self.results['p5_connect']['seconds']:.1f} s")  # fmt: skip
 
 
 def _check_counts(label: str, expected: dict[str, int], measured: dict[str, Measured]) -> None:
     """Both engines must find the planted faults, and each peer exactly the product's counts."""
     want = {v: expected.get(v, 0) for v in PEER_VERDICTS}
-    for engine in ("product", "local"):
+    for engine in ("product", "local", "connect"):
+        if engine not in measured:
+            continue
         found = measured[engine].output.get("counts", {})
         got = {v: found.get(v, 0) for v in PEER_VERDICTS}
         if got != want:
@@ -283,21 +303,24 @@ def main(argv: list[str] | None = None) -> int:
     if kept is not None:
         again = {name: {"at": time.time()} for name, _ in steps if name in only}
         bench.results = {**kept, "remeasured": {**kept.get("remeasured", {}), **again}}
-    from bench import report
+    from bench import connect, report
 
-    for name, step in steps:
-        if name in only:
-            progress(f"{name}: starting")
-            step()
-            # The doc is rewritten after every figure: an interrupted bench still shows its
-            # figures so far (the header says how long it ran).
-            took = round(time.monotonic() - started, 1)
-            if kept is None:
-                bench.results["seconds"] = took
-            else:
-                bench.results["remeasured"][name]["seconds"] = took
-            _save(bench.results)
-            doc = report.write(bench.results)
+    with contextlib.ExitStack() as stack:
+        if only & {"P1", "P5"}:
+            bench.connect = stack.enter_context(connect.server())
+        for name, step in steps:
+            if name in only:
+                progress(f"{name}: starting")
+                step()
+                # The doc is rewritten after every figure: an interrupted bench still shows its
+                # figures so far (the header says how long it ran).
+                took = round(time.monotonic() - started, 1)
+                if kept is None:
+                    bench.results["seconds"] = took
+                else:
+                    bench.results["remeasured"][name]["seconds"] = took
+                _save(bench.results)
+                doc = report.write(bench.results)
     progress(f"done in {(time.monotonic() - started) / 60:.1f} min: {doc}")
     return 0
 

@@ -1,0 +1,47 @@
+"""The Spark engine attached to a long-lived Spark Connect server (``RECON_SPARK_REMOTE``): the
+project's server (``scripts/spark-connect.sh``), started for the bench unless it was running,
+warmed by one untimed run (a user's server has run before; its first run pays the JIT that every
+fresh JVM pays), stopped after if the bench started it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Server:
+    """A running server: where runs attach (``url``) and its process, whose memory the bench
+    counts with each run's (``pid``)."""
+
+    url: str
+    pid: int
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"RECON_SPARK_REMOTE": self.url}
+
+
+def _script(*args: str) -> subprocess.CompletedProcess[str]:
+    script = os.path.join(os.environ["RECON_ROOT"], "scripts", "spark-connect.sh")
+    return subprocess.run(["bash", script, *args], capture_output=True, text=True, check=False)
+
+
+@contextlib.contextmanager
+def server() -> Iterator[Server]:
+    """The project's Spark Connect server for the bench's runs."""
+    running = _script("status").returncode == 0
+    started = _script("start")
+    if started.returncode != 0:
+        raise RuntimeError(f"the Spark Connect server did not start: {started.stderr[-2000:]}")
+    pidfile = os.path.join(os.environ["RECON_STATE"], "spark-connect", "server.pid")
+    with open(pidfile, encoding="utf-8") as fh:
+        pid = int(fh.read().strip())
+    try:
+        yield Server(f"sc://localhost:{os.environ['RECON_SPARK_CONNECT_PORT']}", pid)
+    finally:
+        if not running:
+            _script("stop")

@@ -1,0 +1,311 @@
+"""The tables of ``docs/benchmarks.md``, one function per figure, from the raw results of one
+``make bench`` (``bench.report`` puts them together with the summary, the method and the plot)."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+SYSTEMS = (
+    ("local", "kafka-recon, local engine"),
+    ("product", "kafka-recon, Spark engine (local[*])"),
+    ("connect", "kafka-recon, Spark engine on a warm Spark Connect server"),
+    ("python", "(a) hand-written Python"),
+    ("duckdb", "(b) DuckDB + confluent-kafka"),
+    ("floor", "I/O floor (read + COPY)"),
+)
+
+
+ENGINES = (
+    ("local", "local engine"),
+    ("product", "Spark engine"),
+    ("connect", "Spark engine on Spark Connect"),
+)
+
+
+def median(values: list[float]) -> float:
+    return float(statistics.median(values)) if values else float("nan")
+
+
+def system_runs(row: dict[str, Any], system: str) -> list[dict[str, Any]]:
+    runs = row["runs"]
+    if system == "connect":
+        # The server's memory is the run's: its JVM (and Python workers) judge the window.
+        return [{**r, "peak_rss_mb": r["peak_rss_mb"] + r["peak_watched_mb"]}
+                for r in runs.get(system, [])]  # fmt: skip
+    if system != "floor":
+        return list(runs.get(system, []))
+    # The floor of one repetition is its Kafka read plus its COPY.
+    return [
+        {"seconds": k["seconds"] + c["seconds"],
+         "peak_rss_mb": max(k["peak_rss_mb"], c["peak_rss_mb"])}
+        for k, c in zip(runs["floor_kafka"], runs["floor_copy"], strict=True)
+    ]  # fmt: skip
+
+
+def p1(results: dict[str, Any]) -> list[str]:
+    lines = [
+        "| window | system | runs | wall time (median) | throughput | peak memory | vs floor |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in results.get("p1", []):
+        floor = median([r["seconds"] for r in system_runs(row, "floor")])
+        for system, name in SYSTEMS:
+            runs = system_runs(row, system)
+            if not runs:
+                continue
+            secs = median([r["seconds"] for r in runs])
+            mem = median([r["peak_rss_mb"] for r in runs])
+            lines.append(
+                f"| {row['label']} | {name} | {len(runs)} | {secs:.1f} s | "
+                f"{row['size'] / secs / 1000:,.0f} k msg/s | {mem:,.0f} MB | "
+                f"{secs / floor:.1f}x |"
+            )
+    return lines
+
+
+def verdicts(results: dict[str, Any]) -> list[str]:
+    lines = ["| window | delivered | lost | duplicated | phantom | topic_duplicate | invalid |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for row in results.get("p1", []):
+        e = row["expected"]
+        lines.append(
+            f"| {row['label']} | " + " | ".join(
+                f"{e.get(v, 0):,}" for v in
+                ("delivered", "lost", "duplicated", "phantom", "topic_duplicate", "invalid"))
+            + " |"
+        )  # fmt: skip
+    return lines
+
+
+def product_steps(results: dict[str, Any]) -> list[str]:
+    lines = ["| window | engine | JVM + session | offsets | topic (and, local, sink) -> Parquet "
+             "| reconcile + commit |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for row in results.get("p1", []):
+        for engine, name in ENGINES:
+            steps = [r["output"].get("steps", {}) for r in row["runs"].get(engine, [])]
+            if not steps:
+                continue
+            cells = [
+                f"{median([s.get(k, 0) for s in steps]):.1f} s"
+                for k in ("session", "snapshot_offsets", "snapshot_topic", "reconcile")
+            ]
+            lines.append(f"| {row['label']} | {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def p2_runs(results: dict[str, Any], engine: str) -> list[dict[str, Any]]:
+    """One engine's P2 runs (older results hold the Spark engine's runs at the top level)."""
+    return [{"run": r["run"], "history": r["history"], **(r.get(engine) or r)}
+            for r in results.get("p2", []) if engine in r or engine == "product"]  # fmt: skip
+
+
+def p2(results: dict[str, Any]) -> list[str]:
+    lines = ["| run | messages already reconciled | Spark engine | local engine | peak memory "
+             "(Spark / local) |", "|---|---|---|---|---|"]  # fmt: skip
+    local = {r["run"]: r for r in p2_runs(results, "local")}
+    for r in p2_runs(results, "product"):
+        lo = local.get(r["run"])
+        lines.append(
+            f"| {r['run']} | {r['history']:,} | {r['seconds']:.1f} s | "
+            + (f"{lo['seconds']:.1f} s" if lo else "-")
+            + f" | {r['peak_rss_mb']:,} / "
+            + (f"{lo['peak_rss_mb']:,} MB |" if lo else "- |")
+        )
+    return lines
+
+
+def least_squares_slope(runs: list[dict[str, Any]]) -> float:
+    xs = [r["history"] / 1e6 for r in runs]
+    ys = [r["seconds"] for r in runs]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mx) ** 2 for x in xs
+    )
+
+
+def p2_judgement(engine: str, runs: list[dict[str, Any]]) -> str:
+    """Whether an engine's P2 time grows beyond the run-to-run noise, and why it does."""
+
+    def step(r: dict[str, Any]) -> float:
+        return float((r.get("output") or {}).get("steps", {}).get("reconcile", 0.0))
+
+    slope = least_squares_slope(runs)
+    xs = [r["history"] / 1e6 for r in runs]
+    ys = [r["seconds"] for r in runs]
+    intercept = statistics.fmean(ys) - slope * statistics.fmean(xs)
+    # how far the runs scatter around the least-squares line
+    noise = statistics.stdev(y - intercept - slope * x for x, y in zip(xs, ys, strict=True))
+    growth = slope * (xs[-1] - xs[0])
+    if abs(growth) < 2 * noise:
+        return (
+            f"Flat within noise: the fitted line moves {growth:+.1f} s over the {len(runs)} runs, "
+            f"the runs scatter {noise:.1f} s around it."
+        )
+    what = (
+        "the messageIds; whole entries are read only where the run meets their messages"
+        if engine == "local"
+        else "a stored 64-bit hash of the messageId"
+    )
+    return (
+        f"It **grows with history**: {growth:+.1f} s over the {len(runs)} runs (runs scatter "
+        f"{noise:.1f} s around the line); its reconcile step took {step(runs[0]):.1f} s in run "
+        f"1 and {step(runs[-1]):.1f} s in run {runs[-1]['run']}. To find the entries of its "
+        f"messages a run scans one column of every ledger entry ({what}). At this rate the "
+        f"growth adds up to a whole 1M run after "
+        f"{runs[0]['seconds'] / slope if slope > 0 else float('inf'):,.0f}M messages of history; "
+        "a lookup that does not grow needs an index on the messageId, which a ledger of Parquet "
+        "files does not have."
+    )
+
+
+def p3(results: dict[str, Any]) -> list[str]:
+    limit = results.get("machine", {}).get("local_memory_limit")
+    lines = (
+        [
+            f"The local engine judged with DuckDB's memory limit at {limit} "
+            "(`RECON_LOCAL_MEMORY_LIMIT`): past it DuckDB spills to the data folder's "
+            "`duckdb-spill`; its Kafka readers fetch at most 4 MiB at a time.",
+            "",
+        ]
+        if limit
+        else []
+    )
+    lines += ["| window | engine | Python processes | JVM (driver = executor in local mode) "
+             "| whole tree |", "|---|---|---|---|---|"]  # fmt: skip
+    for row in results.get("p1", []):
+        for engine, name in ENGINES:
+            runs = system_runs(row, engine)
+            if not runs:
+                continue
+            python = max(r["peak_python_mb"] for r in runs)
+            # On Spark Connect the JVM is the server's (watched beside the run).
+            jvm = max(r["peak_jvm_mb"] or r.get("peak_watched_mb", 0) for r in runs)
+            lines.append(
+                f"| {row['label']} | {name} | {python:,} MB | "
+                + (f"{jvm:,} MB" if jvm else "none")
+                + f" | {max(r['peak_rss_mb'] for r in runs):,} MB |"
+            )
+    p4 = results.get("p4")
+    if p4:
+        c = p4["cluster"]
+        lines.append(
+            f"| {p4['label']}, standalone cluster | Spark engine | {c['peak_python_mb']:,} MB | "
+            f"{c['peak_jvm_mb']:,} MB (driver JVM) | two workers and their executors: "
+            f"{c['peak_watched_mb']:,} MB |"
+        )
+    return lines
+
+
+def p4(results: dict[str, Any]) -> list[str]:
+    p4 = results.get("p4")
+    if not p4:
+        return ["(not run)"]
+    return [
+        f"The {p4['label']} job of P1 on a Spark standalone cluster started from "
+        "pyspark's own classes (`bench/cluster.py`: one master, two workers of one core and "
+        "2 GiB each), against the same job in local mode, on the same data.",
+        "",
+        "| mode | wall time | verdicts |",
+        "|---|---|---|",
+        f"| local[*] (P1's last run) | {p4['local']['seconds']:.1f} s | {counts(p4['local'])} |",
+        f"| standalone, 2 workers | {p4['cluster']['seconds']:.1f} s | "
+        f"{counts(p4['cluster'])} |",
+        "",
+        "Identical verdicts: "
+        + ("yes (same counts, and the same discrepancy rows: md5 over verdict, messageId, "
+           "offsets, sink count)" if p4["identical"] else "NO"),
+    ]  # fmt: skip
+
+
+def counts(m: dict[str, Any]) -> str:
+    counts = m.get("output", {}).get("counts", {})
+    return ", ".join(f"{k} {v:,}" for k, v in counts.items() if v)
+
+
+def p5(results: dict[str, Any]) -> list[str]:
+    p5 = results.get("p5")
+    if not p5:
+        return ["(not run)"]
+    return [
+        f"`airflow dags test` of one pipeline's DAG (`snapshot_offsets -> snapshot_topic -> "
+        f"reconcile -> validate -> alert`, the Spark steps under spark-submit) over "
+        f"{p5['messages']:,} messages with the fault mix above: **{p5['seconds']:.1f} s** from "
+        f"the snapshot to the alert. The contract (at-least-once) is broken by the lost "
+        f"messages, so the run ends `{p5['status']}` and sent its alerts "
+        f"({', '.join(p5['alerts'])}); the reconcile step alone took "
+        f"{p5['reconcile_seconds']:.1f} s.",
+        *p5_connect(results.get("p5_connect")),
+    ]
+
+
+def p5_connect(attached: dict[str, Any] | None) -> list[str]:
+    if not attached:
+        return []
+    return [
+        "",
+        f"The same DAG run with `RECON_SPARK_REMOTE` set: the Spark steps run in their task's "
+        f"process as clients of the Spark Connect server P1 warmed (no spark-submit, no JVM "
+        f"start): **{attached['seconds']:.1f} s**, ending `{attached['status']}` with its "
+        f"alerts ({', '.join(attached['alerts'])}); the reconcile step "
+        f"{attached['reconcile_seconds']:.1f} s.",
+    ]
+
+
+def product_seconds(run: dict[str, Any]) -> float:
+    """A run's time from its first step to its commit, as ``bench.product`` measures it: not
+    the process's whole life, whose ``--fresh`` clean-up of the pipeline's earlier state costs
+    what that state was (P7, 2026-11-27: 13 s before one run, under a second before the next)."""
+    return float(run.get("output", {}).get("seconds") or run["seconds"])
+
+
+def side_by_side(
+    figure: dict[str, Any] | None, intro: str, columns: tuple[str, str], suffix: str
+) -> list[str]:
+    """A figure that runs each engine without and with one thing declared: a table of both
+    product times (:func:`product_seconds`) and their ratio.
+
+    :param intro: the sentence before the table (``{size}`` is the dataset's size).
+    :param columns: the two time columns' headings.
+    :param suffix: the second run's key is the engine's plus this.
+    """
+    if not figure:
+        return ["(not run)"]
+    runs = figure["runs"]
+    lines = [
+        intro.format(size=f"{figure['size']:,}"),
+        "",
+        f"| engine | {columns[0]} | {columns[1]} | ratio |",
+        "|---|---|---|---|",
+    ]
+    for key, name in (("local", "local engine"), ("spark", "Spark engine")):
+        first, second = product_seconds(runs[key]), product_seconds(runs[f"{key}{suffix}"])
+        lines.append(f"| {name} | {first:.1f} s | {second:.1f} s | {second / first:.2f}x |")
+    return lines
+
+
+def p6(results: dict[str, Any]) -> list[str]:
+    return side_by_side(
+        results.get("p6"),
+        "The same {size}-message dataset, run by each engine as declared in P1 and with "
+        "`latency` (from `written_at`) and `payload` (`seq` and `payload`) declared, one run "
+        "each, side by side, each timed from its first step to its commit (target: at most "
+        "1.25x):",
+        ("without", "with the checks"),
+        "_checks",
+    )
+
+
+def p7(results: dict[str, Any]) -> list[str]:
+    return side_by_side(
+        results.get("p7"),
+        "The same {size}-message dataset, run by each engine as declared in P1 and with an "
+        "outbox holding every message the sink holds declared as its `source` (made from the "
+        "sink: nothing is unpublished, so only the third input's cost differs; keyed by its "
+        "messageId, as an outbox is, so the run takes the catalog's word that no id is named "
+        "twice), one run each, side by side, after one unmeasured run that reads the topic and "
+        "the sink back into the page cache, each timed from its first step to its commit "
+        "(target: at most 1.3x):",
+        ("two-way", "three-way"),
+        "_source",
+    )
