@@ -1,13 +1,17 @@
 """``engine: spark`` runs attached to the project's Spark Connect server (``RECON_SPARK_REMOTE``,
 ``scripts/spark-connect.sh``) instead of a JVM of their own: ``recon run`` judges every message as
-the test wrote it, the run is a session of the server's, and a client the server refuses stops at
-once with one line that names the server."""
+the test wrote it, the run is a session of the server's, a client the server refuses stops at
+once with one line that names the server, a server killed mid-run is named as the lost driver
+(nothing committed, the re-run gives the undisturbed verdicts), and a ledger compacted on the
+server (in a second session of its own, stopped after) still knows every earlier message."""
 
 from __future__ import annotations
 
+import json
 import os
-import re
+import signal
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,32 +31,36 @@ from everyday_kit import (
     tail,
     write_rows,
 )
+from faultkit import (
+    assert_nothing_committed,
+    start_recon_run,
+    synthetic,
+    wait_for,
+)
+from fixtures.spark_connect import restart, running_server, server_pid, sessions
 
 pytestmark = pytest.mark.integration
-
-SCRIPT = str(REPO / "scripts" / "spark-connect.sh")
-SERVER_LOG = Path(os.environ.get("RECON_STATE", REPO / ".state")) / "spark-connect" / "server.log"
 
 
 @pytest.fixture(scope="module")
 def connect_server() -> Iterator[str]:
-    """The project's Spark Connect server, started for these tests unless it was running (then
-    left running)."""
-    running = subprocess.run(["bash", SCRIPT, "status"], capture_output=True).returncode == 0
-    started = subprocess.run(["bash", SCRIPT, "start"], capture_output=True, text=True,
-                             timeout=240)  # fmt: skip
-    assert started.returncode == 0, tail(started.stdout + started.stderr)
-    yield f"sc://localhost:{os.environ['RECON_SPARK_CONNECT_PORT']}"
-    if not running:
-        subprocess.run(["bash", SCRIPT, "stop"], capture_output=True, timeout=120)
+    """The project's Spark Connect server (left running if it was)."""
+    with running_server() as url:
+        yield url
 
 
-def _sessions() -> set[str]:
-    """The session ids the server's log names so far."""
-    return set(re.findall(r"sessionId: ([0-9a-f-]{36})", SERVER_LOG.read_text(errors="replace")))
+#: ``recon run`` with a ledger compacted at every run (COMPACT_AFTER 1): compaction reads the
+#: ledger in a session of its own, which on Spark Connect is a second session of the server's.
+COMPACTING_RUN = (
+    "import sys\n"
+    "from recon.ledger import versions\n"
+    "versions.COMPACT_AFTER = 1\n"
+    "from recon.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
 
 
-def test_a_run_attached_to_the_server_judges_each_message(
+def test_runs_attached_to_the_server_judge_each_message_and_compact_the_ledger(
     kit_setup: Callable[..., Setup],
     kafka_config: dict[str, str],
     connect_server: str,
@@ -60,6 +68,16 @@ def test_a_run_attached_to_the_server_judges_each_message(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     s = kit_setup("spark", "connect")
+    monkeypatch.setenv("RECON_SPARK_REMOTE", connect_server)
+
+    def run(run_id: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-c", COMPACTING_RUN, "--pipelines", str(s.yaml_path),
+                   "run", "--pipeline", s.name, "--run-id", run_id, "--data-dir", s.data_dir,
+                   "--json"]  # fmt: skip
+        result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=REPO)
+        no_traceback(result, run_id)
+        return result
+
     delivered, lost = ids("m", 0, 6), ids("m", 6, 8)
     where = produce(kafka_config, s.topic, delivered + lost)
     write_rows(s.pg_kwargs, s.table, delivered, where)
@@ -67,10 +85,8 @@ def test_a_run_attached_to_the_server_judges_each_message(
     write_rows(s.pg_kwargs, s.table, ["ghost"])  # a row no record stands for
     commit_group(kafka_config, s.group, s.topic)
 
-    before = _sessions()
-    monkeypatch.setenv("RECON_SPARK_REMOTE", connect_server)
-    result = s.cli("run-1")
-    no_traceback(result, "run 1 over Spark Connect")
+    before = sessions()
+    result = run("run-1")
     assert result.returncode == EXIT_CONTRACT_BROKEN, (result.returncode, tail(result.stderr))
     summary = parse_summary(result, "run 1 over Spark Connect")
     counts = {v: n for v, n in summary["counts"].items() if n}
@@ -81,7 +97,23 @@ def test_a_run_attached_to_the_server_judges_each_message(
     assert sorted(m for v, m, _ in s.discrepancies("run-1") if v == "lost") == lost
     assert s.run_row("run-1", "status, contract_passed") == ("failed", False)
     # The run was a session of the server's, not a Spark of its own.
-    assert _sessions() - before, "the server's log names no new session"
+    assert sessions() - before, "the server's log names no new session"
+
+    # Run 2 has new messages and compacts its ledger (its base and its own entries into one),
+    # which must still hold every message of run 1 as run 1 judged it.
+    second = ids("b", 0, 5)
+    where = produce(kafka_config, s.topic, second)
+    write_rows(s.pg_kwargs, s.table, second, where)
+    commit_group(kafka_config, s.group, s.topic)
+    summary = parse_summary(run("run-2"), "run 2 over Spark Connect")
+    assert summary["counts"]["delivered"] == 5, summary["counts"]
+    manifest = s.ledger_path()
+    assert manifest is not None
+    entries = [json.loads(line)["entry"] for part in Path(manifest).glob("part-*")
+               for line in part.read_text().splitlines() if line.strip()]  # fmt: skip
+    assert len(entries) == 1 and "-compacted-" in entries[0], entries
+    kept = {r.message_id: r.verdict for r in spark.read.parquet(entries[0]).collect()}
+    same({**want, **dict.fromkeys(second, "delivered")}, kept, "the compacted ledger")
 
 
 def test_a_client_the_server_refuses_stops_with_one_line(
@@ -105,3 +137,36 @@ def test_a_client_the_server_refuses_stops_with_one_line(
     ) in result.stderr, tail(result.stderr)
     assert "not-the-servers-token" not in result.stdout + result.stderr
     assert s.run_row("run-1") is None  # nothing started, nothing committed
+
+
+def test_a_server_killed_mid_run_is_named_and_nothing_is_committed(
+    tmp_path: Path,
+    kafka_config: dict[str, str],
+    pg_kwargs: dict[str, Any],
+    connect_server: str,
+    spark: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    name = "connect_killed"
+    # A run over 10,000 messages still judges for seconds after its window is written.
+    with synthetic(kafka_config, pg_kwargs, 10_000, name, pending=30) as s:
+        pipelines = tmp_path / "pipelines.yaml"
+        pipelines.write_text(s.pipelines_yaml(name))
+        data = tmp_path / "data"
+        monkeypatch.setenv("RECON_SPARK_REMOTE", connect_server)
+        victim = start_recon_run(pipelines, name, "r1", data)
+        wait_for("the window", lambda: victim.said("window written to"), alive=victim)
+        try:
+            os.kill(server_pid(), signal.SIGKILL)  # the server's JVM, as a crash leaves it
+            code, err = victim.finish(timeout=300)
+        finally:
+            restart()  # the next tests of this module attach to it again
+        assert code == EXIT_ERROR, f"exit {code}: {err[-3000:]}"
+        assert "Traceback" not in err, err[-3000:]
+        assert (
+            f"pipeline '{name}': the Spark Connect server at {connect_server} went away during "
+            "run 'r1'"
+        ) in err, err[-3000:]
+        # A re-run of the same run id giving the undisturbed verdicts is test_fault_spark.py's
+        # (the classic driver killed): the run and its commit are the same code.
+        assert_nothing_committed(name)

@@ -42,6 +42,9 @@ class DuckDBRules:
         # its own.
         return DuckDBRules(self.con.cursor())
 
+    def close(self) -> None:
+        self.con.close()
+
     def use(self, name: str, source: str | None) -> None:
         """Input ``name`` read from the relation ``source`` (None: the run has none).
 

@@ -22,6 +22,7 @@ from recon.rules.run import (
     judge_inputs,
     register_empty,
 )
+from recon.spark import persist
 
 
 class SparkRules:
@@ -32,13 +33,20 @@ class SparkRules:
 
     dialect = "spark"
 
-    def __init__(self, spark: Any) -> None:
+    def __init__(self, spark: Any, *, owns_session: bool = False) -> None:
         self.spark = spark
         self._kept: dict[str, Any] = {}
+        self._owns_session = owns_session
 
     def define(self, name: str, statement: str, *, keep: bool = False) -> None:
         frame = self.spark.sql(statement)
-        if keep:
+        if keep and self._owns_session:
+            # A second session of a Spark Connect server cannot read its local checkpoints
+            # back (4.1.1: "No DataFrame with id ... is found in the session"); its few steps
+            # (a ledger compaction's) are cached instead.
+            frame = persist(frame)
+            frame.count()
+        elif keep:
             frame = frame.localCheckpoint(eager=True)
         frame.createOrReplaceTempView(name)
         old = self._kept.pop(name, None)
@@ -55,8 +63,16 @@ class SparkRules:
         return self.spark.table(name)
 
     def scratch(self) -> SparkRules:
-        # A new session shares the SparkContext and has temporary views of its own.
-        return SparkRules(self.spark.newSession())
+        from recon.spark import is_remote, sibling_session
+
+        # On a Spark Connect server the sibling is a session of the server's, stopped by close().
+        return SparkRules(sibling_session(self.spark), owns_session=is_remote(self.spark))
+
+    def close(self) -> None:
+        """Unpersist every kept relation; stop the session if it was made for this namespace."""
+        self.release()
+        if self._owns_session:
+            self.spark.stop()
 
     def use(self, name: str, frame: Any | None) -> None:
         """Input ``name`` read from ``frame`` (None: the run has none).

@@ -144,8 +144,11 @@ def _compact(
     """The whole effective ledger as one entry; read in a namespace of its own, so that the
     run's relations (its ``ledger_newest`` among them) stay as they are."""
     scratch = rules.scratch()
-    merged = read_newest(scratch, entry_store, entries)
-    assert merged is not None  # the entries are there: they were just listed
-    compacted = f"{root}/{name}-compacted-{uuid.uuid4().hex[:8]}"
-    entry_store.write_entry(scratch, merged, compacted, 0)
+    try:
+        merged = read_newest(scratch, entry_store, entries)
+        assert merged is not None  # the entries are there: they were just listed
+        compacted = f"{root}/{name}-compacted-{uuid.uuid4().hex[:8]}"
+        entry_store.write_entry(scratch, merged, compacted, 0)
+    finally:
+        scratch.close()
     return compacted

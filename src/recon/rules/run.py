@@ -60,6 +60,10 @@ class RuleEngine(Protocol):
         """The same engine with a namespace of its own: relations it defines never replace this
         one's (e.g. a ledger version compacted while a run's relations are in use)."""
 
+    def close(self) -> None:
+        """Free what a :meth:`scratch` namespace holds (its kept relations, its connection or
+        session); the namespace is not used after."""
+
 
 def _columns(name: str) -> tuple[tuple[str, str], ...]:
     return INPUT_COLUMNS[name] + OPTIONAL_COLUMNS.get(name, ())
