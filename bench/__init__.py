@@ -4,6 +4,8 @@ floor, on the same data, on this machine. ``python -m bench.run`` drives it; the
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
 
@@ -21,3 +23,10 @@ def progress(line: str, transient: bool = False) -> None:
             sys.stderr.write("\r" + " " * 150 + "\r")
         sys.stderr.write(text + "\n")
     sys.stderr.flush()
+
+
+def script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``scripts/NAME ARGS`` of the checkout, its output captured; the caller reads the status."""
+    root = os.environ["RECON_ROOT"]
+    return subprocess.run(["bash", os.path.join(root, "scripts", name), *args],
+                          capture_output=True, text=True, check=False)  # fmt: skip

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from bench import script
 
 
 @dataclass(frozen=True)
@@ -25,16 +26,11 @@ class Server:
         return {"RECON_SPARK_REMOTE": self.url}
 
 
-def _script(*args: str) -> subprocess.CompletedProcess[str]:
-    script = os.path.join(os.environ["RECON_ROOT"], "scripts", "spark-connect.sh")
-    return subprocess.run(["bash", script, *args], capture_output=True, text=True, check=False)
-
-
 @contextlib.contextmanager
 def server() -> Iterator[Server]:
     """The project's Spark Connect server for the bench's runs."""
-    running = _script("status").returncode == 0
-    started = _script("start")
+    running = script("spark-connect.sh", "status").returncode == 0
+    started = script("spark-connect.sh", "start")
     if started.returncode != 0:
         raise RuntimeError(f"the Spark Connect server did not start: {started.stderr[-2000:]}")
     pidfile = os.path.join(os.environ["RECON_STATE"], "spark-connect", "server.pid")
@@ -44,4 +40,4 @@ def server() -> Iterator[Server]:
         yield Server(f"sc://localhost:{os.environ['RECON_SPARK_CONNECT_PORT']}", pid)
     finally:
         if not running:
-            _script("stop")
+            script("spark-connect.sh", "stop")

@@ -10,20 +10,13 @@ local catcher: the DAG run ends ``failed`` by design, and the bench checks that 
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from typing import Any
 
 import yaml
 
-from bench import generate, progress
+from bench import generate, progress, script
 from bench.measure import run
-
-
-def _script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
-    root = os.environ["RECON_ROOT"]
-    return subprocess.run(["bash", os.path.join(root, "scripts", name), *args],
-                          capture_output=True, text=True, check=False)  # fmt: skip
 
 
 def dag_run(ds: generate.Dataset, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -40,11 +33,11 @@ def dag_run(ds: generate.Dataset, env: dict[str, str] | None = None) -> dict[str
     with results_db() as pg:
         ensure_schema(pg)
         forget_pipeline(pg, pipeline)
-    init = _script("airflow.sh", "init")
+    init = script("airflow.sh", "init")
     if init.returncode != 0:
         raise RuntimeError(f"airflow init failed: {init.stderr[-2000:]}")
-    catcher_was_running = _script("catcher.sh", "status").returncode == 0
-    _script("catcher.sh", "start")
+    catcher_was_running = script("catcher.sh", "status").returncode == 0
+    script("catcher.sh", "start")
     try:
         progress(f"P5: airflow dags test recon_{pipeline} ({ds.messages:,} messages)")
         started = time.monotonic()
@@ -62,7 +55,7 @@ def dag_run(ds: generate.Dataset, env: dict[str, str] | None = None) -> dict[str
         seconds = time.monotonic() - started
     finally:
         if not catcher_was_running:
-            _script("catcher.sh", "stop")
+            script("catcher.sh", "stop")
     with results_db() as pg, pg.cursor() as cur:
         cur.execute("SELECT status, contract_passed, counts, duration_seconds FROM recon.runs "
                     "WHERE pipeline = %s", (pipeline,))  # fmt: skip
