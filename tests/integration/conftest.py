@@ -102,9 +102,11 @@ def pipeline(results_pg: Any, request: pytest.FixtureRequest) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
+    from fixtures.session_settings import for_tests
+
     from recon.spark import spark_session
 
-    session = spark_session("recon-integration-tests")
+    session = for_tests(spark_session("recon-integration-tests"))
     yield session
     session.stop()
 

@@ -30,9 +30,11 @@ def spark() -> Iterator[SparkSession]:
         # An explicit setting from the person running the tests wins (except the partitions).
         if name == "RECON_SPARK_SHUFFLE_PARTITIONS" or name not in os.environ:
             os.environ[name] = value
+    from fixtures.session_settings import for_tests
+
     from recon.spark import spark_session
 
-    session = spark_session("recon-unit-tests", master="local[1]")
+    session = for_tests(spark_session("recon-unit-tests", master="local[1]"))
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
