@@ -224,14 +224,8 @@ class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
     def execute(self, context: Any) -> None:
         remote = settings.spark_remote()
         if remote:
-            from recon.spark import remote_session
-
-            spark = remote_session(f"recon-{self.pipeline}-{self.step}", remote)
-            try:
-                # As under spark-submit, the step's outcome is in the results, not in XCom.
-                _step_in_process(self, context, spark)
-            finally:
-                spark.stop()
+            # As under spark-submit, the step's outcome is in the results, not in XCom.
+            self._step_on_server(context, remote)
             return
         from recon.errors import ReconError
         from recon_airflow.hooks import connections_env
@@ -255,6 +249,33 @@ class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
             # The counts are the child's: read from what it committed, through Airflow.
             use_airflow_connections()
             emit_stored_run_metrics(cfg, context["run_id"], self.log)
+
+    def _step_on_server(self, context: Any, remote: str) -> None:
+        """The step in this process as a client of the Spark Connect server at ``remote``: a
+        server that cannot be reached, or goes away mid-step, fails the task for a retry in one
+        line that names it (not a gRPC traceback)."""
+        from recon.errors import ServiceUnavailable
+        from recon.spark import remote_session, server_unreachable
+
+        try:
+            spark = remote_session(f"recon-{self.pipeline}-{self.step}", remote)
+        except ServiceUnavailable as exc:
+            raise AirflowException(str(exc)) from None
+        lost = False
+        try:
+            _step_in_process(self, context, spark)
+        except Exception as exc:
+            lost = server_unreachable(exc)
+            if not lost:
+                raise
+            raise AirflowException(
+                f"pipeline '{self.pipeline}': the Spark Connect server at {remote} went away "
+                f"during step '{self.step}' of run '{context['run_id']}' ({type(exc).__name__}): "
+                "the run commits all of its results or none; the task's retry runs the step again"
+            ) from None
+        finally:
+            if not lost:  # a session of a server that is gone would only retry its goodbye
+                spark.stop()
 
 
 def _python() -> str:

@@ -154,24 +154,6 @@ def _gateway_refused(exc: BaseException) -> bool:
     return False
 
 
-def _server_unreachable(exc: BaseException) -> bool:
-    """Whether a failed call of a Spark Connect session (or anything it was raised from) found
-    its server unreachable: gRPC's UNAVAILABLE, once pyspark's own retries gave up."""
-    import grpc
-
-    seen: set[int] = set()
-    cause: BaseException | None = exc
-    while cause is not None and id(cause) not in seen:
-        code = getattr(cause, "getGrpcStatusCode", None) or getattr(cause, "code", None)
-        if callable(code) and code() == grpc.StatusCode.UNAVAILABLE:
-            return True
-        if type(cause).__name__ == "RetriesExceeded":
-            return True
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return False
-
-
 def _driver_lost(spark: Any, exc: BaseException, grace_seconds: float = 10.0) -> bool:
     """Whether the Spark driver of this run went away under ``exc``: the JVM that pyspark
     launched for this process died, or the Spark Connect server it attached to is gone.
@@ -181,10 +163,10 @@ def _driver_lost(spark: Any, exc: BaseException, grace_seconds: float = 10.0) ->
     """
     import subprocess
 
-    from recon.spark import is_remote
+    from recon.spark import is_remote, server_unreachable
 
     if is_remote(spark):
-        return _server_unreachable(exc)
+        return server_unreachable(exc)
     proc = getattr(spark.sparkContext._gateway, "proc", None)
     if proc is None:
         return False

@@ -120,6 +120,24 @@ def is_remote(session: SparkSession) -> bool:
     return type(session).__module__.startswith("pyspark.sql.connect")
 
 
+def server_unreachable(exc: BaseException) -> bool:
+    """Whether a failed call of a Spark Connect session (or anything it was raised from) found
+    its server unreachable: gRPC's UNAVAILABLE, once the client's retries gave up."""
+    import grpc
+
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        code = getattr(cause, "getGrpcStatusCode", None) or getattr(cause, "code", None)
+        if callable(code) and code() == grpc.StatusCode.UNAVAILABLE:
+            return True
+        if type(cause).__name__ == "RetriesExceeded":
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 def remote_session(app_name: str, remote: str, timeout: float = 5.0) -> SparkSession:
     """A session of its own on the Spark Connect server at ``remote`` (its temporary views,
     caches and settings are not another run's), with :data:`SESSION_SETTINGS`.
