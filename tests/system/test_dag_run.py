@@ -11,6 +11,7 @@ from pathlib import Path
 import psycopg2
 import pytest
 from fixtures.pipelines import DAGS_TEST_PIPELINE
+from fixtures.spark_connect import running_server, sessions
 
 from recon.connections import postgres_connection
 from recon.engine import results_db, results_path
@@ -62,8 +63,9 @@ def _declared(tmp_path: Path, name: str, truth: ScenarioResult, engine: str,
     }
 
 
-def _dags_test(name: str, env: dict[str, str], logical_date: str | None = None) -> None:
-    """One whole run of the pipeline's DAG by `airflow dags test`; it must end in success."""
+def _dags_test(name: str, env: dict[str, str], logical_date: str | None = None) -> str:
+    """One whole run of the pipeline's DAG by `airflow dags test`; it must end in success.
+    Returns what the run printed."""
     result = subprocess.run(
         ["airflow", "dags", "test", f"recon_{name}", *([logical_date] if logical_date else [])],
         env=env, capture_output=True, text=True, timeout=900,
@@ -71,10 +73,19 @@ def _dags_test(name: str, env: dict[str, str], logical_date: str | None = None) 
     tail = _failure_excerpt(result.stdout + result.stderr)
     assert result.returncode == 0, tail
     assert "state=success" in result.stdout + result.stderr, tail
+    return result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("engine", ["spark", "local"])
-def test_dags_test_runs_every_task_and_commits_the_verdicts(tmp_path: Path, engine: str) -> None:
+@pytest.mark.parametrize(
+    ("engine", "attached"),
+    # attached: the Spark steps run in their tasks' processes as clients of the project's Spark
+    # Connect server (RECON_SPARK_REMOTE), not under spark-submit.
+    [("spark", False), ("spark", True), ("local", False)],
+    ids=["spark", "spark-connect", "local"],
+)
+def test_dags_test_runs_every_task_and_commits_the_verdicts(
+    tmp_path: Path, engine: str, attached: bool
+) -> None:
     tag = uuid.uuid4().hex[:6]
     truth = run_scenario(
         "exactly_once_idempotent_consumer", messages=150, run_tag=tag, progress=False
@@ -82,7 +93,16 @@ def test_dags_test_runs_every_task_and_commits_the_verdicts(tmp_path: Path, engi
     name = f"systest_{tag}"
     env = _declared(tmp_path, name, truth, engine)
     try:
-        _dags_test(name, env)
+        if attached:
+            with running_server() as remote:
+                before = sessions()
+                output = _dags_test(name, {**env, "RECON_SPARK_REMOTE": remote})
+                # snapshot_topic, reconcile and validate: a session of the server's each.
+                assert len(sessions() - before) >= 3, "the Spark steps did not attach"
+                assert "Spark-Submit cmd" not in output, "a Spark step ran under spark-submit"
+        else:
+            output = _dags_test(name, env)
+            assert ("Spark-Submit cmd" in output) == (engine == "spark")
 
         kwargs = postgres_connection("postgres_recon").psycopg2_kwargs()
         with psycopg2.connect(**kwargs) as pg, pg.cursor() as cur:
