@@ -22,10 +22,14 @@ start() {
   mkdir -p "$dir"
   say "starting Spark Connect on 127.0.0.1:$RECON_SPARK_CONNECT_PORT (log: $log)"
   # The Python workers (the window's readers run in them) need the package: this venv's python.
-  mapfile -d '' command < <("$RECON_VENV/bin/python" -c '
+  # Built into a file first: a failure of a process substitution would pass `set -e` unseen.
+  local built="$dir/server.command"
+  "$RECON_VENV/bin/python" -c '
 import os, sys
 from recon.spark import connect_server_command
-sys.stdout.write("\0".join(connect_server_command(int(os.environ["RECON_SPARK_CONNECT_PORT"]))))')
+sys.stdout.write("\0".join(connect_server_command(int(os.environ["RECON_SPARK_CONNECT_PORT"]))))' \
+    > "$built" || die "could not build the Spark Connect server's command line (above)"
+  mapfile -d '' command < "$built"
   PYSPARK_PYTHON="$RECON_VENV/bin/python" setsid "${command[@]}" >>"$log" 2>&1 < /dev/null &
   echo $! > "$pidfile"
   for _ in $(seq 1 120); do

@@ -13,7 +13,7 @@ import re
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -276,9 +276,14 @@ class Setup:
 
         return run_pipeline(self.cfg, run_id, spark, data_dir=self.data_dir)
 
-    def cli(self, run_id: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-        """``recon run --pipeline NAME --json`` in its own process."""
-        command = [sys.executable, "-m", "recon.cli", "--pipelines", str(self.yaml_path), "run",
+    def cli(
+        self, run_id: str, timeout: float = 600, runner: Sequence[str] = ("-m", "recon.cli")
+    ) -> subprocess.CompletedProcess[str]:
+        """``recon run --pipeline NAME --json`` in its own process.
+
+        :param runner: what the interpreter runs the CLI's arguments with (``-c`` and a script
+            that changes a module setting first, then calls ``recon.cli.main``)."""
+        command = [sys.executable, *runner, "--pipelines", str(self.yaml_path), "run",
                    "--pipeline", self.name, "--run-id", run_id, "--data-dir", self.data_dir,
                    "--json"]  # fmt: skip
         return subprocess.run(command, capture_output=True, text=True, timeout=timeout,

@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,6 @@ import pytest
 from everyday_kit import (
     EXIT_CONTRACT_BROKEN,
     EXIT_ERROR,
-    REPO,
     Setup,
     commit_group,
     ids,
@@ -71,10 +69,7 @@ def test_runs_attached_to_the_server_judge_each_message_and_compact_the_ledger(
     monkeypatch.setenv("RECON_SPARK_REMOTE", connect_server)
 
     def run(run_id: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-c", COMPACTING_RUN, "--pipelines", str(s.yaml_path),
-                   "run", "--pipeline", s.name, "--run-id", run_id, "--data-dir", s.data_dir,
-                   "--json"]  # fmt: skip
-        result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=REPO)
+        result = s.cli(run_id, runner=("-c", COMPACTING_RUN))
         no_traceback(result, run_id)
         return result
 
