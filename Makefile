@@ -41,7 +41,7 @@ bench: setup
 	@bash scripts/bench.sh
 
 unit integration system: setup
-	@bash scripts/up.sh && . scripts/test-env.sh && scripts/with-env.sh python -m pytest -m $@
+	@. scripts/test-env.sh && bash scripts/up.sh && scripts/with-env.sh python -m pytest -m $@
 
 clean:
 	@bash scripts/clean.sh $(if $(DRY),--dry-run) $(if $(ORPHANS),--orphan-clusters)

@@ -8,6 +8,9 @@ set -euo pipefail
 . "$(dirname "$0")/env.sh"
 here="$(dirname "$0")"
 
+# The bench measures both ways of running Spark side by side: a JVM per run by default, and the
+# Spark Connect figures on a server it starts itself (bench/connect.py).
+export RECON_SPARK_REMOTE=""
 note_stopped_services postgres kafka
 trap stop_started EXIT
 

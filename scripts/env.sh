@@ -36,6 +36,11 @@ export RECON_SPARK_MASTER="${RECON_SPARK_MASTER:-local[*]}"
 # The Spark Connect server scripts/spark-connect.sh starts (runs attach to it when
 # RECON_SPARK_REMOTE=sc://localhost:$RECON_SPARK_CONNECT_PORT).
 export RECON_SPARK_CONNECT_PORT="${RECON_SPARK_CONNECT_PORT:-23150}"
+# The stack's `engine: spark` runs attach to that server (`make up` starts it; Airflow's Spark
+# steps then run in their task's process as its clients): a 100k-message DAG run took 27 s
+# instead of 77 s with a JVM per step (docs/benchmarks.md). Set it empty for a Spark of each
+# run's own (spark-submit in Airflow); an explicit empty value is kept, unlike a missing one.
+export RECON_SPARK_REMOTE="${RECON_SPARK_REMOTE-sc://localhost:$RECON_SPARK_CONNECT_PORT}"
 # The pipeline declarations the DAGs and `recon` read: the demo's, unless you name yours.
 export RECON_PIPELINES="${RECON_PIPELINES:-$RECON_ROOT/demo/pipelines.yaml}"
 # More declarations, one DAG per pipeline of every *.yaml here (dags/recon_pipelines_dir.py): a

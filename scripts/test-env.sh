@@ -8,3 +8,7 @@
 # starts gets it (recon.spark.spark_settings), the Airflow tasks' spark-submit included. The
 # product's own default stays: C1 only cost 52 s at 10M (recon.spark).
 export RECON_SPARK_JAVA_OPTIONS="${RECON_SPARK_JAVA_OPTIONS--XX:TieredStopAtLevel=1}"
+# Each test's Spark is its own (the test session's JVM, a `recon run` process's, spark-submit's):
+# the driver-kill, listener and Spark-UI tests need one; the tests of Spark Connect start the
+# project's server and attach to it themselves (tests/fixtures/spark_connect.py).
+export RECON_SPARK_REMOTE=""
