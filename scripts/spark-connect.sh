@@ -30,7 +30,10 @@ from recon.spark import connect_server_command
 sys.stdout.write("\0".join(connect_server_command(int(os.environ["RECON_SPARK_CONNECT_PORT"]))))' \
     > "$built" || die "could not build the Spark Connect server's command line (above)"
   mapfile -d '' command < "$built"
-  PYSPARK_PYTHON="$RECON_VENV/bin/python" setsid "${command[@]}" >>"$log" 2>&1 < /dev/null &
+  mkdir -p "$dir/conf"
+  cp "$(dirname "$0")/spark-connect-log4j2.properties" "$dir/conf/log4j2.properties"
+  SPARK_CONF_DIR="$dir/conf" PYSPARK_PYTHON="$RECON_VENV/bin/python" \
+    setsid "${command[@]}" >>"$log" 2>&1 < /dev/null &
   echo $! > "$pidfile"
   for _ in $(seq 1 120); do
     if ! running; then rm -f "$pidfile"; die "Spark Connect exited while starting: see $log"; fi
