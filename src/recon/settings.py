@@ -56,7 +56,9 @@ RECON_SPARK_REMOTE             unset: a Spark of its own      a Spark Connect se
                                                               instead of starting a JVM; its
                                                               token in pyspark's
                                                               ``SPARK_CONNECT_AUTHENTICATE_TOKEN``
-                                                              (``scripts/spark-connect.sh``)
+                                                              (``scripts/spark-connect.sh``;
+                                                              env.sh: the project's server;
+                                                              empty: a Spark of its own)
 RECON_SPARK_POOL               ``default_pool``               the Airflow pool of the Spark steps
                                                               (env.sh: ``recon_spark``)
 RECON_LOCAL_READERS            one per core                   Kafka reader processes of the local

@@ -210,8 +210,8 @@ def _reachable(remote: str, timeout: float) -> None:
     except OSError as exc:
         raise SparkConnectUnavailable(
             f"no Spark Connect server answers at {remote} ({exc.strerror or exc}): start it "
-            "(scripts/spark-connect.sh start) or unset RECON_SPARK_REMOTE to run Spark in the "
-            "run's own process"
+            "(scripts/spark-connect.sh start) or set RECON_SPARK_REMOTE empty to run Spark in "
+            "the run's own process"
         ) from None
 
 
