@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from pathlib import Path
 
 import pytest
+from fixtures.alerts import free_port
 
 from recon_workload.proxy import DropPolicy, FaultProxy
 
 pytestmark = pytest.mark.unit
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_a_second_proxy_on_the_port_waits_for_the_first(tmp_path: Path) -> None:
-    port, lock = _free_port(), str(tmp_path / "proxy.lock")
+    port, lock = free_port(), str(tmp_path / "proxy.lock")
     first = FaultProxy(port, 1, DropPolicy(), lock_path=lock)
     second = FaultProxy(port, 1, DropPolicy(), lock_path=lock)
     outcome: list[BaseException | str] = []

@@ -4,10 +4,10 @@ the step and the run, not with the client's gRPC traceback; any other error stay
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 import pytest
+from fixtures.alerts import free_port
 
 pytestmark = pytest.mark.unit
 
@@ -92,9 +92,7 @@ def test_a_server_that_is_not_there_fails_the_task_for_a_retry_in_one_line(
 ) -> None:
     from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-    with socket.socket() as probe:  # a loopback port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()  # a loopback port nothing listens on
     monkeypatch.setenv("RECON_SPARK_REMOTE", f"sc://localhost:{port}")
     with pytest.raises(AirflowException) as failed:
         _operator().execute({"run_id": RUN_ID})

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fixtures.alerts import free_port
 
 pytestmark = pytest.mark.unit
 
@@ -105,15 +106,12 @@ def test_the_connect_server_runs_every_drivers_settings_on_loopback(
 
 
 def test_a_run_told_of_a_server_that_is_not_there_stops_at_once_naming_it() -> None:
-    import socket
     import time
 
     from recon.errors import SparkConnectUnavailable
     from recon.spark import remote_session
 
-    with socket.socket() as probe:  # a loopback port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()  # a loopback port nothing listens on
     started = time.monotonic()
     with pytest.raises(SparkConnectUnavailable, match=rf"no Spark Connect server answers at "
                        rf"sc://localhost:{port} .*scripts/spark-connect.sh start"):  # fmt: skip
