@@ -253,20 +253,12 @@ def raw_connection(conn_id: str) -> RawConnection:
 def installed_resolver() -> Resolver | None:
     """The first resolver of :data:`RESOLVER_GROUP` (by name) whose module imports, or None (no
     such package, or Airflow not installed: ``pip install kafka-recon`` without its extra)."""
-    from importlib.metadata import entry_points
+    from recon.entry_points import first_loadable
 
-    for point in sorted(entry_points(group=RESOLVER_GROUP), key=lambda p: p.name):
-        try:
-            resolver: Resolver = point.load()
-        except ImportError as exc:
-            log.debug("connection resolver %s not usable: %s", point.value, exc)
-            continue
-        except Exception as exc:  # noqa: BLE001 - e.g. an unreadable Airflow configuration
-            log.warning("connection resolver %s failed to load, the AIRFLOW_CONN_* variables "
-                        "alone are read: %s: %s", point.value, type(exc).__name__, exc)  # fmt: skip
-            continue
-        return resolver
-    return None
+    resolver: Resolver | None = first_loadable(
+        RESOLVER_GROUP, "the AIRFLOW_CONN_* variables alone are read"
+    )
+    return resolver
 
 
 def env_connection(conn_id: str) -> RawConnection:

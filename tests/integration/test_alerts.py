@@ -18,6 +18,7 @@ import pytest
 from fixtures.alerts import (
     WebhookCatcher,
     catching,
+    email_text,
     free_port,
     lost_outcome,
     lost_summary,
@@ -110,8 +111,12 @@ def alert_connections(
         "port": smtp_port,
         "login": SMTP_LOGIN,
         "password": SMTP_PASSWORD,
-        "extra": {"from_email": "recon@example.test", "to": ["oncall@example.test"]},
-    }
+        # SmtpHook speaks SMTPS unless told otherwise; the test server is plain, on loopback.
+        "extra": {
+            "from_email": "recon@example.test", "to": ["oncall@example.test"],
+            "disable_ssl": True, "disable_tls": True,
+        },
+    }  # fmt: skip
     monkeypatch.setenv("AIRFLOW_CONN_RECON_ALERT_WEBHOOK", json.dumps(webhook))
     monkeypatch.setenv("AIRFLOW_CONN_SMTP_DEFAULT", json.dumps(smtp))
     monkeypatch.setenv("RECON_AIRFLOW_BASE_URL", "http://127.0.0.1:23080/")
@@ -215,7 +220,7 @@ def test_broken_run_alerts_once_by_email_and_webhook(
     mail_from, rcpt_tos, mail = mailbox.messages[0]
     assert (mail_from, rcpt_tos) == ("recon@example.test", ["oncall@example.test"])
     assert pipeline in mail["Subject"] and "exactly_once" in mail["Subject"]
-    body = mail.get_payload(decode=True).decode("utf-8")
+    body = email_text(mail)
     # the webhook: Slack-compatible JSON on the configured endpoint
     request = hooks.requests[0]
     assert request["path"] == f"/hook/{WEBHOOK_TOKEN}"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psycopg2
 import pytest
-from fixtures.alerts import free_port
+from fixtures.alerts import email_text, free_port
 from fixtures.pipelines import WORKLOAD_PIPELINE
 
 from recon.connections import postgres_connection
@@ -73,7 +73,8 @@ def test_broken_exactly_once_fails_with_docs_and_one_alert_per_channel(tmp_path:
             }),
             "AIRFLOW_CONN_SMTP_DEFAULT": json.dumps({
                 "conn_type": "smtp", "host": "127.0.0.1", "port": smtp_port,
-                "extra": {"from_email": "recon@test", "to": ["oncall@test"], "disable_tls": True},
+                "extra": {"from_email": "recon@test", "to": ["oncall@test"], "disable_tls": True,
+                          "disable_ssl": True},
             }),
         }  # fmt: skip
         command = [
@@ -112,11 +113,7 @@ def test_broken_exactly_once_fails_with_docs_and_one_alert_per_channel(tmp_path:
         body = json.loads(hooks[0].read_text())["body"]
         text = json.dumps(body)
         message = email.message_from_bytes(mails[0].read_bytes())
-        mail_text = "\n".join(
-            part.get_payload(decode=True).decode()
-            for part in message.walk()
-            if part.get_content_type() == "text/plain"
-        )
+        mail_text = email_text(message)
         for content in (text, mail_text):
             assert "aborted_read" in content and name in content
             shown = [m for m, _, _ in aborted if m in content]

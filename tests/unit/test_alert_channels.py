@@ -1,10 +1,12 @@
-"""The alert channels (recon.alert.channels, through recon.alert.send.send_alerts) against
-receivers that misbehave or sit beyond loopback (issue 22, security):
+"""The alert channels (recon.alert.channels' rules around the providers' hooks of
+recon_airflow.notifiers, through recon.alert.send.send_alerts) against receivers that misbehave
+or sit beyond loopback (issue 22, security):
 
-- an exception from the webhook sender (an invalid URL, a header with a line break) fails that
-  channel only, the email still goes out, and the recorded and logged error has no token;
+- an exception from the webhook's HttpHook (an invalid URL, a header with a line break) fails
+  that channel only, the email still goes out, and the recorded and logged error has no token;
 - a redirect is refused, so the Authorization header never goes anywhere but the configured URL;
-- SMTP: STARTTLS or SMTPS when the connection asks, and no login in plain text to a remote host.
+- SMTP through SmtpHook: SMTPS by default, STARTTLS required when SMTPS is off, and no login in
+  plain text to a remote host.
 
 The webhook receivers are real HTTP servers on loopback, in this process (``fixtures.alerts``,
 as in the integration tier); the SMTP server is a fake patched into ``smtplib`` (a remote host
@@ -15,10 +17,11 @@ cannot be real here); the results database is a stand-in for the psycopg2 connec
 from __future__ import annotations
 
 import base64
+import email
 import json
 import logging
 import smtplib
-from email.message import EmailMessage
+from email.message import Message
 from typing import Any
 
 import pytest
@@ -39,12 +42,13 @@ WEBHOOK_ID, SMTP_ID = "unit_alert_webhook", "unit_alert_smtp"
 
 
 class FakeSmtpServer:
-    """What an SMTP server sees of each session; patched into ``smtplib`` as SMTP and SMTP_SSL."""
+    """What an SMTP server sees of each session; patched into ``smtplib`` as SMTP and SMTP_SSL
+    (``SmtpHook`` builds its client from them when it connects)."""
 
     def __init__(self, offers_starttls: bool) -> None:
         self.offers_starttls = offers_starttls
         self.sessions: list[dict[str, Any]] = []
-        self.messages: list[EmailMessage] = []
+        self.messages: list[Message] = []
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
         server = self
@@ -58,18 +62,9 @@ class FakeSmtpServer:
                 }  # fmt: skip
                 server.sessions.append(self.session)
 
-            def __enter__(self) -> Client:
-                return self
-
-            def __exit__(self, *exc: object) -> None:
-                self.session["events"].append("quit")
-
             def ehlo(self, name: str = "") -> tuple[int, bytes]:
                 self.session["events"].append("ehlo")
                 return 250, b"fake"
-
-            def has_extn(self, opt: str) -> bool:
-                return opt.lower() == "starttls" and server.offers_starttls
 
             def starttls(self, context: Any = None) -> tuple[int, bytes]:
                 if not server.offers_starttls:
@@ -82,10 +77,13 @@ class FakeSmtpServer:
                 self.session["events"].append(("login", user, password, self.session["tls"]))
                 return 235, b"ok"
 
-            def send_message(self, msg: EmailMessage, *_: Any, **__: Any) -> dict[str, Any]:
+            def sendmail(self, from_addr: str, to_addrs: list[str], msg: str) -> dict[str, Any]:
                 self.session["events"].append(("send", self.session["tls"]))
-                server.messages.append(msg)
+                server.messages.append(email.message_from_string(msg))
                 return {}
+
+            def close(self) -> None:
+                self.session["events"].append("close")
 
         class SslClient(Client):
             tls_from_start = True
@@ -104,9 +102,15 @@ def _connection(monkeypatch: pytest.MonkeyPatch, conn_id: str, **fields: Any) ->
     monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(fields))
 
 
+#: SmtpHook's extras for each way of speaking to the server.
+PLAIN = {"disable_ssl": True, "disable_tls": True}
+STARTTLS = {"disable_ssl": True}
+SMTPS = {"disable_tls": True}
+
+
 def _smtp(monkeypatch: pytest.MonkeyPatch, host: str, **fields: Any) -> None:
     extra = {"from_email": "recon@example.test", "to": ["oncall@example.test"]}
-    extra.update(fields.pop("extra", {}))
+    extra.update(fields.pop("extra", PLAIN))
     _connection(monkeypatch, SMTP_ID, conn_type="smtp", host=host, port=25, extra=extra, **fields)
 
 
@@ -129,7 +133,7 @@ def _assert_no_secret(*texts: str) -> None:
 @pytest.mark.parametrize(
     "webhook",
     [
-        pytest.param(  # http.client.InvalidURL: the path, printed with its token
+        pytest.param(  # requests' ConnectionError quotes the path with its token
             {
                 "host": "127.0.0.1",
                 "port": 9,
@@ -137,9 +141,17 @@ def _assert_no_secret(*texts: str) -> None:
             },
             id="space-in-the-path",
         ),
-        pytest.param(  # http.client.InvalidURL: "nonnumeric port: '<password>@host'"
-            {"extra": {"endpoint": f"http://hook:{HOOK_PASSWORD}@127.0.0.1/services/{TOKEN}"}},
+        pytest.param(  # the user info and the path of a whole URL in the host
+            {"host": f"http://hook:{HOOK_PASSWORD}@127.0.0.1:9/services/{TOKEN}"},
             id="credentials-in-the-url",
+        ),
+        pytest.param(  # refused before any request: a URL where the path belongs
+            {"extra": {"endpoint": f"http://hook:{HOOK_PASSWORD}@127.0.0.1/services/{TOKEN}"}},
+            id="url-in-the-endpoint",
+        ),
+        pytest.param(  # requests: no connection adapter for the scheme
+            {"host": f"file:///etc/{TOKEN}"},
+            id="not-http",
         ),
         pytest.param(  # ValueError naming the header's value
             {
@@ -155,7 +167,10 @@ def _assert_no_secret(*texts: str) -> None:
     ],
 )
 def test_a_webhook_that_cannot_be_sent_fails_alone_and_names_no_secret(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, webhook: dict[str, Any]
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+    webhook: dict[str, Any],
 ) -> None:
     _connection(monkeypatch, WEBHOOK_ID, conn_type="http", schema="http", **webhook)
     _smtp(monkeypatch, "127.0.0.1")
@@ -170,7 +185,9 @@ def test_a_webhook_that_cannot_be_sent_fails_alone_and_names_no_secret(
     assert len(mail.messages) == 1
     error = pg.row("webhook")["error"]
     assert error and pg.row("webhook")["status"] == "failed"
-    _assert_no_secret(error, caplog.text, json.dumps(list(pg.rows.values()), default=str))
+    # the hook's own log lines too (printed by Airflow's structlog, which caplog does not see)
+    printed = "".join(capfd.readouterr())
+    _assert_no_secret(error, caplog.text, printed, json.dumps(list(pg.rows.values()), default=str))
 
 
 @pytest.mark.parametrize("code", [301, 302, 303, 307, 308])
@@ -225,32 +242,26 @@ def test_no_smtp_login_in_plain_text_to_a_remote_host(monkeypatch: pytest.Monkey
     pg = FakeResults()
 
     assert _send(pg, webhook_id="unit_alert_webhook_not_defined")["email"] == "failed"
-    assert mail.logins() == [] and mail.messages == []
+    assert mail.sessions == [] and mail.messages == []
     error = pg.row("email")["error"]
-    assert "mail.example.test" in error and "starttls" in error
+    assert "mail.example.test" in error and "disable_tls" in error
     _assert_no_secret(error)
 
 
 def test_a_remote_host_gets_the_login_after_starttls(monkeypatch: pytest.MonkeyPatch) -> None:
-    _smtp(monkeypatch, "mail.example.test", login="recon", password=SMTP_PASSWORD)
+    _smtp(monkeypatch, "mail.example.test", login="recon", password=SMTP_PASSWORD, extra=STARTTLS)
     mail = FakeSmtpServer(offers_starttls=True)
     mail.install(monkeypatch)
 
     assert _send(FakeResults(), webhook_id="unit_alert_webhook_not_defined")["email"] == "sent"
     (session,) = mail.sessions
     assert session["events"] == [
-        "ehlo", "starttls", "ehlo", ("login", "recon", SMTP_PASSWORD, True), ("send", True),
-        "quit",
+        "starttls", "ehlo", ("login", "recon", SMTP_PASSWORD, True), ("send", True), "close",
     ]  # fmt: skip
 
 
-def test_starttls_asked_for_and_not_offered_fails_before_the_login(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    _smtp(
-        monkeypatch, "127.0.0.1", login="recon", password=SMTP_PASSWORD,
-        extra={"starttls": True},
-    )  # fmt: skip
+def test_starttls_not_offered_fails_before_the_login(monkeypatch: pytest.MonkeyPatch) -> None:
+    _smtp(monkeypatch, "127.0.0.1", login="recon", password=SMTP_PASSWORD, extra=STARTTLS)
     mail = FakeSmtpServer(offers_starttls=False)
     mail.install(monkeypatch)
     pg = FakeResults()
@@ -260,11 +271,8 @@ def test_starttls_asked_for_and_not_offered_fails_before_the_login(
     assert "STARTTLS" in pg.row("email")["error"]
 
 
-def test_ssl_asked_for_is_smtps_from_the_first_byte(monkeypatch: pytest.MonkeyPatch) -> None:
-    _smtp(
-        monkeypatch, "mail.example.test", login="recon", password=SMTP_PASSWORD,
-        extra={"ssl": "true"},
-    )  # fmt: skip
+def test_smtps_is_the_default_tls_from_the_first_byte(monkeypatch: pytest.MonkeyPatch) -> None:
+    _smtp(monkeypatch, "mail.example.test", login="recon", password=SMTP_PASSWORD, extra=SMTPS)
     mail = FakeSmtpServer(offers_starttls=False)
     mail.install(monkeypatch)
 
@@ -276,10 +284,10 @@ def test_ssl_asked_for_is_smtps_from_the_first_byte(monkeypatch: pytest.MonkeyPa
 @pytest.mark.parametrize(
     ("host", "extra"),
     [
-        ("127.0.0.1", {}),
-        ("localhost", {}),
-        ("::1", {}),
-        ("mail.example.test", {"allow_plaintext_auth": True}),
+        ("127.0.0.1", PLAIN),
+        ("localhost", PLAIN),
+        ("::1", PLAIN),
+        ("mail.example.test", {**PLAIN, "allow_plaintext_auth": True}),
     ],
 )
 def test_a_plain_text_login_only_on_loopback_or_when_allowed(
@@ -292,3 +300,49 @@ def test_a_plain_text_login_only_on_loopback_or_when_allowed(
     assert _send(FakeResults(), webhook_id="unit_alert_webhook_not_defined")["email"] == "sent"
     assert mail.logins() == [("login", "recon", SMTP_PASSWORD, False)]
     assert len(mail.messages) == 1
+
+
+def test_the_email_is_the_alert_text_escaped_as_html_with_clean_headers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _smtp(monkeypatch, "127.0.0.1")
+    mail = FakeSmtpServer(offers_starttls=False)
+    mail.install(monkeypatch)
+    run_id = "r1\r\nBcc: attacker@evil.example <b>x</b>"
+    statuses = send_alerts(
+        FakeResults(), pipeline="payments", semantics="exactly_once", run_id=run_id,
+        summary=lost_summary(), outcome=lost_outcome(), smtp_conn_id=SMTP_ID,
+        webhook_conn_id="unit_alert_webhook_not_defined", timeout=5.0,
+    )  # fmt: skip
+
+    assert statuses["email"] == "sent"
+    (message,) = mail.messages
+    assert message["Bcc"] is None and "attacker" not in str(message["To"])
+    assert message["X-Recon-Pipeline"] == "payments" and "\\r\\nBcc" in message["Subject"]
+    (part,) = [p for p in message.walk() if p.get_content_type() == "text/html"]
+    html = part.get_payload(decode=True).decode()
+    assert html.startswith("<pre") and "gone-9  at orders/2@5" in html
+    assert "<b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
+
+
+# --- without Airflow ----------------------------------------------------------------------------
+
+
+def test_without_a_transport_installed_each_route_is_skipped_saying_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``kafka-recon`` without its ``airflow`` extra has no provider hooks to send with."""
+    import importlib.metadata
+
+    from recon.alert import transport
+
+    _smtp(monkeypatch, "127.0.0.1")
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda **_: [])
+    transport.installed_transport.cache_clear()
+    pg = FakeResults()
+    try:
+        statuses = _send(pg)
+    finally:
+        transport.installed_transport.cache_clear()
+    assert statuses == {"webhook": "skipped", "email": "skipped"}
+    assert "pip install 'kafka-recon[airflow]'" in pg.row("email")["error"]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from recon.alert.content import Alert, build_alert
-from recon.alert.formats import email_message, webhook_payload
+from recon.alert.formats import email_content, webhook_payload
 from recon.validation import ValidationOutcome
 
 pytestmark = pytest.mark.unit
@@ -100,8 +100,7 @@ def test_a_crafted_message_id_forges_no_line_in_the_email_or_the_webhook_text() 
     plain = _alert({"lost": [_lost("gone-1")]})
     crafted = _alert({"lost": [_lost(CRAFTED)]})
 
-    email = email_message(crafted, "recon@example.test", ["oncall@example.test"])
-    body = email.get_content()
+    body = email_content(crafted).text
     for text in (crafted.text(), body, webhook_payload(crafted)["text"]):
         # exactly the lines of the same alert with an ordinary id: nothing added, nothing split
         assert len(text.splitlines()) == len(plain.text().splitlines())
@@ -149,10 +148,8 @@ def test_the_full_list_sql_quotes_a_crafted_run_id_as_one_literal() -> None:
 
 def test_email_headers_carry_no_line_break_from_a_run_id() -> None:
     run_id = "manual__r1\r\nBcc: attacker@evil.example"
-    message = email_message(
-        _alert({"lost": [_lost("gone-1")]}, run_id=run_id), "recon@example.test", ["on@x.test"]
-    )
-    raw = message.as_string()
-    assert "\nBcc:" not in raw
-    assert message["Bcc"] is None
-    assert "manual__r1\\r\\nBcc" in message["Subject"]
+    content = email_content(_alert({"lost": [_lost("gone-1")]}, run_id=run_id))
+    for header in (content.subject, *content.headers.values()):
+        assert "\n" not in header and "\r" not in header
+    assert "manual__r1\\r\\nBcc" in content.subject
+    assert content.headers["X-Recon-Run-Id"] == "manual__r1\\r\\nBcc: attacker@evil.example"

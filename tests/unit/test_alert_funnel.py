@@ -14,7 +14,7 @@ from fixtures.alert_results import FakeResults, alert_from, run_row
 
 from recon import details
 from recon.alert.content import Alert, build_alert
-from recon.alert.formats import email_message, webhook_payload
+from recon.alert.formats import email_content, webhook_payload
 from recon.alert.funnel import funnel_line, source_row_without_id, unpublished_source
 from recon.alert.hints import repair_hint
 from recon.alert.slack import slack_payload
@@ -98,7 +98,7 @@ def test_the_funnel_line_goes_under_the_title_in_the_email_the_webhook_and_slack
     assert alert.funnel == LINE
     lines = alert.text().splitlines()
     assert lines[:3] == [alert.title, "", LINE]
-    body = email_message(alert, "recon@example.test", ["ops@example.test"]).get_content()
+    body = email_content(alert).text
     assert LINE in body
     blocks = webhook_payload(alert)["blocks"]
     assert blocks[2]["text"]["text"] == LINE  # after the header and the run

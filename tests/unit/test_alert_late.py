@@ -13,7 +13,7 @@ from fixtures.alert_results import FakeResults, alert_from, run_row
 
 from recon import details
 from recon.alert.content import Alert, build_alert, latency_line
-from recon.alert.formats import email_message, webhook_payload
+from recon.alert.formats import email_content, webhook_payload
 from recon.alert.hints import repair_hint
 from recon.details import late_figures
 from recon.validation import ValidationOutcome
@@ -87,7 +87,7 @@ def test_the_latency_line_goes_under_the_title_in_the_email_and_the_webhook() ->
     line = "latency p50/p95/p99/max: 150/1900/2400/3100 ms (bound 2000 ms)"
     assert alert.latency == line
     assert alert.text().splitlines()[:3] == [alert.title, "", line]
-    body = email_message(alert, "recon@example.test", ["on@example.test"]).get_content()
+    body = email_content(alert).text
     assert line in body
     payload = webhook_payload(alert)
     assert line in payload["text"]

@@ -15,7 +15,7 @@ from fixtures.alert_results import FakeResults, alert_from, run_row
 
 from recon import cli, details
 from recon.alert.content import Alert, build_alert
-from recon.alert.formats import email_message, webhook_payload
+from recon.alert.formats import email_content, webhook_payload
 from recon.alert.hints import repair_hint
 from recon.config.model import SHA256_FIELD
 from recon.details import differing_fields
@@ -123,7 +123,7 @@ def test_field_names_are_escaped_like_message_ids_in_every_channel() -> None:
     assert "\n<!channel>" not in text
     payload = json.dumps(webhook_payload(alert))
     assert "<!channel>" not in payload and "&lt;!channel&gt;" in payload
-    body = email_message(alert, "recon@example.test", ["on@example.test"]).get_content()
+    body = email_content(alert).text
     assert "\n<!channel>" not in body
 
 

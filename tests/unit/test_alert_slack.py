@@ -3,8 +3,9 @@
 - the message is Slack's incoming-webhook format (``text`` and mrkdwn ``section`` blocks) within
   Slack's limits (3000 characters a section, 50 blocks), a long rule split, never cut mid-escape;
 - no link, mention or command comes from the data (``&``, ``<``, ``>`` escaped, ``verbatim``);
-- the URL comes from a ``slackwebhook`` connection as Airflow's Slack provider builds it, https
-  only (plain http to loopback), and its token appears in no recorded error;
+- it is sent by Airflow's Slack provider (``SlackWebhookHook``) to the URL it builds from a
+  ``slackwebhook`` connection, https only (plain http to loopback); a redirect or an answer that
+  is not Slack's ``ok`` is no delivery, and the token appears in no recorded error;
 - each declared route is its own ``recon.alerts`` row, sent once; one route failing stops no
   other; ``alert_for_run`` (the CLI's and the Airflow task's path) sends the pipeline's routes.
 
@@ -27,17 +28,8 @@ from fixtures.alerts import FakeResults, WebhookCatcher, catching, lost_outcome,
 from recon.alert import for_run
 from recon.alert.content import Alert, VerdictReport, build_alert
 from recon.alert.send import send_alerts
-from recon.alert.slack import (
-    BLOCKS_MAX,
-    SECTION_MAX,
-    post_slack,
-    slack_payload,
-    slack_text,
-    slack_url,
-)
+from recon.alert.slack import BLOCKS_MAX, SECTION_MAX, slack_payload, slack_text
 from recon.config.model import AlertRoute
-from recon.connections import RawConnection
-from recon.errors import ConnectionNotFound
 
 pytestmark = pytest.mark.unit
 
@@ -55,6 +47,10 @@ def _alert(message_id: str = "gone-9") -> Alert:
         pipeline="payments", semantics="exactly_once", run_id="r1", summary=summary,
         outcome=lost_outcome(),
     )  # fmt: skip
+
+
+def _connection(monkeypatch: pytest.MonkeyPatch, conn_id: str, **fields: Any) -> None:
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(fields))
 
 
 def _texts(payload: dict[str, Any]) -> list[str]:
@@ -153,24 +149,35 @@ def test_a_link_url_cannot_end_the_link_early() -> None:
 # --- the connection ------------------------------------------------------------------------------
 
 
-def _conn(**fields: Any) -> RawConnection:
-    return RawConnection(conn_id="slack_ops", conn_type="slackwebhook", **fields)
+def _slack_route(monkeypatch: pytest.MonkeyPatch, **fields: Any) -> tuple[FakeResults, str]:
+    """Sends the alert on one Slack route whose connection has ``fields``; the results and the
+    route's status."""
+    _connection(monkeypatch, "unit_slack", conn_type="slackwebhook", **fields)
+    pg = FakeResults()
+    return pg, _send(pg, AlertRoute("slack", "unit_slack"))["slack:unit_slack"]
 
 
 @pytest.mark.parametrize(
-    ("fields", "url"),
+    ("host", "password", "path"),
     [
-        ({"password": TOKEN}, f"https://hooks.slack.com/services/{TOKEN}"),
-        ({"host": "hooks.example.test/in", "password": TOKEN}, f"https://hooks.example.test/in/{TOKEN}"),
-        ({"host": "http://127.0.0.1:9/services/", "password": "/" + TOKEN}, f"http://127.0.0.1:9/services/{TOKEN}"),
-        ({"host": "ignored.test", "password": f"https://hooks.slack.com/services/{TOKEN}"}, f"https://hooks.slack.com/services/{TOKEN}"),
+        ("http://127.0.0.1:{port}/services", TOKEN, f"/services/{TOKEN}"),
+        ("http://127.0.0.1:{port}/services/", "/" + TOKEN, f"/services/{TOKEN}"),
+        ("ignored.test", f"http://127.0.0.1:{{port}}/services/{TOKEN}", f"/services/{TOKEN}"),
     ],
-    ids=["token-only", "host-and-token", "loopback-http", "whole-url-in-password"],
-)  # fmt: skip
-def test_the_url_is_built_as_airflows_slack_provider_builds_it(
-    fields: dict[str, Any], url: str
+    ids=["host-and-token", "slashes", "whole-url-in-password"],
+)
+def test_the_provider_sends_to_the_url_it_builds_from_the_connection(
+    monkeypatch: pytest.MonkeyPatch, host: str, password: str, path: str
 ) -> None:
-    assert slack_url(_conn(**fields)) == url
+    slack = WebhookCatcher()
+    with catching(slack) as port:
+        pg, status = _slack_route(
+            monkeypatch, host=host.format(port=port), password=password.format(port=port)
+        )
+    assert status == "sent"
+    (request,) = slack.requests
+    assert request["path"] == path and request["method"] == "POST"
+    assert pg.row("slack:unit_slack")["summary"]["target"]["host"] == "127.0.0.1"
 
 
 @pytest.mark.parametrize(
@@ -184,28 +191,48 @@ def test_the_url_is_built_as_airflows_slack_provider_builds_it(
     ids=["no-token", "plain-http-remote", "http-schema-remote", "file-url"],
 )
 def test_a_connection_without_token_or_https_is_refused_naming_no_token(
-    fields: dict[str, Any], needle: str
+    monkeypatch: pytest.MonkeyPatch, fields: dict[str, Any], needle: str
 ) -> None:
-    with pytest.raises(ConnectionNotFound, match=needle) as info:
-        slack_url(_conn(**fields))
-    assert TOKEN not in str(info.value) and "s1ackT0ken" not in str(info.value)
+    pg, status = _slack_route(monkeypatch, **fields)
+    error = pg.row("slack:unit_slack")["error"]
+    assert status == "failed" and needle in error
+    assert TOKEN not in error and "s1ackT0ken" not in error
 
 
-def test_a_redirect_is_refused_and_the_token_is_not_in_the_error() -> None:
-    moved = WebhookCatcher(status=302, location="http://127.0.0.1:9/elsewhere")
-    with catching(moved) as port:
-        conn = _conn(host=f"http://127.0.0.1:{port}/services", password=TOKEN)
-        with pytest.raises(Exception, match="redirect, not followed") as info:
-            post_slack(conn, _alert(), 5.0)
-    assert len(moved.requests) == 1
-    assert "s1ackT0ken" not in str(info.value)
+@pytest.mark.parametrize("code", [307, 308])
+def test_a_redirect_is_refused_and_the_token_is_not_in_the_error(
+    monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    elsewhere = WebhookCatcher()
+    with catching(elsewhere) as other_port:
+        moved = WebhookCatcher(status=code, location=f"http://127.0.0.1:{other_port}/landed")
+        with catching(moved) as port:
+            pg, status = _slack_route(
+                monkeypatch, host=f"http://127.0.0.1:{port}/services", password=TOKEN
+            )
+    error = pg.row("slack:unit_slack")["error"]
+    assert status == "failed" and f"HTTP {code}" in error and "redirect, not followed" in error
+    assert len(moved.requests) == 1 and elsewhere.requests == []
+    assert "s1ackT0ken" not in error
+
+
+def test_a_moved_webhook_that_answers_a_get_is_no_delivery(monkeypatch: pytest.MonkeyPatch) -> None:
+    """urllib follows a 302 for a POST as a GET, without the message: whatever answers it, the
+    alert was not delivered (Slack answers a delivered message with ``ok``)."""
+
+    elsewhere = WebhookCatcher(body=b"<html>moved here</html>")
+    with catching(elsewhere) as other_port:
+        moved = WebhookCatcher(status=302, location=f"http://127.0.0.1:{other_port}/page")
+        with catching(moved) as port:
+            pg, status = _slack_route(
+                monkeypatch, host=f"http://127.0.0.1:{port}/services", password=TOKEN
+            )
+    assert [(r["method"], r["body"]) for r in elsewhere.requests] == [("GET", "")]
+    error = pg.row("slack:unit_slack")["error"]
+    assert status == "failed" and "not Slack's 'ok'" in error and "s1ackT0ken" not in error
 
 
 # --- routes: one row each, sent once, independent ---------------------------------------------
-
-
-def _connection(monkeypatch: pytest.MonkeyPatch, conn_id: str, **fields: Any) -> None:
-    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(fields))
 
 
 def _send(pg: FakeResults, *routes: AlertRoute) -> dict[str, str]:

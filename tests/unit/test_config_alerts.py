@@ -3,6 +3,7 @@ keeps the default routes, and the exact words of each mistake, naming the route 
 
 from __future__ import annotations
 
+import json
 from dataclasses import fields
 from typing import Any
 
@@ -15,8 +16,6 @@ from recon.alert.content import build_alert
 from recon.config import parse_pipelines
 from recon.config.model import NOTIFIERS, AlertRoute
 from recon.config.schema import AlertRouteDecl
-from recon.connections import RawConnection
-from recon.errors import ConnectionNotFound
 
 pytestmark = pytest.mark.unit
 
@@ -47,18 +46,20 @@ def test_one_notifier_on_two_connections_is_two_routes() -> None:
 
 
 @pytest.mark.parametrize("notifier", NOTIFIERS)
-def test_every_notifier_the_file_accepts_has_a_sender(notifier: str) -> None:
-    # A connection with nothing in it: the notifier's own sender refuses it; an unknown
-    # notifier would be refused by the dispatch instead.
-    empty = RawConnection(conn_id="c", conn_type="")
+def test_every_notifier_the_file_accepts_has_a_sender(
+    notifier: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A connection with nothing in it: the notifier's own sender (a provider hook, through the
+    # installed transport) refuses it; an unknown notifier is refused by the dispatch instead.
+    monkeypatch.setenv("AIRFLOW_CONN_UNIT_EMPTY", json.dumps({"conn_type": "generic"}))
     alert = build_alert(
         pipeline="payments", semantics="exactly_once", run_id="r1", summary=lost_summary(),
         outcome=lost_outcome(),
     )  # fmt: skip
-    with pytest.raises((ConnectionNotFound, channels.SendFailed)):
-        send.send(notifier, empty, alert, timeout=1.0)
+    with pytest.raises(channels.SendFailed):
+        send.send(notifier, "unit_empty", alert, timeout=1.0)
     with pytest.raises(ValueError, match="unknown notifier 'teams'"):
-        send.send("teams", empty, alert, timeout=1.0)
+        send.send("teams", "unit_empty", alert, timeout=1.0)
     assert set(AlertRouteDecl.model_fields) == {f.name for f in fields(AlertRoute)}
 
 

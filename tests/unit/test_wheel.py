@@ -168,6 +168,9 @@ def test_the_wheel_holds_the_packages_their_data_and_the_entry_point(wheel: Path
     assert "recon/_shipped/spark_apps/reconcile.py" in names
     assert "recon/_shipped/jvm/pom.xml" in names
     assert "[airflow.plugins]" in entry_points and ENTRY_POINT in entry_points
+    # recon reaches Airflow's connections and its providers' hooks through its own groups.
+    assert "[recon.alert_transports]" in entry_points
+    assert "airflow = recon_airflow.notifiers:transport" in entry_points
 
 
 def test_the_installed_wheel_registers_the_plugin_and_builds_the_dags(venv: Path) -> None:

@@ -5,29 +5,34 @@ The modules, in the order the step uses them:
 ``content``   what an alert says (:class:`~recon.alert.content.Alert`, built by ``build_alert``)
 ``hints``     the repair hint per verdict and the SQL that lists every message of one
 ``text``      clipping, neutralising data-derived strings, SQL literals
-``formats``   the alert as Slack-compatible webhook JSON and as a plain-text email
-``channels``  the webhook and email senders (and the POST and redaction the Slack one builds on)
-``slack``     the Slack notifier: Slack's incoming-webhook message, to a ``slackwebhook`` connection
+``formats``   the alert as Slack-compatible webhook JSON and as an email (its text, ``<pre>`` HTML)
+``channels``  the notifiers' rules: no redirect, no plain-text SMTP login, errors redacted
+``slack``     the Slack notifier: Slack's incoming-webhook message and its URL check
+``transport`` how an alert leaves: Airflow's provider hooks (``recon_airflow.notifiers``)
 ``send``      ``send_alerts``: every route once per run, bookkept in ``recon.alerts``
 ``for_run``   ``alert_for_run``: the alerts of one stored run (the Airflow task and ``recon run``)
 
-Channels and their connections (Airflow connection ids, resolved at send time with
-:func:`recon.connections.raw_connection`, i.e. ``AIRFLOW_CONN_<ID>`` outside Airflow):
+Channels and their connections (Airflow connection ids, read by the providers' hooks at send
+time: Airflow's metadata database or secrets backend in a task, ``AIRFLOW_CONN_<ID>`` or the
+configured secrets backend outside one):
 
-``webhook``  ``recon_alert_webhook`` (``$RECON_ALERT_WEBHOOK_CONN_ID``), conn_type ``http``:
-             ``schema`` (http/https, default http), ``host``, ``port``, extra ``endpoint``
-             (e.g. ``/hook``) and optional extra ``headers``; login/password become basic auth.
-             The body is Slack-compatible JSON: ``{"text": ..., "blocks": [...]}``.
-             A redirect is not followed: it fails the send, naming the status.
-``email``    ``smtp_default`` (``$RECON_ALERT_SMTP_CONN_ID``): ``host``, ``port``, optional
-             login/password, extra ``from_email`` and ``to`` (a list or a comma-separated
-             string); ``ssl`` (default: port 465) and ``starttls`` (``true``: required; default:
-             when the server offers it); Airflow's ``disable_ssl`` / ``disable_tls`` are honoured
-             too. A login is never sent unencrypted to a host other than loopback unless extra
+``webhook``  ``recon_alert_webhook`` (``$RECON_ALERT_WEBHOOK_CONN_ID``), an ``http`` connection
+             as ``HttpHook`` reads it: ``schema`` (default http), ``host`` (or a whole URL in
+             it), ``port``, login/password as basic auth, the other extras as headers and
+             ``HttpHook``'s options (``verify``, ``proxies``, ...); ``recon`` adds extra
+             ``endpoint`` (the path, e.g. ``/hook``) and ``headers`` (a dict). The body is
+             Slack-compatible JSON: ``{"text": ..., "blocks": [...]}``. A redirect is not
+             followed: it fails the send, naming the status.
+``email``    ``smtp_default`` (``$RECON_ALERT_SMTP_CONN_ID``), as ``SmtpHook`` reads it:
+             ``host``, ``port``, optional login/password, extra ``from_email``, ``timeout``;
+             SMTPS unless extra ``disable_ssl``, then STARTTLS (required) unless extra
+             ``disable_tls``; ``recon`` adds extra ``to`` (a list or a comma-separated string)
+             and never sends a login unencrypted to a host other than loopback unless extra
              ``allow_plaintext_auth`` is ``true``.
-``slack``    only as a pipeline's route (below): conn_type ``slackwebhook`` as Airflow's Slack
-             provider reads it: password the webhook token (or the whole URL), host the endpoint
-             (default ``https://hooks.slack.com/services``); https only (http to loopback).
+``slack``    only as a pipeline's route (below): a ``slackwebhook`` connection as Airflow's
+             Slack provider reads it: password the webhook token (or the whole URL), host the
+             endpoint (default ``https://hooks.slack.com/services``); https only (http to
+             loopback); delivered only when Slack answers ``ok``.
 
 Routes: a pipeline's ``alerts:`` (``[{notifier: slack, connection: slack_ops}, ...]``,
 :class:`recon.config.model.AlertRoute`) replaces the two default routes above; each declared
@@ -40,9 +45,12 @@ and locked before sending, and a row already ``sent`` is never sent again, so re
 task send nothing new. The only window for a second delivery is a crash after the receiver
 accepted the alert and before the ``sent`` row committed.
 
-The senders are plain ``smtplib`` and ``urllib``: GX's Slack and email actions render GX's own
-summary inside the checkpoint, where neither the sample messages, the repair hints nor the
-send-once bookkeeping can live; Airflow's notifiers would make this package import Airflow.
+The messages are built here and sent by Airflow's provider hooks (``HttpHook``,
+``SlackWebhookHook``, ``SmtpHook``) through the transport the wheel's ``recon_airflow``
+registers (``recon.alert.transport``), so this package imports no Airflow; without that extra
+installed every route is ``skipped``, saying what to install. GX's Slack and email actions are
+not used: they render GX's own summary inside the checkpoint, where neither the sample
+messages, the repair hints nor the send-once bookkeeping can live.
 
 Alerts carry message ids, positions, sink keys and counts: never message payloads (only
 whitelisted fields of the samples are rendered) and never credentials (the webhook URL, which

@@ -1,12 +1,13 @@
-"""The alert as each channel carries it: Slack-compatible JSON for the webhook, a plain-text
-email. Data-derived strings are already neutralised in the alert's text (``recon.alert.text``);
-here Slack's control characters are escaped and no header gets a line break."""
+"""The alert as each channel carries it: Slack-compatible JSON for the webhook, an email (its
+text, as ``<pre>`` HTML for ``SmtpHook``, which sends HTML). Data-derived strings are already
+neutralised in the alert's text (``recon.alert.text``); here Slack's control characters and
+HTML's are escaped and no header gets a line break."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from email.message import EmailMessage
-from email.utils import formatdate, make_msgid
+import html
+from dataclasses import dataclass
+from email.utils import make_msgid
 from typing import Any
 
 from recon.alert.content import Alert, report_heading
@@ -52,19 +53,30 @@ def _mrkdwn(text: str) -> str:
     return clip(slack_escape(text), _SECTION_MAX)
 
 
-def email_message(alert: Alert, sender: str, recipients: Sequence[str]) -> EmailMessage:
-    """The alert as a plain-text email."""
-    message = EmailMessage()
-    message["Subject"] = clip(
+@dataclass(frozen=True)
+class EmailContent:
+    """What an alert email says: its subject, its text and the headers recon adds."""
+
+    subject: str
+    text: str
+    headers: dict[str, str]
+
+    def html(self) -> str:
+        """The text as HTML: preformatted, every ``&``, ``<``, ``>`` and quote escaped (no markup
+        or link comes from the data)."""
+        return f'<pre style="font-family: monospace">{html.escape(self.text)}</pre>'
+
+
+def email_content(alert: Alert) -> EmailContent:
+    """The alert as an email: subject and headers clipped and without a line break."""
+    subject = clip(
         f"[recon] {value(alert.pipeline)}: {alert.semantics} contract broken "
         f"(run {value(alert.run_id)})",
         250,
     )
-    message["From"] = sender
-    message["To"] = ", ".join(recipients)
-    message["Date"] = formatdate(localtime=False, usegmt=True)
-    message["Message-ID"] = make_msgid(domain="recon.local")
-    message["X-Recon-Pipeline"] = shown(alert.pipeline, 250)
-    message["X-Recon-Run-Id"] = shown(alert.run_id, 250)
-    message.set_content(alert.text())
-    return message
+    headers = {
+        "Message-ID": make_msgid(domain="recon.local"),
+        "X-Recon-Pipeline": shown(alert.pipeline, 250),
+        "X-Recon-Run-Id": shown(alert.run_id, 250),
+    }
+    return EmailContent(subject=subject, text=alert.text(), headers=headers)

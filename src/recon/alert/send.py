@@ -16,20 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from recon import settings
-from recon.alert.channels import (
-    EMAIL,
-    SLACK,
-    WEBHOOK,
-    describe,
-    post_webhook,
-    send_email,
-)
+from recon.alert.channels import EMAIL, WEBHOOK, describe
 from recon.alert.content import DEFAULT_SAMPLE_SIZE, Alert, build_alert
-from recon.alert.formats import webhook_payload
-from recon.alert.slack import post_slack
 from recon.alert.text import shown
+from recon.alert.transport import installed_transport
 from recon.config.model import NOTIFIERS, AlertRoute
-from recon.connections import RawConnection, raw_connection
 from recon.errors import ConnectionNotFound
 from recon.validation import ValidationOutcome
 
@@ -68,20 +59,17 @@ def routes_for(
     ]
 
 
-def send(channel: str, conn: RawConnection, alert: Alert, timeout: float) -> dict[str, Any]:
-    """Deliver ``alert`` with the notifier ``channel`` (one of :data:`NOTIFIERS`) through
-    ``conn``; what was reached (no secret: safe to record).
+def send(notifier: str, conn_id: str, alert: Alert, timeout: float) -> dict[str, Any]:
+    """Deliver ``alert`` with ``notifier`` (one of :data:`NOTIFIERS`) through connection
+    ``conn_id``, by the installed transport (Airflow's provider hooks); what was reached (no
+    secret: safe to record).
 
     :raises SendFailed: the delivery failed (the reason, redacted).
-    :raises ConnectionNotFound: the connection lacks what the channel needs.
+    :raises ConnectionNotFound: the connection is not defined, or no transport is installed.
     """
-    if channel == SLACK:
-        return post_slack(conn, alert, timeout)
-    if channel == WEBHOOK:
-        return post_webhook(conn, webhook_payload(alert), timeout)
-    if channel == EMAIL:
-        return send_email(conn, alert, timeout)
-    raise ValueError(f"unknown notifier {channel!r} (expected one of {', '.join(NOTIFIERS)})")
+    if notifier not in NOTIFIERS:
+        raise ValueError(f"unknown notifier {notifier!r} (expected one of {', '.join(NOTIFIERS)})")
+    return installed_transport().send(notifier, conn_id, alert, timeout)
 
 
 def _claim(pg: Any, pipeline: str, run_id: str, channel: str) -> str:
@@ -182,20 +170,16 @@ def send_alerts(
             error: str | None = None
             target: dict[str, Any] = {}
             try:
-                conn = raw_connection(route.conn_id)
+                target = send(route.notifier, route.conn_id, alert, timeout)
             except ConnectionNotFound as exc:
                 _finish(pg, pipeline, run_id, channel, SKIPPED, recorded, str(exc))
                 statuses[channel] = SKIPPED
+                log.info("alert %s for %s run %s skipped: %s", channel, *shown_ids, exc)
                 continue
             # Whatever one route raises (an invalid URL, a refused login, a bug) fails that
             # route only, recorded without credentials; the other routes still go out.
             except Exception as exc:
                 error = describe(exc)
-            else:
-                try:
-                    target = send(route.notifier, conn, alert, timeout)
-                except Exception as exc:
-                    error = describe(exc)
             if error is not None:
                 _finish(pg, pipeline, run_id, channel, FAILED, recorded, error)
                 statuses[channel] = FAILED

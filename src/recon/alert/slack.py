@@ -1,12 +1,9 @@
-"""The Slack notifier: the alert as a Slack incoming-webhook message, POSTed to the URL of a
-``slackwebhook`` connection.
-
-The connection is read the way Airflow's Slack provider reads it (``SlackWebhookHook``), so one
-connection serves both: the password is the webhook token (``T000/B000/XXX``) or the whole
-webhook URL; the host is the endpoint (default ``https://hooks.slack.com/services``; with a
-scheme, taken as written; without, ``schema`` or ``https`` is put in front). Unlike the
-provider, a plain-http URL is refused unless its host is loopback (a test receiver): the token is
-the URL's path, and plain http would show it to the network.
+"""The Slack notifier: the alert as a Slack incoming-webhook message, sent by Airflow's Slack
+provider (``SlackWebhookHook``, through ``recon.alert.transport``) to a ``slackwebhook``
+connection: the password is the webhook token (``T000/B000/XXX``) or the whole webhook URL; the
+host is the endpoint (default ``https://hooks.slack.com/services``). The provider builds the
+URL; :func:`check_slack_url` refuses it unless it is https or plain http to loopback (a test
+receiver): the token is the URL's path, and plain http would show it to the network.
 
 The message: ``text`` (the notification and the fallback of clients that show no blocks) and
 ``blocks``, each a ``section`` with ``mrkdwn`` text within Slack's limits (3000 characters a
@@ -16,9 +13,6 @@ out. Every text is escaped for Slack (``&``, ``<``, ``>``: no link, mention or c
 the data; the data-derived strings are already neutralised by ``recon.alert.text``) and marked
 ``verbatim``, so Slack does not turn bare ``@here``, ``#channel`` or URLs in it into mentions and
 links either. The only links are the ones built here, to the Airflow run and the Data Docs.
-
-Sending is :func:`recon.alert.channels.post_json`: redirects refused, and a failure's message
-masks the token and cuts any URL to its host.
 """
 
 from __future__ import annotations
@@ -26,77 +20,36 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any
 
-from recon.alert.channels import SendFailed, describe, json_headers, loopback_host, post_json
+from recon.alert.channels import SendFailed, loopback_host, url_secrets
 from recon.alert.content import Alert, link_lines, report_heading
 from recon.alert.text import shown, slack_escape
-from recon.connections import RawConnection
-from recon.errors import ConnectionNotFound
 
-#: Where Airflow's Slack provider sends when a connection names no host.
-DEFAULT_ENDPOINT = "https://hooks.slack.com/services"
 #: Slack's limits: the characters of one section's text, the blocks of one message.
 SECTION_MAX, BLOCKS_MAX = 3000, 50
 #: The notification text: Slack shows a line or two of it; the blocks carry the whole alert.
 TEXT_MAX = 3000
 
 
-def slack_url(conn: RawConnection) -> str:
-    """The webhook URL of a ``slackwebhook`` connection, as Airflow's Slack provider builds it.
+def check_slack_url(url: str, conn_id: str) -> None:
+    """A Slack webhook URL is https, or plain http to a loopback host.
 
-    :param conn: the connection: password the token (or the whole URL), host the endpoint.
-    :raises ConnectionNotFound: no token, or a URL that is neither https nor http to loopback.
+    :param url: the URL Airflow's Slack provider built from the connection.
+    :raises SendFailed: any other URL (the message names no token).
     """
-    token = (conn.password or "").strip()
-    if not token:
-        raise ConnectionNotFound(
-            f"connection '{conn.conn_id}' has no Slack webhook token: put it (T000/B000/XXX, or "
-            "the whole webhook URL) in the connection's password"
-        )
-    if "://" in token:
-        url = token
-    else:
-        host = (conn.host or "").strip()
-        if "://" in host:
-            base = host
-        elif host:
-            base = f"{conn.schema or 'https'}://{host}"
-        else:
-            base = DEFAULT_ENDPOINT
-        url = base.rstrip("/") + "/" + token.lstrip("/")
     parts = urllib.parse.urlsplit(url)
     if parts.scheme == "https" or (parts.scheme == "http" and loopback_host(parts.hostname or "")):
-        return url
-    raise ConnectionNotFound(
-        f"connection '{conn.conn_id}': a Slack webhook must be https (plain http only to a "
+        return
+    raise SendFailed(
+        f"connection '{conn_id}': a Slack webhook must be https (plain http only to a "
         "loopback host): the token is part of the URL"
     )
 
 
-def _secrets(conn: RawConnection, url: str) -> list[str]:
-    parts = urllib.parse.urlsplit(url)
-    token = (conn.password or "").strip()
-    found = [token, parts.path if len(parts.path) > 1 else "", parts.query, parts.password or ""]
-    # Each part of the token too: an error may quote one segment of the path.
-    found += [s for s in (token + "/" + parts.path).split("/") if len(s) >= 8]
+def slack_secrets(token: str, url: str) -> list[str]:
+    """What an error must not show: the token, each part of it, and the URL's secret parts."""
+    found = [token, *url_secrets(url)]
+    found += [s for s in token.split("/") if len(s) >= 8]
     return [s for s in found if s]
-
-
-def post_slack(conn: RawConnection, alert: Alert, timeout: float) -> dict[str, Any]:
-    """POST the alert as a Slack message (:func:`slack_payload`) to the connection's webhook.
-
-    :param conn: a ``slackwebhook`` connection (:func:`slack_url`).
-    :param timeout: seconds for the connection and the answer.
-    :returns: the host reached and the HTTP status (no token: safe to record).
-    :raises SendFailed: the POST failed (the reason, the token masked).
-    :raises ConnectionNotFound: the connection has no token or an unsafe URL.
-    """
-    try:
-        url = slack_url(conn)
-    except ConnectionNotFound:
-        raise
-    except Exception as exc:  # a URL urllib cannot split (it may quote the token)
-        raise SendFailed(describe(exc, _secrets(conn, ""))) from None
-    return post_json(url, slack_payload(alert), json_headers(), timeout, _secrets(conn, url))
 
 
 def slack_payload(alert: Alert) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 ENGINES: tuple[str, ...] = ("spark", "local")
 #: Where a record's messageId may live.
 MESSAGE_ID_KINDS: tuple[str, ...] = ("header", "json_field", "key")
-#: Where an alert may go (``recon.alert.channels`` sends each): a Slack incoming webhook, a
+#: Where an alert may go (``recon.alert.transport`` sends each): a Slack incoming webhook, a
 #: generic webhook (Slack-compatible JSON), an email.
 NOTIFIERS: tuple[str, ...] = ("slack", "webhook", "email")
 
