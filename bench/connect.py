@@ -37,7 +37,7 @@ def server() -> Iterator[Server]:
     with open(pidfile, encoding="utf-8") as fh:
         pid = int(fh.read().strip())
     try:
-        yield Server(f"sc://localhost:{os.environ['RECON_SPARK_CONNECT_PORT']}", pid)
+        yield Server(os.environ["RECON_SPARK_CONNECT_URL"], pid)
     finally:
         if not running:
             script("spark-connect.sh", "stop")

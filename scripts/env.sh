@@ -33,14 +33,15 @@ export RECON_SMTP_PORT="${RECON_SMTP_PORT:-23025}"
 export RECON_WEBHOOK_PORT="${RECON_WEBHOOK_PORT:-23090}"
 export RECON_INBOX="${RECON_INBOX:-$RECON_STATE/inbox}"
 export RECON_SPARK_MASTER="${RECON_SPARK_MASTER:-local[*]}"
-# The Spark Connect server scripts/spark-connect.sh starts (runs attach to it when
-# RECON_SPARK_REMOTE=sc://localhost:$RECON_SPARK_CONNECT_PORT).
+# The Spark Connect server scripts/spark-connect.sh starts, and its address (runs attach to it
+# when RECON_SPARK_REMOTE is that address; up.sh, the tests and the bench read it from here).
 export RECON_SPARK_CONNECT_PORT="${RECON_SPARK_CONNECT_PORT:-23150}"
+export RECON_SPARK_CONNECT_URL="sc://localhost:$RECON_SPARK_CONNECT_PORT"
 # The stack's `engine: spark` runs attach to that server (`make up` starts it; Airflow's Spark
 # steps then run in their task's process as its clients): a 100k-message DAG run took 27 s
 # instead of 77 s with a JVM per step (docs/benchmarks.md). Set it empty for a Spark of each
 # run's own (spark-submit in Airflow); an explicit empty value is kept, unlike a missing one.
-export RECON_SPARK_REMOTE="${RECON_SPARK_REMOTE-sc://localhost:$RECON_SPARK_CONNECT_PORT}"
+export RECON_SPARK_REMOTE="${RECON_SPARK_REMOTE-$RECON_SPARK_CONNECT_URL}"
 # The pipeline declarations the DAGs and `recon` read: the demo's, unless you name yours.
 export RECON_PIPELINES="${RECON_PIPELINES:-$RECON_ROOT/demo/pipelines.yaml}"
 # More declarations, one DAG per pipeline of every *.yaml here (dags/recon_pipelines_dir.py): a

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project's Spark Connect server: one long-lived Spark driver on loopback that `engine: spark`
-# runs attach to (RECON_SPARK_REMOTE=sc://localhost:$RECON_SPARK_CONNECT_PORT) instead of starting
+# runs attach to (RECON_SPARK_REMOTE=$RECON_SPARK_CONNECT_URL) instead of starting
 # a JVM each. Its settings are every product driver's (recon.spark.connect_server_command); clients
 # authenticate with the token in secrets.env (SPARK_CONNECT_AUTHENTICATE_TOKEN, never on a command
 # line).   usage: spark-connect.sh start|stop|status

@@ -255,7 +255,7 @@ class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
         server that cannot be reached, or goes away mid-step, fails the task for a retry in one
         line that names it (not a gRPC traceback)."""
         from recon.errors import ServiceUnavailable
-        from recon.spark import remote_session, server_unreachable
+        from recon.spark import driver_gone, remote_session, server_unreachable
 
         try:
             spark = remote_session(f"recon-{self.pipeline}-{self.step}", remote)
@@ -268,10 +268,10 @@ class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
             lost = server_unreachable(exc)
             if not lost:
                 raise
+            during = f"step {self.step!r} of run {context['run_id']!r}"
             raise AirflowException(
-                f"pipeline '{self.pipeline}': the Spark Connect server at {remote} went away "
-                f"during step '{self.step}' of run '{context['run_id']}' ({type(exc).__name__}): "
-                "the run commits all of its results or none; the task's retry runs the step again"
+                f"{driver_gone(self.pipeline, remote, during, exc)}: the run commits all of its "
+                "results or none; the task's retry runs the step again"
             ) from None
         finally:
             if not lost:  # a session of a server that is gone would only retry its goodbye

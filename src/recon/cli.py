@@ -219,7 +219,7 @@ def _run_local(cfg: Any, run_id: str, args: argparse.Namespace) -> Any:
 def _run_on_spark(cfg: Any, run_id: str, args: argparse.Namespace) -> Any:
     """The run with a SparkSession of its own, stopped after; a dead driver is named as such."""
     from recon.engine import run_pipeline
-    from recon.spark import is_remote, spark_session
+    from recon.spark import driver_gone, is_remote, spark_session
 
     spark = spark_session(f"recon-{cfg.name}")
     if not is_remote(spark):  # a Spark Connect server's log is its own
@@ -233,15 +233,10 @@ def _run_on_spark(cfg: Any, run_id: str, args: argparse.Namespace) -> Any:
         driver_lost = _driver_lost(spark, exc)
         if not driver_lost:
             raise _run_failed(cfg, run_id, exc) from None
-        driver = (
-            f"Spark Connect server at {settings.spark_remote()} went away"
-            if is_remote(spark)
-            else "Spark driver died"
-        )
+        remote = settings.spark_remote() if is_remote(spark) else None
         raise SparkDriverLost(
-            f"pipeline '{cfg.name}': the {driver} during run '{run_id}' "
-            f"({type(exc).__name__}); a run commits all of its results or none: run it again "
-            "with the same run id"
+            f"{driver_gone(cfg.name, remote, f'run {run_id!r}', exc)}; a run commits all of "
+            "its results or none: run it again with the same run id"
         ) from None
     finally:
         if not driver_lost:

@@ -120,6 +120,16 @@ def is_remote(session: SparkSession) -> bool:
     return type(session).__module__.startswith("pyspark.sql.connect")
 
 
+def driver_gone(pipeline: str, remote: str | None, during: str, exc: BaseException) -> str:
+    """The head of the one line that says a run's Spark driver went away: the Spark Connect
+    server at ``remote``, or (``remote`` None) the run's own driver JVM.
+
+    :param during: what was running (``run 'r1'``, ``step 'reconcile' of run 'r1'``).
+    """
+    driver = f"Spark Connect server at {remote} went away" if remote else "Spark driver died"
+    return f"pipeline '{pipeline}': the {driver} during {during} ({type(exc).__name__})"
+
+
 def server_unreachable(exc: BaseException) -> bool:
     """Whether a failed call of a Spark Connect session (or anything it was raised from) found
     its server unreachable: gRPC's UNAVAILABLE, once the client's retries gave up."""
