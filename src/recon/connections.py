@@ -245,7 +245,10 @@ def raw_connection(conn_id: str) -> RawConnection:
         return env_connection(conn_id)
     installed = installed_resolver()
     if installed is not None:
-        return installed(conn_id)
+        from recon.entry_points import plugin_output
+
+        with plugin_output():
+            return installed(conn_id)
     return env_connection(conn_id)
 
 

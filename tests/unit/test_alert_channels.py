@@ -346,3 +346,44 @@ def test_without_a_transport_installed_each_route_is_skipped_saying_what_to_inst
         transport.installed_transport.cache_clear()
     assert statuses == {"webhook": "skipped", "email": "skipped"}
     assert "pip install 'kafka-recon[airflow]'" in pg.row("email")["error"]
+
+
+# --- stdout stays the CLI's ---------------------------------------------------------------------
+
+_SEND_THEN_PRINT = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from fixtures.alerts import FakeResults, lost_outcome, lost_summary
+from recon.alert.send import send_alerts
+statuses = send_alerts(
+    FakeResults(), pipeline="payments", semantics="exactly_once", run_id="r1",
+    summary=lost_summary(), outcome=lost_outcome(), webhook_conn_id="unit_alert_webhook",
+    smtp_conn_id="unit_alert_smtp", timeout=5.0,
+)
+print(json.dumps(statuses))
+"""
+
+
+def test_a_process_that_sends_alerts_keeps_stdout_for_its_own_output(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """Airflow, imported by the first alert of a fresh process (``recon run --json``), makes its
+    loggers write to stdout: what they print while recon calls into it goes to stderr."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    _connection(monkeypatch, WEBHOOK_ID, conn_type="http", host="127.0.0.1", port=9,
+                extra={"endpoint": f"/services/{TOKEN}"})  # fmt: skip
+    _smtp(monkeypatch, "127.0.0.1")
+    monkeypatch.setenv("AIRFLOW_CONN_UNIT_ALERT_SMTP",
+                       json.dumps({"conn_type": "smtp", "host": "127.0.0.1", "port": 9,
+                                   "extra": {"to": ["a@b.test"], **PLAIN}}))  # fmt: skip
+    tests_dir = str(Path(__file__).resolve().parents[1])
+    done = subprocess.run(
+        [sys.executable, "-c", _SEND_THEN_PRINT, tests_dir],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout) == {"webhook": "failed", "email": "failed"}, done.stdout
+    _assert_no_secret(done.stdout, done.stderr)

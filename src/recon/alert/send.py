@@ -21,6 +21,7 @@ from recon.alert.content import DEFAULT_SAMPLE_SIZE, Alert, build_alert
 from recon.alert.text import shown
 from recon.alert.transport import installed_transport
 from recon.config.model import NOTIFIERS, AlertRoute
+from recon.entry_points import plugin_output
 from recon.errors import ConnectionNotFound
 from recon.validation import ValidationOutcome
 
@@ -69,7 +70,8 @@ def send(notifier: str, conn_id: str, alert: Alert, timeout: float) -> dict[str,
     """
     if notifier not in NOTIFIERS:
         raise ValueError(f"unknown notifier {notifier!r} (expected one of {', '.join(NOTIFIERS)})")
-    return installed_transport().send(notifier, conn_id, alert, timeout)
+    with plugin_output():
+        return installed_transport().send(notifier, conn_id, alert, timeout)
 
 
 def _claim(pg: Any, pipeline: str, run_id: str, channel: str) -> str:
