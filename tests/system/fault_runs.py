@@ -227,7 +227,8 @@ def group_offsets(truth: ScenarioResult, partitions: int = 3) -> dict[int, int]:
 
 
 def environment_secrets() -> dict[str, str]:
-    """Every secret the stack holds (.state/secrets.env) by name, and the connections' passwords."""
+    """Every secret the stack holds (.state/secrets.env) by name, the connections' passwords, and
+    the long segments of an ``http`` connection's ``endpoint`` (a webhook's token is its path)."""
     import json
 
     secrets = {}
@@ -238,7 +239,10 @@ def environment_secrets() -> dict[str, str]:
         secrets[name] = value
     for name, value in os.environ.items():
         if name.startswith("AIRFLOW_CONN_") and value.startswith("{"):
-            password = json.loads(value).get("password")
-            if password:
-                secrets[f"{name}.password"] = password
+            conn = json.loads(value)
+            if conn.get("password"):
+                secrets[f"{name}.password"] = conn["password"]
+            endpoint = str((conn.get("extra") or {}).get("endpoint") or "")
+            for i, segment in enumerate(s for s in endpoint.split("/") if len(s) >= 16):
+                secrets[f"{name}.endpoint[{i}]"] = segment
     return secrets

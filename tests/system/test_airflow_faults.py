@@ -13,7 +13,12 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import dagrun_kit as kit
@@ -21,6 +26,7 @@ import httpx
 import pytest
 from confluent_kafka import Producer
 from fault_runs import KILLED_TASK, RetriedRun, environment_secrets, group_offsets
+from fixtures.alerts import free_port
 from fixtures.pipelines import DAG_DIR_PIPELINE
 from secret_search import files_under, find_secrets, scan
 
@@ -126,10 +132,53 @@ def test_nothing_listens_beyond_loopback_during_a_dag_run(retried_run: RetriedRu
 # --- what the run left behind: no secret anywhere people look ---------------------------------
 
 
+#: The alert connections the broken run sends with, and a webhook whose secrets are its basic-auth
+#: password and the token in its path (both searched for by the secret test).
+ALERT_VARS = ("AIRFLOW_CONN_RECON_ALERT_WEBHOOK", "AIRFLOW_CONN_SMTP_DEFAULT")
+WEBHOOK_PASSWORD, WEBHOOK_TOKEN = "hook-pa55-4e1b9c07", "T0KEN-in-the-path-6f2d81a3"
+
+
+@contextmanager
+def alert_catcher(inbox: Path) -> Iterator[None]:
+    """The demo's mail and webhook catcher on free loopback ports, storing into ``inbox``, and
+    the alert connections pointing at it (restored after)."""
+    smtp_port, http_port = free_port(), free_port()
+    catcher = subprocess.Popen(
+        [sys.executable, "-m", "recon_workload.catcher", "--smtp-port", str(smtp_port),
+         "--http-port", str(http_port), "--inbox", str(inbox)],
+    )  # fmt: skip
+    saved = {name: os.environ.get(name) for name in ALERT_VARS}
+    os.environ[ALERT_VARS[0]] = json.dumps({
+        "conn_type": "http", "host": "127.0.0.1", "port": http_port, "login": "recon-alerts",
+        "password": WEBHOOK_PASSWORD, "extra": {"endpoint": f"/hooks/{WEBHOOK_TOKEN}"},
+    })  # fmt: skip
+    os.environ[ALERT_VARS[1]] = json.dumps({
+        "conn_type": "smtp", "host": "127.0.0.1", "port": smtp_port,
+        "extra": {"from_email": "recon@localhost", "to": ["oncall@localhost"],
+                  "disable_ssl": True, "disable_tls": True},
+    })  # fmt: skip
+    try:
+        for port in (smtp_port, http_port):
+            deadline = time.monotonic() + 30
+            while not port_open(port):
+                assert time.monotonic() < deadline, f"the catcher's port {port} did not open"
+                time.sleep(0.2)
+        yield
+    finally:
+        catcher.terminate()
+        catcher.wait(timeout=30)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 @pytest.fixture(scope="module")
 def alerted(retried_run: RetriedRun) -> Iterator[str]:
-    """A run that broke its contract, alerted through the product's channels (webhook, email)
-    with the connections from the environment: the retried run kept its promise, so it sent none."""
+    """A run that broke its contract, alerted through the product's channels (webhook, email:
+    the providers' hooks) to a catcher whose inbox the secret search reads: the retried run kept
+    its promise, so it sent none."""
     name = f"{retried_run.pipeline}_broken"
     text = DAG_DIR_PIPELINE.format(
         name=name, engine="spark", semantics="exactly_once", schedule="null",
@@ -155,9 +204,13 @@ def alerted(retried_run: RetriedRun) -> Iterator[str]:
                 (name, run_id, retried_run.truth.topic),
             )
             pg.commit()
-        result = alert_for_run(cfg, run_id, dag_id=f"recon_{name}")
-        assert result["contract_passed"] is False and result["channels"], result
-        yield name
+        inbox = Path(os.environ.get("RECON_INBOX") or Path(os.environ["RECON_STATE"]) / "inbox")
+        inbox.mkdir(parents=True, exist_ok=True)
+        with alert_catcher(inbox):
+            result = alert_for_run(cfg, run_id, dag_id=f"recon_{name}")
+            assert result["contract_passed"] is False, result
+            assert result["channels"] == {"webhook": "sent", "email": "sent"}, result
+            yield name
     finally:
         with results_db() as pg:
             forget_pipeline(pg, name)
@@ -206,11 +259,10 @@ def test_no_secret_in_logs_xcom_alerts_data_docs_or_the_page(
     ]
     leaks += scan(secrets, tables)[1]
     inbox = Path(os.environ.get("RECON_INBOX") or state / "inbox")
-    leaks += (
-        scan(secrets, [(str(p), p.read_bytes()) for p in files_under(inbox)])[1]
-        if inbox.is_dir()
-        else []
-    )
+    received = [(str(p), _as_sent(p)) for p in files_under(inbox)] if inbox.is_dir() else []
+    assert any(alerted.encode() in body for _, body in received), "no alert of the run received"
+    assert {WEBHOOK_PASSWORD, WEBHOOK_TOKEN} <= set(secrets.values()), "the webhook's not searched"
+    leaks += scan(secrets, received)[1]
 
     docs = [(str(p), p.read_bytes()) for p in files_under(state / "gx")]
     assert any(p.endswith(".html") for p, _ in docs), "no Data Docs page to search"
@@ -231,3 +283,20 @@ def test_no_secret_in_logs_xcom_alerts_data_docs_or_the_page(
 
     assert n > 0
     assert leaks == [], "secrets leaked:\n" + "\n".join(sorted(set(leaks)))
+
+
+def port_open(port: int) -> bool:
+    """Something accepts connections on ``port`` of loopback."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def _as_sent(path: Path) -> bytes:
+    """What a receiver was sent: a webhook record without the path the catcher noted (a
+    webhook's token is its path, which the receiver knows); an email as received."""
+    if path.name.startswith("webhook-") and path.suffix == ".json":
+        return json.dumps(json.loads(path.read_text())["body"]).encode()
+    return path.read_bytes()
