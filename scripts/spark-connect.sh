@@ -20,6 +20,9 @@ start() {
   port_taken "$RECON_SPARK_CONNECT_PORT" \
     && die "port $RECON_SPARK_CONNECT_PORT is in use by another process: stop it or set RECON_SPARK_CONNECT_PORT"
   mkdir -p "$dir"
+  # One log per start, the previous one kept: an appended log grew without end, and a stale
+  # "started" line in it must not pass for this start's.
+  if [ -f "$log" ]; then mv -f "$log" "$log.1"; fi
   say "starting Spark Connect on 127.0.0.1:$RECON_SPARK_CONNECT_PORT (log: $log)"
   # The Python workers (the window's readers run in them) need the package: this venv's python.
   # Built into a file first: a failure of a process substitution would pass `set -e` unseen.
@@ -33,7 +36,7 @@ sys.stdout.write("\0".join(connect_server_command(int(os.environ["RECON_SPARK_CO
   mkdir -p "$dir/conf"
   cp "$(dirname "$0")/spark-connect-log4j2.properties" "$dir/conf/log4j2.properties"
   SPARK_CONF_DIR="$dir/conf" PYSPARK_PYTHON="$RECON_VENV/bin/python" \
-    setsid "${command[@]}" >>"$log" 2>&1 < /dev/null &
+    setsid "${command[@]}" >"$log" 2>&1 < /dev/null &
   echo $! > "$pidfile"
   for _ in $(seq 1 120); do
     if ! running; then rm -f "$pidfile"; die "Spark Connect exited while starting: see $log"; fi
