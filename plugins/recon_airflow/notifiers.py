@@ -122,7 +122,10 @@ def _webhook(conn_id: str, alert: Alert, timeout: float) -> dict[str, Any]:
     endpoint = str(extra.get("endpoint") or "")
     headers = extra.get("headers") if isinstance(extra.get("headers"), dict) else {}
     others = {k: v for k, v in extra.items() if k not in (*_WEBHOOK_KEYS, *_HOOK_OPTIONS)}
-    secrets = [conn.password or "", endpoint, *url_secrets(conn.host or ""), *url_secrets(endpoint)]
+    host = conn.host or ""
+    # A host is no secret, but a whole URL in it (HttpHook takes one) has a path that may be.
+    secrets = [conn.password or "", endpoint, *(url_secrets(host) if "://" in host else [])]
+    secrets += url_secrets(endpoint)
     secrets += header_secrets(headers) + header_secrets({k: str(v) for k, v in others.items()})
     _mask(secrets)
     if "://" in endpoint:
