@@ -71,15 +71,6 @@ def header_secrets(headers: Mapping[str, Any]) -> list[str]:
     return [str(v) for k, v in headers.items() if str(k).lower() not in PLAIN_HEADERS and v]
 
 
-def check_http_url(url: str, conn_id: str) -> None:
-    """An alert goes over http or https only.
-
-    :raises SendFailed: any other scheme (``file:``, ``ftp:``...).
-    """
-    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
-        raise SendFailed(f"connection '{conn_id}': the webhook must be http or https")
-
-
 def check_answer(status: int, reason: str = "") -> None:
     """The receiver took the alert: a 2xx.
 
