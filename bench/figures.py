@@ -100,9 +100,15 @@ def p2_runs(results: dict[str, Any], engine: str) -> list[dict[str, Any]]:
             for r in results.get("p2", []) if engine in r or engine == "product"]  # fmt: skip
 
 
+def _mb(run: dict[str, Any] | None, key: str) -> str:
+    stored = (run or {}).get("ledger_bytes") or {}
+    return f"{stored[key] / 1e6:,.0f}" if key in stored else "-"
+
+
 def p2(results: dict[str, Any]) -> list[str]:
     lines = ["| run | messages already reconciled | Spark engine | local engine | peak memory "
-             "(Spark / local) |", "|---|---|---|---|---|"]  # fmt: skip
+             "(Spark / local) | ledger after the run, current version (Spark / local) |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
     local = {r["run"]: r for r in p2_runs(results, "local")}
     for r in p2_runs(results, "product"):
         lo = local.get(r["run"])
@@ -110,14 +116,36 @@ def p2(results: dict[str, Any]) -> list[str]:
             f"| {r['run']} | {r['history']:,} | {r['seconds']:.1f} s | "
             + (f"{lo['seconds']:.1f} s" if lo else "-")
             + f" | {r['peak_rss_mb']:,} / "
-            + (f"{lo['peak_rss_mb']:,} MB |" if lo else "- |")
+            + (f"{lo['peak_rss_mb']:,} MB" if lo else "-")
+            + f" | {_mb(r, 'current')} / {_mb(lo, 'current')} MB |"
+        )
+    return lines + ["", *p2_storage(results)]
+
+
+def p2_storage(results: dict[str, Any]) -> list[str]:
+    """What the ledger costs on disk: bytes per million messages reconciled, and the whole
+    folder (every version and entry, as a pipeline that never runs ``recon prune`` keeps)."""
+    lines = []
+    for engine, name in ENGINES:
+        runs = [r for r in p2_runs(results, engine) if r.get("ledger_bytes")]
+        if len(runs) < 2:
+            continue
+        last = runs[-1]
+        # After its run a row's ledger holds its history and its own window (one step more).
+        reconciled = last["history"] + runs[1]["history"] - runs[0]["history"]
+        per_million = last["ledger_bytes"]["current"] / max(reconciled, 1) * 1e6
+        lines.append(
+            f"- Ledger on disk, {name}: {last['ledger_bytes']['current'] / 1e6:,.0f} MB in the "
+            f"current version after {reconciled:,} messages ({per_million / 1e6:,.1f} MB per "
+            f"million); the folder with every version kept: "
+            f"{last['ledger_bytes']['folder'] / 1e6:,.0f} MB."
         )
     return lines
 
 
 def least_squares_slope(runs: list[dict[str, Any]]) -> float:
-    xs = [r["history"] / 1e6 for r in runs]
-    ys = [r["seconds"] for r in runs]
+    xs = [float(r["history"]) / 1e6 for r in runs]
+    ys = [float(r["seconds"]) for r in runs]
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
         (x - mx) ** 2 for x in xs

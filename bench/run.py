@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from bench import generate, progress
+from bench import generate, progress, storage
 from bench.connect import Server
 from bench.measure import Measured, run
 
@@ -124,7 +124,7 @@ class Bench:
                 if wrong:
                     raise SystemExit(f"P2 run {k + 1} ({engine}): counts differ from the data: "
                                      f"{wrong}")  # fmt: skip
-                row[engine] = asdict(m)
+                row[engine] = {**asdict(m), "ledger_bytes": storage.ledger_bytes(pipeline)}
             runs.append(row)
             progress(f"P2 run {k + 1}/{INCREMENTAL_RUNS}: Spark {row['product']['seconds']:.1f} s, "
                      f"local {row['local']['seconds']:.1f} s "
@@ -173,8 +173,8 @@ class Bench:
                 runs[key] = self.product(name, f"p6-{label}", fresh=True)
                 progress(f"P6 {label} {key}: {runs[key].seconds:.1f}s")
         for engine in ("local", "spark"):
-            plain, checked = runs[engine], runs[f"{engine}_checks"]
-            if plain.output.get("counts") != checked.output.get("counts"):
+            plain, with_checks = runs[engine], runs[f"{engine}_checks"]
+            if plain.output.get("counts") != with_checks.output.get("counts"):
                 raise SystemExit(f"P6 {engine}: the verdicts differ with the checks declared")
         self.results["p6"] = {"size": size, "label": label,
                               "runs": {k: asdict(m) for k, m in runs.items()}}  # fmt: skip

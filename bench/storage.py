@@ -1,0 +1,36 @@
+"""What a pipeline's ledger holds on disk (issue 18's storage figure): the current version's
+entries (what the next run starts from) and the whole ledger folder (every version and entry
+kept, as a pipeline without ``recon prune`` keeps them)."""
+
+from __future__ import annotations
+
+import os
+
+
+def folder_bytes(path: str) -> int:
+    """The bytes of every file under ``path`` (0 when it does not exist)."""
+    total = 0
+    for root, _, files in os.walk(path):
+        total += sum(os.path.getsize(os.path.join(root, name)) for name in files)
+    return total
+
+
+def ledger_bytes(pipeline: str) -> dict[str, int]:
+    """``current``: the entries the pipeline's current ledger version lists (and its manifest);
+    ``folder``: everything under the pipeline's ledger folder."""
+    from recon import settings
+    from recon.engine import results_db
+    from recon.ledger.local import LocalEntryStore
+    from recon.ledger.versions import local_path, parse_entry
+    from recon.paths import ledger_dir
+
+    with results_db() as pg, pg.cursor() as cur:
+        cur.execute("SELECT ledger_path FROM recon.pipeline_state WHERE pipeline = %s", (pipeline,))
+        row = cur.fetchone()
+    current = 0
+    if row and row[0]:
+        version = local_path(row[0])
+        current = folder_bytes(version) if os.path.isdir(version) else os.path.getsize(version)
+        for entry in LocalEntryStore().read_manifest(row[0]):
+            current += folder_bytes(local_path(parse_entry(entry)[0]))
+    return {"current": current, "folder": folder_bytes(ledger_dir(settings.data_dir(), pipeline))}
