@@ -22,7 +22,8 @@ LONGEST_FIRST = (
     "test_engine_vs_workload.py", "test_everyday_verdicts.py", "test_workload.py",
     "test_source_verdicts.py",
     "test_payload_verdicts.py", "test_latency_verdicts.py", "test_order_verdicts.py",
-    "test_engine_switch.py", "test_cli_contract.py", "test_concurrent_writers.py",
+    "test_engine_switch.py", "test_spark_connect.py", "test_cli_contract.py",
+    "test_concurrent_writers.py",
     "test_bad_input.py", "test_fault_spark.py", "test_kafka_sasl.py", "test_run_killed.py",
 )  # fmt: skip
 
