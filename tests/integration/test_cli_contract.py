@@ -5,19 +5,17 @@ nothing new."""
 
 from __future__ import annotations
 
+import contextlib
 import email
 import json
 import os
-import socket
 import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 
 import psycopg2
 import pytest
-from fixtures.alerts import email_text, free_port
+from fixtures.alerts import alert_catcher, email_text
 from fixtures.pipelines import WORKLOAD_PIPELINE
 
 from recon.connections import postgres_connection
@@ -28,27 +26,13 @@ from recon_workload import remove_run, run_scenario
 pytestmark = pytest.mark.integration
 
 
-def _wait_port(port: int) -> None:
-    for _ in range(60):
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.25)
-    raise AssertionError(f"port {port} did not open")
-
-
 def test_broken_exactly_once_fails_with_docs_and_one_alert_per_channel(tmp_path: Path) -> None:
-    smtp_port, http_port = free_port(), free_port()
     inbox = tmp_path / "inbox"
-    catcher = subprocess.Popen(
-        [sys.executable, "-m", "recon_workload.catcher", "--smtp-port", str(smtp_port),
-         "--http-port", str(http_port), "--inbox", str(inbox)],
-    )  # fmt: skip
+    catcher = contextlib.ExitStack()
     tag = uuid.uuid4().hex[:6]
     name = f"cli_broken_{tag}"
     try:
-        _wait_port(smtp_port)
-        _wait_port(http_port)
+        smtp_port, http_port = catcher.enter_context(alert_catcher(inbox))
         truth = run_scenario("broken_exactly_once", messages=120, run_tag=tag, progress=False)
         assert truth.counts["aborted_read"] > 0
         pipelines = tmp_path / "pipelines.yaml"
@@ -126,8 +110,7 @@ def test_broken_exactly_once_fails_with_docs_and_one_alert_per_channel(tmp_path:
         assert len(list(inbox.glob("mail-*.eml"))) == 1
         assert len(list(inbox.glob("webhook-*.json"))) == 1
     finally:
-        catcher.terminate()
-        catcher.wait(timeout=30)
+        catcher.close()
         remove_run("broken_exactly_once", tag)
         with results_db() as pg:
             forget_pipeline(pg, name)

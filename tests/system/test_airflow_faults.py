@@ -13,10 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,7 +22,7 @@ import httpx
 import pytest
 from confluent_kafka import Producer
 from fault_runs import KILLED_TASK, RetriedRun, environment_secrets, group_offsets
-from fixtures.alerts import free_port
+from fixtures.alerts import alert_catcher
 from fixtures.pipelines import DAG_DIR_PIPELINE
 from secret_search import files_under, find_secrets, scan
 
@@ -139,34 +135,24 @@ WEBHOOK_PASSWORD, WEBHOOK_TOKEN = "hook-pa55-4e1b9c07", "T0KEN-in-the-path-6f2d8
 
 
 @contextmanager
-def alert_catcher(inbox: Path) -> Iterator[None]:
-    """The demo's mail and webhook catcher on free loopback ports, storing into ``inbox``, and
-    the alert connections pointing at it (restored after)."""
-    smtp_port, http_port = free_port(), free_port()
-    catcher = subprocess.Popen(
-        [sys.executable, "-m", "recon_workload.catcher", "--smtp-port", str(smtp_port),
-         "--http-port", str(http_port), "--inbox", str(inbox)],
-    )  # fmt: skip
+def alert_connections(inbox: Path) -> Iterator[None]:
+    """The project's catcher storing into ``inbox``, and the alert connections pointing at it
+    (restored after)."""
     saved = {name: os.environ.get(name) for name in ALERT_VARS}
-    os.environ[ALERT_VARS[0]] = json.dumps({
-        "conn_type": "http", "host": "127.0.0.1", "port": http_port, "login": "recon-alerts",
-        "password": WEBHOOK_PASSWORD, "extra": {"endpoint": f"/hooks/{WEBHOOK_TOKEN}"},
-    })  # fmt: skip
-    os.environ[ALERT_VARS[1]] = json.dumps({
-        "conn_type": "smtp", "host": "127.0.0.1", "port": smtp_port,
-        "extra": {"from_email": "recon@localhost", "to": ["oncall@localhost"],
-                  "disable_ssl": True, "disable_tls": True},
-    })  # fmt: skip
     try:
-        for port in (smtp_port, http_port):
-            deadline = time.monotonic() + 30
-            while not port_open(port):
-                assert time.monotonic() < deadline, f"the catcher's port {port} did not open"
-                time.sleep(0.2)
-        yield
+        with alert_catcher(inbox) as (smtp_port, http_port):
+            os.environ[ALERT_VARS[0]] = json.dumps({
+                "conn_type": "http", "host": "127.0.0.1", "port": http_port,
+                "login": "recon-alerts", "password": WEBHOOK_PASSWORD,
+                "extra": {"endpoint": f"/hooks/{WEBHOOK_TOKEN}"},
+            })  # fmt: skip
+            os.environ[ALERT_VARS[1]] = json.dumps({
+                "conn_type": "smtp", "host": "127.0.0.1", "port": smtp_port,
+                "extra": {"from_email": "recon@localhost", "to": ["oncall@localhost"],
+                          "disable_ssl": True, "disable_tls": True},
+            })  # fmt: skip
+            yield
     finally:
-        catcher.terminate()
-        catcher.wait(timeout=30)
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
@@ -206,7 +192,7 @@ def alerted(retried_run: RetriedRun) -> Iterator[str]:
             pg.commit()
         inbox = Path(os.environ.get("RECON_INBOX") or Path(os.environ["RECON_STATE"]) / "inbox")
         inbox.mkdir(parents=True, exist_ok=True)
-        with alert_catcher(inbox):
+        with alert_connections(inbox):
             result = alert_for_run(cfg, run_id, dag_id=f"recon_{name}")
             assert result["contract_passed"] is False, result
             assert result["channels"] == {"webhook": "sent", "email": "sent"}, result
@@ -283,15 +269,6 @@ def test_no_secret_in_logs_xcom_alerts_data_docs_or_the_page(
 
     assert n > 0
     assert leaks == [], "secrets leaked:\n" + "\n".join(sorted(set(leaks)))
-
-
-def port_open(port: int) -> bool:
-    """Something accepts connections on ``port`` of loopback."""
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-    except OSError:
-        return False
-    return True
 
 
 def _as_sent(path: Path) -> bytes:
