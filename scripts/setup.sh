@@ -40,6 +40,9 @@ if ! stamp_ok "$RECON_STATE/jars/.stamp" "$jar_hash"; then
   echo "$jar_hash" > "$RECON_STATE/jars/.stamp"
 fi
 
+# --- Spark's classes recorded once for its JVMs to share (recon.spark_class_archive) ----------
+"$RECON_VENV/bin/python" -m recon.spark_class_archive
+
 # --- PostgreSQL server packages and its OS user -------------------------------------------------
 if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
   say "installing PostgreSQL from Debian's packages"

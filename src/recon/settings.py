@@ -50,6 +50,10 @@ RECON_SPARK_DRIVER_MEMORY      ``2g``                         ``spark.driver.mem
 RECON_SPARK_JAVA_OPTIONS       unset: none                    JVM options added to every Spark
                                                               driver's and executor's (``make
                                                               test``: ``-XX:TieredStopAtLevel=1``)
+RECON_SPARK_CLASS_ARCHIVE      ``true``                       ``false``: no Spark driver or executor
+                                                              maps the class-data archive of
+                                                              Spark's classes that ``make setup``
+                                                              makes (``recon.spark_class_archive``)
 RECON_SPARK_REMOTE             unset: a Spark of its own      a Spark Connect server
                                                               (``sc://localhost:PORT``) every
                                                               ``engine: spark`` run attaches to
@@ -99,6 +103,7 @@ RECON_SPARK_UI = "RECON_SPARK_UI"
 RECON_SPARK_SHUFFLE_PARTITIONS = "RECON_SPARK_SHUFFLE_PARTITIONS"
 RECON_SPARK_DRIVER_MEMORY = "RECON_SPARK_DRIVER_MEMORY"
 RECON_SPARK_JAVA_OPTIONS = "RECON_SPARK_JAVA_OPTIONS"
+RECON_SPARK_CLASS_ARCHIVE = "RECON_SPARK_CLASS_ARCHIVE"
 RECON_SPARK_POOL = "RECON_SPARK_POOL"
 RECON_SPARK_REMOTE = "RECON_SPARK_REMOTE"
 RECON_LOCAL_READERS = "RECON_LOCAL_READERS"
@@ -254,6 +259,12 @@ def spark_java_options() -> str:
     """``$RECON_SPARK_JAVA_OPTIONS``, else none: JVM options every Spark driver and executor of
     the product gets beside its own (``recon.spark.JVM_OPTIONS``)."""
     return (_set(RECON_SPARK_JAVA_OPTIONS) or "").strip()
+
+
+def spark_class_archive() -> bool:
+    """``$RECON_SPARK_CLASS_ARCHIVE`` is not ``false``: Spark's JVMs map the class-data archive
+    when one was made for the Spark and Java installed (``recon.spark_class_archive``)."""
+    return (_set(RECON_SPARK_CLASS_ARCHIVE) or "true").strip().lower() != "false"
 
 
 def spark_remote() -> str | None:

@@ -34,8 +34,14 @@ def persist(frame: DataFrame) -> DataFrame:
 def spark_settings() -> dict[str, str]:
     """Every setting a Spark driver of the product runs with, whoever starts it (``recon run``'s
     session, spark-submit from Airflow, ``spark_apps/``): bound to loopback, no UI unless
-    ``RECON_SPARK_UI=true``, credentials redacted from plans, logs and the event log."""
-    java_options = f"{JVM_OPTIONS} {settings.spark_java_options()}".strip()
+    ``RECON_SPARK_UI=true``, credentials redacted from plans, logs and the event log; Spark's
+    classes mapped from the class archive when ``make setup`` made one."""
+    from recon.spark_class_archive import java_options as class_archive
+
+    # The user's options last: they can override (``-Xshare:off``).
+    java_options = " ".join(
+        part for part in (JVM_OPTIONS, class_archive(), settings.spark_java_options()) if part
+    )
     return {
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
