@@ -36,7 +36,7 @@ def spark_settings() -> dict[str, str]:
     session, spark-submit from Airflow, ``spark_apps/``): bound to loopback, no UI unless
     ``RECON_SPARK_UI=true``, credentials redacted from plans, logs and the event log; Spark's
     classes mapped from the class archive when ``make setup`` made one."""
-    from recon.spark_class_archive import java_options as class_archive
+    from recon.spark_classes import java_options as class_archive
 
     # The user's options last: they can override (``-Xshare:off``).
     java_options = " ".join(

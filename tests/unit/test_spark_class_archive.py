@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from recon import spark_class_archive as archive
+from recon import spark_class_archive, spark_classes
 from recon.spark import spark_settings
 
 pytestmark = pytest.mark.unit
@@ -37,65 +37,65 @@ def fake_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, P
 def test_the_archive_is_named_after_the_installed_spark_and_java(
     fake_install: dict[str, Path],
 ) -> None:
-    first = archive.archive_path()
+    first = spark_classes.archive_path()
     assert first is not None
     assert Path(first).parent.parent == fake_install["state"] / "spark"
-    assert archive.archive_path() == first
+    assert spark_classes.archive_path() == first
     # A jar replaced by another of the same name (an upgrade), or another JVM build: a new name,
     # so setup makes a new archive instead of leaving every JVM ignoring the old one.
     jar = fake_install["spark"] / "jars" / "b.jar"
     jar.write_bytes(b"a jar of another size")
-    second = archive.archive_path()
+    second = spark_classes.archive_path()
     assert second not in (None, first)
     modules = fake_install["java"] / "lib" / "modules"
     os.utime(modules, (1, 1))
-    assert archive.archive_path() not in (None, first, second)
+    assert spark_classes.archive_path() not in (None, first, second)
 
 
 def test_no_spark_jars_no_archive(fake_install: dict[str, Path]) -> None:
     for jar in (fake_install["spark"] / "jars").iterdir():
         jar.unlink()
-    assert archive.archive_path() is None
-    assert archive.java_options() == ""
+    assert spark_classes.archive_path() is None
+    assert spark_classes.java_options() == ""
 
 
 def test_the_jvms_map_the_archive_only_when_it_exists_and_is_not_turned_off(
     fake_install: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RECON_SPARK_JAVA_OPTIONS", "-Xshare:off")
-    assert archive.java_options() == ""
+    assert spark_classes.java_options() == ""
     assert spark_settings()["spark.driver.extraJavaOptions"] == "-XX:+UseParallelGC -Xshare:off"
-    path = Path(str(archive.archive_path()))
+    path = Path(str(spark_classes.archive_path()))
     path.parent.mkdir(parents=True)
     path.write_bytes(b"archive")
-    mapped = f"-XX:SharedArchiveFile={path} {archive.QUIET}"
-    assert archive.java_options() == mapped
+    mapped = f"-XX:SharedArchiveFile={path} {spark_classes.QUIET}"
+    assert spark_classes.java_options() == mapped
     # Driver and executors alike; the user's own options last, so they can turn it off.
     settings = spark_settings()
     expected = f"-XX:+UseParallelGC {mapped} -Xshare:off"
     assert settings["spark.driver.extraJavaOptions"] == expected
     assert settings["spark.executor.extraJavaOptions"] == expected
     monkeypatch.setenv("RECON_SPARK_CLASS_ARCHIVE", "false")
-    assert archive.java_options() == ""
+    assert spark_classes.java_options() == ""
 
 
 def test_a_failed_recording_leaves_no_archive_and_says_so(
     fake_install: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The fake Spark home has no launcher: the recording driver cannot start.
-    assert archive.make_archive(timeout=120) is None
+    assert spark_class_archive.make_archive(timeout=120) is None
     assert "no class archive of Spark's classes was made" in capsys.readouterr().err
-    assert not list(Path(str(archive.archive_path())).parent.iterdir())
+    assert not list(Path(str(spark_classes.archive_path())).parent.iterdir())
 
 
 def test_an_archive_made_earlier_is_kept(
     fake_install: dict[str, Path],
 ) -> None:
-    path = Path(str(archive.archive_path()))
+    path = Path(str(spark_classes.archive_path()))
     path.parent.mkdir(parents=True)
     path.write_bytes(b"archive")
     # Already made: nothing is recorded again (the fake Spark could not record anything).
-    assert archive.make_archive() == str(path)
+    assert spark_class_archive.make_archive() == str(path)
     assert path.read_bytes() == b"archive"
 
 
@@ -103,7 +103,7 @@ def test_a_spark_driver_of_the_product_maps_the_archive_make_setup_made() -> Non
     """With ``-Xshare:on`` a JVM that cannot map its archive does not start: a driver that
     starts has mapped it (a class path that no longer matches would fail here, where a normal
     start ignores the archive without a word)."""
-    path = archive.archive_path()
+    path = spark_classes.archive_path()
     assert path is not None and os.path.isfile(path), "make setup makes the archive"
     script = (
         "from recon.spark import spark_session\n"
