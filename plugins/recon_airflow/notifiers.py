@@ -54,6 +54,17 @@ _HOOK_OPTIONS = frozenset(
 )  # fmt: skip
 
 
+def _hook_extras(extra: dict[str, Any]) -> dict[str, Any]:
+    """A webhook connection's extras as ``HttpHook`` gets them: ``endpoint`` gone, the
+    ``headers`` dict flattened among the others (each a header unless one of
+    :data:`_HOOK_OPTIONS`)."""
+    kept = {k: v for k, v in extra.items() if k not in _WEBHOOK_KEYS}
+    headers = extra.get("headers")
+    if isinstance(headers, dict):
+        kept.update({str(k): str(v) for k, v in headers.items()})
+    return kept
+
+
 class AlertWebhookHook(HttpHook):
     """``HttpHook`` (POST) on a webhook connection that may carry ``recon``'s extras
     ``endpoint`` (the path, as ``HttpOperator``'s ``endpoint``) and ``headers`` (a dict): the
@@ -68,12 +79,7 @@ class AlertWebhookHook(HttpHook):
     @classmethod
     def get_connection(cls, conn_id: str) -> Any:
         conn = super().get_connection(conn_id)
-        extra = dict(conn.extra_dejson)
-        headers = extra.pop("headers", None)
-        extra.pop("endpoint", None)
-        if isinstance(headers, dict):
-            extra.update({str(k): str(v) for k, v in headers.items()})
-        return attrs.evolve(conn, extra=json.dumps(extra))
+        return attrs.evolve(conn, extra=json.dumps(_hook_extras(conn.extra_dejson)))
 
     def run_and_check(
         self, session: Any, prepped_request: Any, extra_options: dict[Any, Any]
@@ -120,13 +126,11 @@ def _webhook(conn_id: str, alert: Alert, timeout: float) -> dict[str, Any]:
     conn = _connection(conn_id)
     extra = conn.extra_dejson
     endpoint = str(extra.get("endpoint") or "")
-    headers = extra.get("headers") if isinstance(extra.get("headers"), dict) else {}
-    others = {k: v for k, v in extra.items() if k not in (*_WEBHOOK_KEYS, *_HOOK_OPTIONS)}
+    sent = {k: str(v) for k, v in _hook_extras(extra).items() if k not in _HOOK_OPTIONS}
     host = conn.host or ""
     # A host is no secret, but a whole URL in it (HttpHook takes one) has a path that may be.
     secrets = [conn.password or "", endpoint, *(url_secrets(host) if "://" in host else [])]
-    secrets += url_secrets(endpoint)
-    secrets += header_secrets(headers) + header_secrets({k: str(v) for k, v in others.items()})
+    secrets += url_secrets(endpoint) + header_secrets(sent)
     _mask(secrets)
     if "://" in endpoint:
         raise SendFailed(
@@ -215,15 +219,14 @@ class HookTransport:
         """Deliver ``alert`` with ``notifier`` through connection ``conn_id``.
 
         :param notifier: ``webhook`` (``HttpHook``), ``slack`` (``SlackWebhookHook``) or
-            ``email`` (``SmtpHook``; its timeout is the connection's extra ``timeout``).
+            ``email`` (``SmtpHook``; its timeout is the connection's extra ``timeout``), as
+            ``recon.alert.send.send`` checked it.
         :param conn_id: the Airflow connection id.
         :param timeout: seconds for the connection and the answer (webhook, Slack).
         :raises ConnectionNotFound: the connection is not defined.
         :raises SendFailed: the delivery failed (the reason, redacted).
         """
         senders = {WEBHOOK: _webhook, SLACK: _slack, EMAIL: _email}
-        if notifier not in senders:
-            raise ValueError(f"unknown notifier {notifier!r} (expected one of {sorted(senders)})")
         return senders[notifier](conn_id, alert, timeout)
 
 
