@@ -264,6 +264,7 @@ def p5(results: dict[str, Any]) -> list[str]:
         f"({', '.join(p5['alerts'])}); the reconcile step alone took "
         f"{p5['reconcile_seconds']:.1f} s.",
         *p5_connect(results.get("p5_connect")),
+        *p5_local(results.get("p5_local")),
     ]
 
 
@@ -277,6 +278,18 @@ def p5_connect(attached: dict[str, Any] | None) -> list[str]:
         f"start): **{attached['seconds']:.1f} s**, ending `{attached['status']}` with its "
         f"alerts ({', '.join(attached['alerts'])}); the reconcile step "
         f"{attached['reconcile_seconds']:.1f} s.",
+    ]
+
+
+def p5_local(local: dict[str, Any] | None) -> list[str]:
+    if not local:
+        return []
+    return [
+        "",
+        f"The same DAG run for `engine: local` (every step in its task's process, no JVM): "
+        f"**{local['seconds']:.1f} s**, ending `{local['status']}` with its alerts "
+        f"({', '.join(local['alerts'])}); the reconcile step {local['reconcile_seconds']:.1f} s "
+        "(target: at most 15 s).",
     ]
 
 

@@ -2,7 +2,8 @@
 
 The run executes every task as the scheduler would (the Spark steps under spark-submit, so the
 figure includes three JVM starts; or, with ``RECON_SPARK_REMOTE``, in the task's process as
-clients of a Spark Connect server) and the Great Expectations checkpoint. The data carries the
+clients of a Spark Connect server; or, for ``engine: local``, in the task's process without a
+JVM) and the Great Expectations checkpoint. The data carries the
 usual fault mix, so the contract is broken and the alert task sends its webhook and email to the
 local catcher: the DAG run ends ``failed`` by design, and the bench checks that the alert was sent.
 """
@@ -19,15 +20,20 @@ from bench import generate, progress, script
 from bench.measure import run
 
 
-def dag_run(ds: generate.Dataset, env: dict[str, str] | None = None) -> dict[str, Any]:
+def dag_run(
+    ds: generate.Dataset, env: dict[str, str] | None = None, engine: str = "spark"
+) -> dict[str, Any]:
     """One DAG run over ``ds``; ``env`` adds to the run's environment (``RECON_SPARK_REMOTE``:
-    the Spark steps as clients of that Spark Connect server, in the task's process)."""
+    the Spark steps as clients of that Spark Connect server, in the task's process).
+
+    :param engine: the pipeline's ``engine`` (``local``: every step in its task's process, no
+        JVM at all)."""
     from recon.engine import results_db
     from recon.store import ensure_schema, forget_pipeline
 
     pipeline = "bench_p5_latency"
     path = os.path.join(generate.state_dir(), "pipelines-p5.yaml")
-    decl = {**generate.pipeline_yaml(ds), "retries": 0}
+    decl = {**generate.pipeline_yaml(ds, engine=engine), "retries": 0}
     with open(path, "w", encoding="utf-8") as fh:
         yaml.safe_dump({"pipelines": {pipeline: decl}}, fh)
     with results_db() as pg:

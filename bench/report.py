@@ -253,12 +253,14 @@ def _summary(results: dict[str, Any]) -> list[str]:
         )
     p5 = results.get("p5")
     if p5:
-        attached = results.get("p5_connect")
+        attached, local = results.get("p5_connect"), results.get("p5_local")
         lines.append(f"- **P5**: {p5['messages']:,} messages, snapshot to alert in "
                      f"{p5['seconds']:.1f} s"
                      + (f"; {attached['seconds']:.1f} s with the Spark steps on a warm Spark "
                         "Connect server" if attached else "")
-                     + " (target for `engine: spark`: at most 30 s).")  # fmt: skip
+                     + " (target for `engine: spark`: at most 30 s)"
+                     + (f"; `engine: local` {local['seconds']:.1f} s (target: at most 15 s)"
+                        if local else "") + ".")  # fmt: skip
     return lines
 
 

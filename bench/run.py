@@ -227,6 +227,8 @@ class Bench:
             self.results["p5_connect"] = latency.dag_run(ds, env=self.connect.env)
             progress(f"P5 on Spark Connect: whole DAG run "
                      f"{self.results['p5_connect']['seconds']:.1f} s")  # fmt: skip
+        self.results["p5_local"] = latency.dag_run(ds, engine="local")
+        progress(f"P5, engine local: whole DAG run {self.results['p5_local']['seconds']:.1f} s")
 
 
 def _check_counts(label: str, expected: dict[str, int], measured: dict[str, Measured]) -> None:
