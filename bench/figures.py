@@ -263,33 +263,28 @@ def p5(results: dict[str, Any]) -> list[str]:
         f"messages, so the run ends `{p5['status']}` and sent its alerts "
         f"({', '.join(p5['alerts'])}); the reconcile step alone took "
         f"{p5['reconcile_seconds']:.1f} s.",
-        *p5_connect(results.get("p5_connect")),
-        *p5_local(results.get("p5_local")),
+        *(line for key, how in P5_VARIANTS for line in p5_variant(results.get(key), how)),
     ]
 
 
-def p5_connect(attached: dict[str, Any] | None) -> list[str]:
-    if not attached:
+#: The other DAG runs of P5: the results key, and how the run differs from the first.
+P5_VARIANTS = (
+    ("p5_connect", "with `RECON_SPARK_REMOTE` set: the Spark steps run in their task's process "
+     "as clients of the Spark Connect server P1 warmed (no spark-submit, no JVM start)"),
+    ("p5_local", "for `engine: local` (every step in its task's process, no JVM; target: at "
+     "most 15 s)"),
+)  # fmt: skip
+
+
+def p5_variant(run: dict[str, Any] | None, how: str) -> list[str]:
+    """One more P5 DAG run over the same data, run as ``how`` says."""
+    if not run:
         return []
     return [
         "",
-        f"The same DAG run with `RECON_SPARK_REMOTE` set: the Spark steps run in their task's "
-        f"process as clients of the Spark Connect server P1 warmed (no spark-submit, no JVM "
-        f"start): **{attached['seconds']:.1f} s**, ending `{attached['status']}` with its "
-        f"alerts ({', '.join(attached['alerts'])}); the reconcile step "
-        f"{attached['reconcile_seconds']:.1f} s.",
-    ]
-
-
-def p5_local(local: dict[str, Any] | None) -> list[str]:
-    if not local:
-        return []
-    return [
-        "",
-        f"The same DAG run for `engine: local` (every step in its task's process, no JVM): "
-        f"**{local['seconds']:.1f} s**, ending `{local['status']}` with its alerts "
-        f"({', '.join(local['alerts'])}); the reconcile step {local['reconcile_seconds']:.1f} s "
-        "(target: at most 15 s).",
+        f"The same DAG run {how}: **{run['seconds']:.1f} s**, ending `{run['status']}` with its "
+        f"alerts ({', '.join(run['alerts'])}); the reconcile step "
+        f"{run['reconcile_seconds']:.1f} s.",
     ]
 
 
