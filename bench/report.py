@@ -149,7 +149,9 @@ def write(results: dict[str, Any], root: str | None = None) -> str:
         "(DuckDB's postgres extension cannot be downloaded here).",
         "- **I/O floor** (`bench/floor.py`): a plain consume of the window (values touched, not "
         "parsed) plus a `COPY` of the sink's ids to a byte counter; the sum of the two.",
-        "- **Memory**: peak resident set of the process tree, sampled every 100 ms (psutil).",
+        "- **Memory**: peak proportional set size (PSS: pages shared between processes "
+        "counted once) of the process tree, sampled every 100 ms; runs before 2026-11-28 "
+        "reported the resident set (RSS), which counts a forked process's shared pages again.",
         "",
         "### The data",
         "",
