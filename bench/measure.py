@@ -57,7 +57,7 @@ def _pss_bytes(p: psutil.Process) -> int:
     return int(p.memory_info().rss)
 
 
-def _rss(procs: list[psutil.Process]) -> tuple[float, float]:
+def _memory(procs: list[psutil.Process]) -> tuple[float, float]:
     """The processes' memory (:func:`_pss_bytes`) in MiB: the JVMs', the others'."""
     jvm = other = 0.0
     for p in procs:
@@ -88,8 +88,8 @@ def run(cmd: Sequence[str], watch: Sequence[int] = (), env: dict[str, str] | Non
 
     def sample() -> None:
         while not done.is_set():
-            jvm, py = _rss(_tree(proc.pid))
-            watched = sum(_rss([q for w in watch for q in _tree(w)]))
+            jvm, py = _memory(_tree(proc.pid))
+            watched = sum(_memory([q for w in watch for q in _tree(w)]))
             peaks["all"] = max(peaks["all"], jvm + py)
             peaks["jvm"] = max(peaks["jvm"], jvm)
             peaks["py"] = max(peaks["py"], py)

@@ -7,12 +7,12 @@ from __future__ import annotations
 import os
 
 
-def folder_bytes(path: str) -> int:
-    """The bytes of every file under ``path`` (0 when it does not exist)."""
-    total = 0
-    for root, _, files in os.walk(path):
-        total += sum(os.path.getsize(os.path.join(root, name)) for name in files)
-    return total
+def tree_bytes(path: str) -> int:
+    """The bytes of a file, or of a folder and all it holds, as ``recon prune`` counts them
+    (0 when it does not exist)."""
+    from recon.prune.plan import tree_stat
+
+    return tree_stat(path)[0] if os.path.lexists(path) else 0
 
 
 def ledger_bytes(pipeline: str) -> dict[str, int]:
@@ -30,7 +30,7 @@ def ledger_bytes(pipeline: str) -> dict[str, int]:
     current = 0
     if row and row[0]:
         version = local_path(row[0])
-        current = folder_bytes(version) if os.path.isdir(version) else os.path.getsize(version)
+        current = tree_bytes(version)
         for entry in LocalEntryStore().read_manifest(row[0]):
-            current += folder_bytes(local_path(parse_entry(entry)[0]))
-    return {"current": current, "folder": folder_bytes(ledger_dir(settings.data_dir(), pipeline))}
+            current += tree_bytes(local_path(parse_entry(entry)[0]))
+    return {"current": current, "folder": tree_bytes(ledger_dir(settings.data_dir(), pipeline))}
