@@ -2,8 +2,9 @@
 left (local ledger store, compaction after two entries).
 
 By hand: run-1 judges m1 lost and m2 delivered, run-2 judges m3 delivered, run-3 judges m1
-duplicated. run-3's version lists three entries, so it compacts; its first attempt dies while
-writing the compacted entry (a disk full), after writing its delta and part of that entry. The
+duplicated. run-3's version lists three entries, so it compacts them into a segment; its first
+attempt dies while writing the segment (a disk full), after writing its delta and part of the
+segment: half its Parquet file, or all of it and half its membership filter. The
 pipeline still points at run-2's version, which reads as before; run-3 run again compacts, and
 its version holds m1 as run-3 judged it, m2 and m3 as before. What the dead attempt wrote is
 listed by no version: a prune of everything before run-3 removes it, never the current version
@@ -22,7 +23,7 @@ import pytest
 from fixtures.relations import ARROW_LEDGER, arrow_table, rows
 
 from recon.engines.duckdb import DuckDBRules
-from recon.ledger import versions
+from recon.ledger import membership, versions
 from recon.ledger.local import LocalEntryStore
 from recon.prune.plan import choose_runs, cutoff_time, needed_files, removable_files
 from recon.rules.run import RuleEngine, conform_sql
@@ -38,16 +39,29 @@ class DiskFull(OSError):
     pass
 
 
-class DiesCompacting(LocalEntryStore):
-    """Writes a compacted entry's first file, then fails as a full disk would."""
+class DiesInParquet(LocalEntryStore):
+    """Writes half a segment's Parquet file, then fails as a full disk would."""
 
-    def write_entry(self, rules: RuleEngine, relation: Any, directory: str, seq: int) -> None:
-        if "compacted" not in directory:
-            super().write_entry(rules, relation, directory, seq)
-            return
+    def write_segment(self, rules: RuleEngine, relation: Any, directory: str, seq: int) -> int:
         os.makedirs(directory)
         Path(directory, "part-00000.parquet").write_bytes(b"PAR1 half a file")
         raise DiskFull("No space left on device")
+
+
+class DiesInFilter(LocalEntryStore):
+    """Writes a segment's Parquet file and half its membership filter, then fails."""
+
+    def write_segment(self, rules: RuleEngine, relation: Any, directory: str, seq: int) -> int:
+        def half(directory: str, found: Any, check: int) -> None:
+            Path(directory, membership.BITS).write_bytes(found.bits.tobytes()[:16])
+            raise DiskFull("No space left on device")
+
+        real = membership.write
+        membership.write = half  # type: ignore[assignment]
+        try:
+            return super().write_segment(rules, relation, directory, seq)
+        finally:
+            membership.write = real  # type: ignore[assignment]
 
 
 def _delta(con: Any, judged: list[tuple[str, int, str]], run: str) -> str:
@@ -72,8 +86,9 @@ def _facts(con: Any, manifest: str) -> dict[str, tuple[str, str]]:
     return {r["message_id"]: (r["verdict"], r["first_run_id"]) for r in rows(con, found)}
 
 
+@pytest.mark.parametrize("dies", [DiesInParquet, DiesInFilter])
 def test_a_compaction_cut_short_leaves_the_ledger_working_and_prune_sweeps_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dies: type[LocalEntryStore]
 ) -> None:
     monkeypatch.setattr(versions, "COMPACT_AFTER", 2)
     con = duckdb.connect()
@@ -87,7 +102,7 @@ def test_a_compaction_cut_short_leaves_the_ledger_working_and_prune_sweeps_it(
     before = _facts(con, v2)
 
     with pytest.raises(DiskFull):
-        _write(con, DiesCompacting(), root, "run-3-0000000a", store.read_manifest(v2),
+        _write(con, dies(), root, "run-3-0000000a", store.read_manifest(v2),
                [("m1", 30, "duplicated")], "run-3")  # fmt: skip
     left = sorted(os.listdir(root))
     assert "run-3-0000000a.manifest" not in left
@@ -123,7 +138,7 @@ def test_a_compaction_cut_short_leaves_the_ledger_working_and_prune_sweeps_it(
     kept_names = set(os.listdir(root)) - gone
     assert kept_names == {
         "run-3-0000000b.manifest",
-        os.path.basename(store.read_manifest(v3)[0]),
+        os.path.basename(versions.parse_entry(store.read_manifest(v3)[0])[0]),
         "run-2-0000000a.manifest",
         "run-1-0000000a",
         "run-2-0000000a",

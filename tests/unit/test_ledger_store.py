@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from fixtures.engines import spark_ledger_next
 from fixtures.engines import spark_reconcile as reconcile
@@ -145,15 +146,20 @@ def test_a_run_reads_and_writes_only_its_own_messages_entries(
     assert _by_id(found) == {"m1": FINAL_LEDGER["m1"], "m4": FINAL_LEDGER["m4"]}
 
 
-def test_compaction_folds_the_entries_into_one(
+def test_compaction_folds_the_entries_into_one_sorted_segment(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(versions, "COMPACT_AFTER", 2)
     manifests, _ = _run_chain(spark, tmp_path)
     assert len(_read_manifest(spark, manifests[1])) == 2
     entries = _read_manifest(spark, manifests[-1])
-    assert len(entries) == 1 and "compacted" in entries[0]
-    assert _by_id(spark.read.parquet(entries[0])) == FINAL_LEDGER
+    assert len(entries) == 1 and versions.segment_of(entries[0]) == (0, len(FINAL_LEDGER))
+    segment = versions.parse_entry(entries[0])[0]
+    assert "compacted" in segment
+    assert _by_id(spark.read.parquet(segment)) == FINAL_LEDGER
+    for part in Path(segment).glob("part-*.parquet"):
+        written = pq.read_table(part, columns=["message_id"]).column(0).to_pylist()
+        assert written == sorted(written), part
 
 
 def test_a_whole_ledger_written_before_manifests_is_read_as_one_entry(

@@ -14,9 +14,23 @@ rewritten, and a run costs what its own window costs. An entry that lets an unre
 through (a hash collision) meets no fact of the run, so it yields no verdict and is carried
 unchanged.
 
-When a manifest would list more than :data:`~recon.ledger.versions.COMPACT_AFTER` entries, the
-run writes the whole effective ledger as one entry instead: one rewrite of history every
-``COMPACT_AFTER`` runs.
+History is kept in two parts. The *hot* part is the entries of the last runs, at most
+:data:`~recon.ledger.versions.COMPACT_AFTER` of them: every run reads them (one column wide).
+The *cold* part is *segments*: when a run's version would list more hot entries than that, it
+merges them (the newest entry of each of their messages) into one level-0 segment, sorted by
+messageId; :data:`~recon.ledger.versions.MERGE_FANOUT` segments of one level are merged into one
+of the next (a size-tiered merge: an entry is rewritten about once per level, never all of
+history at once), as long as the merge writes at most
+:data:`~recon.ledger.versions.MERGE_MAX_ROWS` rows, which bounds the work a compaction adds to
+a run. Segments are listed first in a manifest, oldest first, the hot entries after them, so the
+newest entry of a message is still the last one listed. A run finds its messages in a segment
+without scanning it: the local store probes a membership filter stored beside it and reads only
+the row groups holding the ids the filter lets through (``recon.ledger.local_segments``), so
+history costs it a few bytes per message (the filter, from the page cache), not a column of it.
+A duplicate of a year-old message is still found: a filter has no false negatives.
+
+Every file is new: a compaction that dies leaves files no manifest lists (``recon prune`` sweeps
+them), and the pipeline still points at the version before it.
 
 A base path that is not a manifest is a whole ledger version as written before manifests: it is
 read as a single entry.

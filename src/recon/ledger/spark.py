@@ -1,8 +1,9 @@
 """The ledger versions of ``recon.ledger``, read and written with Spark (any Hadoop-compatible
-path). Its access strategy: every stored entry directory is read in one scan, and a run's
-entries are picked by a semi-join of their ``id_hash`` (a 64-bit xxhash of the messageId,
-stored beside each entry) against the run's hashes, broadcast: history is scanned, never
-shuffled.
+path). Its access strategy: every stored entry directory, segments included, is read in one
+scan, and a run's entries are picked by a semi-join of their ``id_hash`` (a 64-bit xxhash of the
+messageId, stored beside each entry) against the run's hashes, broadcast: history is scanned,
+never shuffled (it does not use the local store's membership filters yet: a run's cost grows
+with history here).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ if TYPE_CHECKING:
 #: A run with up to this many ids broadcasts their 64-bit hashes (8 bytes each, ~100 MB at most
 #: as Spark's hash relation): the driver's default 2 GiB holds that.
 BROADCAST_MAX_IDS = 5_000_000
-_MANIFEST = "seq int, entry string, results_of string"
+_MANIFEST = "seq int, entry string, results_of string, segment string"
+#: Bytes per Parquet row group of a segment (Spark's default, 128 MB, is one group per file).
+SEGMENT_ROW_GROUP_BYTES = 4 * 1024 * 1024
 
 
 class SparkEntryStore:
@@ -38,7 +41,9 @@ class SparkEntryStore:
         if not is_manifest(path):
             return [path]
         rows = self.spark.read.schema(_MANIFEST).json(path).collect()  # <= COMPACT_AFTER rows
-        return entries_from_rows([(r["seq"], r["entry"], r["results_of"]) for r in rows])
+        return entries_from_rows(
+            [(r["seq"], r["entry"], r["results_of"], r["segment"]) for r in rows]
+        )
 
     def register(self, rules: RuleEngine, entries: list[str], ids: Any | None) -> bool:
         """Stored directories are read in one scan, not a union of one per directory: Spark
@@ -53,7 +58,7 @@ class SparkEntryStore:
         # has temporary views of its own).
         spark = getattr(rules, "spark", self.spark)
         hashes = None if ids is None else self._hashes(ids)
-        directories = [e for e in entries if parse_entry(e)[1] is None]
+        directories = [path for path, run_id in map(parse_entry, entries) if run_id is None]
         stored = None
         if directories:
             # Directories of both layouts can meet in one version: merge their schemas.
@@ -103,14 +108,20 @@ class SparkEntryStore:
         return frame.withColumn("id_hash", _id_hash(frame)).join(hashes, "id_hash", "left_semi")
 
     def write_entry(self, rules: RuleEngine, relation: DataFrame, directory: str, seq: int) -> None:
-        from pyspark.sql import functions as F
+        _entry_rows(relation, seq).write.mode("error").parquet(directory)
 
-        from recon import schemas
-
-        columns = [F.col(f.name) for f in schemas.LEDGER.fields]
-        relation.select(
-            *columns, F.xxhash64("message_id").alias("id_hash"), F.lit(seq).alias("entry_seq")
-        ).write.mode("error").parquet(directory)
+    def write_segment(
+        self, rules: RuleEngine, relation: DataFrame, directory: str, seq: int
+    ) -> int:
+        """Sorted by messageId, in small row groups; no membership filter (the local store's is
+        keyed by DuckDB's hash, which Spark does not compute): the local store scans a segment
+        written here, and this store scans every segment."""
+        rows = _entry_rows(relation, seq).orderBy("message_id")
+        rows.write.option("parquet.block.size", SEGMENT_ROW_GROUP_BYTES).mode("error").parquet(
+            directory
+        )
+        spark = getattr(rules, "spark", self.spark)
+        return int(spark.read.parquet(directory).count())
 
     def write_results(self, rules: RuleEngine, relation: DataFrame, directory: str) -> str:
         relation.write.mode("error").parquet(directory)
@@ -122,6 +133,18 @@ class SparkEntryStore:
 
     def is_empty(self, rules: RuleEngine, relation: DataFrame) -> bool:
         return bool(relation.isEmpty())
+
+
+def _entry_rows(relation: DataFrame, seq: int) -> DataFrame:
+    """``schemas.LEDGER`` rows as an entry stores them: with their hash and manifest place."""
+    from pyspark.sql import functions as F
+
+    from recon import schemas
+
+    columns = [F.col(f.name) for f in schemas.LEDGER.fields]
+    return relation.select(
+        *columns, F.xxhash64("message_id").alias("id_hash"), F.lit(seq).alias("entry_seq")
+    )
 
 
 def _id_hash(frame: DataFrame) -> Column:

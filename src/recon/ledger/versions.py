@@ -1,7 +1,7 @@
 """Ledger versions, once for both engines: what a manifest holds, which entries a version is
-made of, when it is compacted, and how its entries are read (the rule steps
-``00_ledger_entries`` and ``00_ledger_newest``). What differs by engine is file IO only, behind
-:class:`EntryStore` (``recon.ledger.spark``, ``recon.ledger.local``).
+made of, when and how it is compacted into segments, and how its entries are read (the rule
+steps ``00_ledger_entries`` and ``00_ledger_newest``). What differs by engine is file IO and
+access strategy only, behind :class:`EntryStore` (``recon.ledger.spark``, ``recon.ledger.local``).
 """
 
 from __future__ import annotations
@@ -15,8 +15,16 @@ from recon.rules.run import RuleEngine, run_steps
 
 MANIFEST_SUFFIX = ".manifest"
 RESULTS_ENTRY = "results-of:"
-#: A version listing more entries than this is written as one entry instead.
+SEGMENT_ENTRY = "segment:"
+#: A version listing more hot entries (runs' deltas and results) than this merges them into a
+#: segment.
 COMPACT_AFTER = 16
+#: This many segments of one level, newest last, are merged into one of the next level ...
+MERGE_FANOUT = 4
+#: ... unless that merge would write more rows than this: inside a run, a bigger rewrite would
+#: hold the run up for minutes. Segments of the top level then accumulate, each costing a run
+#: one membership probe.
+MERGE_MAX_ROWS = 64_000_000
 
 
 def is_manifest(path: str) -> bool:
@@ -33,26 +41,54 @@ def results_entry(path: str, run_id: str) -> str:
     return RESULTS_ENTRY + json.dumps([run_id, path])
 
 
+def segment_entry(path: str, level: int, rows: int) -> str:
+    """A manifest entry that is a segment: an entry directory sorted by messageId, written by a
+    compaction, ``rows`` rows, made by merges up to ``level`` (``recon.ledger`` explains)."""
+    return SEGMENT_ENTRY + json.dumps([path, level, rows])
+
+
 def parse_entry(entry: str) -> tuple[str, str | None]:
-    """``(directory, run id)`` of a results entry; ``(directory, None)`` of an entry directory."""
+    """``(directory, run id)`` of a results entry; ``(directory, None)`` of an entry directory
+    or a segment."""
     if entry.startswith(RESULTS_ENTRY):
         run_id, path = json.loads(entry[len(RESULTS_ENTRY) :])
         return str(path), str(run_id)
+    if entry.startswith(SEGMENT_ENTRY):
+        return str(json.loads(entry[len(SEGMENT_ENTRY) :])[0]), None
     return entry, None
 
 
-def manifest_rows(entries: list[str]) -> list[tuple[int, str, str | None]]:
-    """``(seq, entry, results_of)`` per entry, as a manifest stores them."""
-    return [(seq, *parse_entry(e)) for seq, e in enumerate(entries)]
+def segment_of(entry: str) -> tuple[int, int] | None:
+    """``(level, rows)`` of a segment entry; None of any other entry."""
+    if not entry.startswith(SEGMENT_ENTRY):
+        return None
+    _, level, rows = json.loads(entry[len(SEGMENT_ENTRY) :])
+    return int(level), int(rows)
 
 
-def entry_from_row(entry: str, results_of: str | None) -> str:
+ManifestRow = tuple[int, str, "str | None", "str | None"]
+
+
+def manifest_rows(entries: list[str]) -> list[ManifestRow]:
+    """``(seq, entry, results_of, segment)`` per entry, as a manifest stores them (``segment``:
+    ``"[level, rows]"`` of a segment)."""
+    rows: list[ManifestRow] = []
+    for seq, entry in enumerate(entries):
+        segment = segment_of(entry)
+        rows.append((seq, *parse_entry(entry), None if segment is None else json.dumps(segment)))
+    return rows
+
+
+def entry_from_row(entry: str, results_of: str | None, segment: str | None = None) -> str:
+    if segment:
+        level, rows = json.loads(segment)
+        return segment_entry(entry, level, rows)
     return results_entry(entry, results_of) if results_of else entry
 
 
-def entries_from_rows(rows: list[tuple[int, str, str | None]]) -> list[str]:
-    """A manifest's rows ``(seq, entry, results_of)`` as its entries, oldest first."""
-    return [entry_from_row(entry, of) for _, entry, of in sorted(rows, key=lambda r: r[0])]
+def entries_from_rows(rows: list[ManifestRow]) -> list[str]:
+    """A manifest's rows ``(seq, entry, results_of, segment)`` as its entries, oldest first."""
+    return [entry_from_row(*row[1:]) for row in sorted(rows, key=lambda r: r[0])]
 
 
 class EntryStore(Protocol):
@@ -74,6 +110,11 @@ class EntryStore(Protocol):
 
     def write_results(self, rules: RuleEngine, relation: Any, directory: str) -> str:
         """Write a run's results (``schemas.RESULT``) as a directory; returns its data file."""
+
+    def write_segment(self, rules: RuleEngine, relation: Any, directory: str, seq: int) -> int:
+        """Write ``schemas.LEDGER`` rows as a segment at manifest place ``seq``: an entry
+        directory sorted by messageId, with whatever lets this store find a run's messages in
+        it without a scan. Returns how many rows it holds."""
 
     def write_manifest(self, path: str, entries: list[str]) -> None:
         """Write the manifest of a version (``manifest_rows``)."""
@@ -131,24 +172,50 @@ def write_version(
         entry = f"{root}/{name}"
         entry_store.write_entry(rules, delta, entry, len(entries))
         entries.append(entry)
-    if len(entries) > COMPACT_AFTER:
-        entries = [_compact(rules, entry_store, entries, root, name)]
+    entries = _compacted(rules, entry_store, entries, root, name)
     manifest = f"{root}/{name}{MANIFEST_SUFFIX}"
     entry_store.write_manifest(manifest, entries)
     return manifest, results_file
 
 
-def _compact(
+def _compacted(
     rules: RuleEngine, entry_store: EntryStore, entries: list[str], root: str, name: str
-) -> str:
-    """The whole effective ledger as one entry; read in a namespace of its own, so that the
-    run's relations (its ``ledger_newest`` among them) stay as they are."""
+) -> list[str]:
+    """The version's entries once its hot entries, past :data:`COMPACT_AFTER`, are merged into
+    a level-0 segment, and full levels of segments into the next (a size-tiered merge: a
+    message's entry is rewritten about once per level, never with all of history at once).
+
+    Segments come first in a manifest, oldest first, hot entries after them: a merge replaces
+    a run of neighbours, so the newest entry of a message stays the last one listed.
+    """
+    first_hot = next((i for i, e in enumerate(entries) if segment_of(e) is None), len(entries))
+    if len(entries) - first_hot <= COMPACT_AFTER:
+        return entries
+    entries = entries[:first_hot] + [_merge(rules, entry_store, entries, first_hot, root, name, 0)]
+    while len(entries) >= MERGE_FANOUT:
+        tail = [segment_of(e) for e in entries[-MERGE_FANOUT:]]
+        levels = {s[0] for s in tail if s is not None}
+        if None in tail or len(levels) != 1 or sum(s[1] for s in tail if s) > MERGE_MAX_ROWS:
+            break
+        start = len(entries) - MERGE_FANOUT
+        merged = _merge(rules, entry_store, entries, start, root, name, levels.pop() + 1)
+        entries = entries[:start] + [merged]
+    return entries
+
+
+def _merge(
+    rules: RuleEngine, entry_store: EntryStore, entries: list[str], start: int, root: str,
+    name: str, level: int,
+) -> str:  # fmt: skip
+    """``entries[start:]`` merged into one segment at place ``start``: the newest entry of each
+    of their messages, read in a namespace of its own, so that the run's relations (its
+    ``ledger_newest`` among them) stay as they are."""
     scratch = rules.scratch()
     try:
-        merged = read_newest(scratch, entry_store, entries)
+        merged = read_newest(scratch, entry_store, entries[start:])
         assert merged is not None  # the entries are there: they were just listed
-        compacted = f"{root}/{name}-compacted-{uuid.uuid4().hex[:8]}"
-        entry_store.write_entry(scratch, merged, compacted, 0)
+        directory = f"{root}/{name}-compacted-L{level}-{uuid.uuid4().hex[:8]}"
+        rows = entry_store.write_segment(scratch, merged, directory, start)
     finally:
         scratch.close()
-    return compacted
+    return segment_entry(directory, level, rows)
