@@ -24,13 +24,15 @@ from typing import Any
 
 import yaml
 
-from bench import generate, progress, storage
+from bench import generate, history, progress, storage
 from bench.connect import Server
 from bench.measure import Measured, run
 
 PEER_VERDICTS = ("delivered", "lost", "duplicated", "phantom", "topic_duplicate", "invalid")
 INCREMENTAL_RUNS = 10
 INCREMENTAL_SIZE = int(os.environ.get("RECON_BENCH_INC_SIZE", "1000000"))
+#: P2's simulated history: this many top-level segments (``MERGE_MAX_ROWS`` entries each).
+HISTORY_SEGMENTS = int(os.environ.get("RECON_BENCH_HISTORY_SEGMENTS", "2"))
 LATENCY_SIZE = 100_000
 
 
@@ -129,7 +131,31 @@ class Bench:
             progress(f"P2 run {k + 1}/{INCREMENTAL_RUNS}: Spark {row['product']['seconds']:.1f} s, "
                      f"local {row['local']['seconds']:.1f} s "
                      f"(history {k * INCREMENTAL_SIZE:,} messages)")  # fmt: skip
+        runs.append(self.simulated_history(ds, pipelines))
         self.results["p2"] = runs
+
+    def simulated_history(self, ds: generate.Dataset, pipelines: dict[str, str]) -> dict[str, Any]:
+        """One more run per engine after :data:`HISTORY_SEGMENTS` segments of simulated history
+        (``bench.history``) are made the oldest part of its pipeline's ledger."""
+        from recon.ledger.versions import MERGE_MAX_ROWS
+
+        directory = os.path.join(generate.state_dir(), "history")
+        segments = history.simulate(directory, HISTORY_SEGMENTS, MERGE_MAX_ROWS)
+        simulated = HISTORY_SEGMENTS * MERGE_MAX_ROWS
+        expected = generate.append_chunk(ds, INCREMENTAL_SIZE)
+        real = INCREMENTAL_RUNS * INCREMENTAL_SIZE
+        row: dict[str, Any] = {"run": INCREMENTAL_RUNS + 1, "history": real + simulated,
+                               "simulated": simulated}  # fmt: skip
+        for engine, pipeline in pipelines.items():
+            history.prepend(pipeline, segments)
+            m = self.product(pipeline, "p2-history", fresh=False)
+            counts = m.output.get("counts", {})
+            if any(counts.get(v) != n for v, n in expected.items()):
+                raise SystemExit(f"P2 simulated history ({engine}): counts differ: {counts}")
+            row[engine] = {**asdict(m), "ledger_bytes": storage.ledger_bytes(pipeline)}
+            progress(f"P2 after {simulated:,} messages of simulated history: {engine} "
+                     f"{m.seconds:.1f} s")  # fmt: skip
+        return row
 
     # --- P4 -------------------------------------------------------------------------------------
     def scale_out(self) -> None:

@@ -1,0 +1,79 @@
+"""A simulated history for P2: ledger segments written directly, as a year of runs leaves them.
+
+A run's hot entries merge into a level-0 segment every ``COMPACT_AFTER`` runs and ``MERGE_FANOUT``
+level-0 segments into a level-1 one, up to ``MERGE_MAX_ROWS`` rows (``recon.ledger.versions``);
+bigger merges do not happen inside runs, so a long-lived pipeline's history is mostly level-1
+segments of ``MERGE_MAX_ROWS`` rows each. :func:`simulate` writes such segments with the local
+store's own writer (sorted by messageId, with their membership filters), from generated entries:
+messageIds no run of the bench uses (``hist-<segment>-<md5>``, 37 characters, in no order, as
+UUIDs are), each delivered once by a run of its own, and :func:`prepend` makes them the oldest
+part of a pipeline's current ledger version, so that its next run starts from all of it.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+from bench import progress
+
+
+def simulate(directory: str, segments: int, rows: int) -> list[str]:
+    """``segments`` level-1 segments of ``rows`` entries each under ``directory`` (reused when a
+    previous bench wrote them); their manifest entries, oldest first."""
+    import duckdb
+
+    from recon.engines.duckdb import DuckDBRules
+    from recon.ledger.local import LocalEntryStore
+    from recon.ledger.versions import segment_entry
+    from recon.rules.run import conform_sql
+
+    os.makedirs(directory, exist_ok=True)
+    entries = []
+    con = duckdb.connect()
+    con.execute(f"SET temp_directory = '{os.path.join(directory, 'tmp')}'")
+    store = LocalEntryStore()
+    for i in range(segments):
+        path = os.path.join(directory, f"sim-{rows}-{i}")
+        if not os.path.isfile(os.path.join(path, "_SUCCESS")):
+            progress(f"P2: simulating history, segment {i + 1}/{segments} ({rows:,} entries)")
+            con.execute(
+                "CREATE OR REPLACE TEMP VIEW sim AS SELECT "
+                f"'hist-{i}-' || md5(CAST(r AS VARCHAR)) AS message_id, 'bench-history' AS topic, "
+                "CAST(r % 8 AS INTEGER) AS partition, r AS first_offset, [r] AS offsets, "
+                "1 AS sink_count, 'sim-run-' || CAST(r // 1000000 AS VARCHAR) AS first_run_id, "
+                f"'delivered' AS verdict FROM range({rows}) t(r)"
+            )
+            columns = [c[0] for c in con.execute("DESCRIBE sim").fetchall()]
+            con.execute(f"CREATE OR REPLACE TEMP VIEW sim_entries AS "
+                        f"{conform_sql('ledger', 'sim', columns)}")  # fmt: skip
+            scratch = f"{path}.{uuid.uuid4().hex[:8]}"
+            store.write_segment(DuckDBRules(con), "sim_entries", scratch, i)
+            os.rename(scratch, path)
+        entries.append(segment_entry(path, 1, rows))
+    con.close()
+    return entries
+
+
+def prepend(pipeline: str, entries: list[str]) -> str:
+    """A new version of ``pipeline``'s ledger: ``entries`` first, then the current version's;
+    the pipeline's state points at it. Returns its manifest."""
+    from recon import settings
+    from recon.engine import results_db
+    from recon.ledger.local import LocalEntryStore
+    from recon.paths import ledger_dir
+
+    store = LocalEntryStore()
+    with results_db() as pg, pg.cursor() as cur:
+        cur.execute("SELECT ledger_path FROM recon.pipeline_state WHERE pipeline = %s", (pipeline,))
+        row = cur.fetchone()
+        current = store.read_manifest(row[0] if row else None)
+        root = ledger_dir(settings.data_dir(), pipeline)
+        manifest = os.path.join(root, f"sim-history-{uuid.uuid4().hex[:8]}.manifest")
+        store.write_manifest(manifest, entries + current)
+        cur.execute(
+            "UPDATE recon.pipeline_state SET ledger_path = %s WHERE pipeline = %s",
+            (manifest, pipeline),
+        )
+        pg.commit()
+    return manifest
