@@ -177,10 +177,11 @@ def test_the_filter_finds_every_id_added_and_lets_few_others_through(tmp_path: P
     assert membership.read(str(tmp_path), check=11) is None  # cut short: not used
 
 
-def test_the_spark_engine_reads_the_same_segments(
-    spark: Any, tmp_path: Path, small_tiers: None
+def test_the_spark_engine_reads_the_same_segments_and_looks_a_runs_ids_up(
+    spark: Any, tmp_path: Path, small_tiers: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from recon.engines.spark import SparkRules
+    from recon.ledger import spark_segments
     from recon.ledger.spark import SparkEntryStore
 
     con = duckdb.connect()
@@ -194,3 +195,19 @@ def test_the_spark_engine_reads_the_same_segments(
     found = versions.read_newest(SparkRules(spark), store, entries)
     assert found is not None
     assert sorted((r["message_id"], r["first_run_id"]) for r in found.collect()) == want
+
+    looked_up: list[list[int]] = []
+    real = spark_segments.lookups
+
+    def spy(*args: Any) -> Any:
+        frame, scan = real(*args)
+        looked_up.append(scan)
+        return frame, scan
+
+    monkeypatch.setattr(spark_segments, "lookups", spy)
+    ids = spark.createDataFrame([("m-old",), ("m-8",), ("m-none",)], "message_id string")
+    found = versions.read_newest(SparkRules(spark), store, entries, ids)
+    assert found is not None
+    got = sorted((r["message_id"], r["first_run_id"]) for r in found.collect())
+    assert got == [("m-8", "run-8"), ("m-old", "run-1")]
+    assert looked_up == [[]]  # neither segment scanned

@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from recon import schemas
 from recon.engines.spark import SparkRules
-from recon.ledger import versions
+from recon.ledger import membership, versions
 from recon.ledger.spark import SparkEntryStore
 
 pytestmark = pytest.mark.unit
@@ -160,6 +160,10 @@ def test_compaction_folds_the_entries_into_one_sorted_segment(
     for part in Path(segment).glob("part-*.parquet"):
         written = pq.read_table(part, columns=["message_id"]).column(0).to_pylist()
         assert written == sorted(written), part
+    # With the index both stores look a run's ids up in: m1's entry is found without a scan.
+    assert (Path(segment) / membership.HEADER).is_file()
+    found = _newest(spark, entries, spark.createDataFrame([("m1",)], "message_id string"))
+    assert found is not None and _by_id(found) == {"m1": FINAL_LEDGER["m1"]}
 
 
 def test_a_whole_ledger_written_before_manifests_is_read_as_one_entry(

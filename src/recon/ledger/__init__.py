@@ -24,9 +24,11 @@ history at once), as long as the merge writes at most
 :data:`~recon.ledger.versions.MERGE_MAX_ROWS` rows, which bounds the work a compaction adds to
 a run. Segments are listed first in a manifest, oldest first, the hot entries after them, so the
 newest entry of a message is still the last one listed. A run finds its messages in a segment
-without scanning it: the local store probes a membership filter stored beside it and reads only
-the row groups holding the ids the filter lets through (``recon.ledger.local_segments``), so
-history costs it a few bytes per message (the filter, from the page cache), not a column of it.
+without scanning it: both stores write an index beside each segment (a membership filter and
+row-group fences), probe the run's ids against the filter (the Spark store in its executors)
+and read only the row groups holding the ids it lets through (``recon.ledger.local_segments``,
+``recon.ledger.spark_segments``), so history costs a run a few bytes per message (the filter,
+from the page cache), not a column of it.
 A duplicate of a year-old message is still found: a filter has no false negatives.
 
 Every file is new: a compaction that dies leaves files no manifest lists (``recon prune`` sweeps

@@ -1,9 +1,11 @@
 """Ledger segments as the local store writes and reads them (``recon.ledger.local``).
 
-A segment is one Parquet file sorted by messageId, in row groups of :data:`SEGMENT_ROW_GROUP`
-rows, with two files beside it (named as Hadoop hides files, so that Spark reads the directory
-as Parquet): the membership filter of its ids (``recon.ledger.membership``, keyed by DuckDB's
-``hash``) and its *fences*, the first messageId of each row group and the last of the file.
+A segment is Parquet sorted by messageId (one file, in row groups of :data:`SEGMENT_ROW_GROUP`
+rows, as written here; the Spark store's are several files, each sorted), with an index beside
+it (named as Hadoop hides files, so that Spark reads the directory as Parquet): the membership
+filter of its ids (``recon.ledger.membership``, keyed by DuckDB's ``hash``) and its *fences*,
+per file the first messageId of each row group and the last of the file. Both stores write the
+index with :func:`write_index` (DuckDB reads the segment's ids back from the files).
 
 A run's entries in a segment are found in three steps: its ids' hashes are probed against the
 filter; the ids it lets through (the run's true cold facts, and about 4 in 100,000 others) are
@@ -16,6 +18,7 @@ read all 16M rows of a segment, 0.33 s, where one value read one row group, 0.02
 from __future__ import annotations
 
 import bisect
+import glob
 import json
 import os
 from typing import Any
@@ -34,7 +37,7 @@ SEGMENT_ROW_GROUP = 16_384
 #: column wide: reading a row group per id would cost more.
 LOOKUP_MAX = 2_048
 FENCES = "_fences.json"
-DATA_FILE = "part-00000.parquet"
+DATA_FILE = "part-00000.parquet"  # the file a segment written here has
 
 
 def copy_parquet(con: Any, query: str, target: str, options: str = "") -> None:
@@ -57,36 +60,67 @@ def write(con: Any, query: str, directory: str) -> int:
     returns how many."""
     target = os.path.join(directory, DATA_FILE)
     copy_parquet(con, f"{query} ORDER BY message_id", target, f"ROW_GROUP_SIZE {SEGMENT_ROW_GROUP}")
-    (rows,) = con.execute(f"SELECT count(*) FROM read_parquet({literal(target)})").fetchone()
-    batches = con.execute(
-        f"SELECT hash(message_id) AS h FROM read_parquet({literal(target)})"
-    ).fetch_record_batch(1_000_000)
+    rows = write_index(con, directory)
+    assert rows is not None  # DuckDB wrote the file sorted
+    return rows
+
+
+def write_index(con: Any, directory: str) -> int | None:
+    """Write the filter and fences of the segment in ``directory`` (its Parquet files, each
+    sorted by messageId: the Spark store writes several); returns its rows. None, and no index,
+    when a file is not sorted: the segment is then scanned."""
+    files = sorted(glob.glob(os.path.join(directory, "*.parquet")))
+    fences = [_file_fences(f) for f in files]
+    if any(f is None for f in fences):
+        return None
+    listed = f"read_parquet([{', '.join(literal(f) for f in files)}])" if files else None
+    rows = con.execute(f"SELECT count(*) FROM {listed}").fetchone()[0] if listed else 0
+    batches = (
+        con.execute(f"SELECT hash(message_id) AS h FROM {listed}").fetch_record_batch(1_000_000)
+        if listed
+        else []
+    )
     chunks = (batch.column(0).to_numpy() for batch in batches)
-    membership.write(directory, membership.build(chunks, int(rows)), hash_check(con))
-    _write_fences(target, os.path.join(directory, FENCES))
+    found = membership.build(chunks, int(rows))
+    with open(os.path.join(directory, FENCES), "w", encoding="utf-8") as fh:
+        json.dump({"files": fences}, fh)
+    membership.write(directory, found, hash_check(con))  # last: a segment is usable once it is
     return int(rows)
 
 
-def _write_fences(target: str, path: str) -> None:
-    data = pq.ParquetFile(target)
+def _file_fences(path: str) -> list[Any] | None:
+    """``[file name, first messageId of each row group, last messageId]``; None when the file's
+    ids are not sorted."""
+    data = pq.ParquetFile(path)
     first: list[str] = []
     last = None
     for group in range(data.num_row_groups):
         ids = data.read_row_group(group, columns=["message_id"]).column(0)
-        if len(ids):
-            first.append(ids[0].as_py())
-            last = ids[len(ids) - 1].as_py()
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump({"first": first, "last": last}, fh)
+        if not len(ids):
+            continue
+        if len(ids) > 1 and not pc.all(pc.less(ids[:-1], ids[1:])).as_py():
+            return None
+        if last is not None and ids[0].as_py() <= last:
+            return None
+        first.append(ids[0].as_py())
+        last = ids[len(ids) - 1].as_py()
+    return [os.path.basename(path), first, last]
 
 
-def _read_fences(directory: str) -> dict[str, Any] | None:
+def _read_fences(directory: str) -> list[list[Any]] | None:
     try:
         with open(os.path.join(directory, FENCES), encoding="utf-8") as fh:
             fences = json.load(fh)
     except (OSError, ValueError):
         return None
-    return fences if isinstance(fences, dict) and "first" in fences else None
+    return fences["files"] if isinstance(fences, dict) and "files" in fences else None
+
+
+def usable(directory: str, check: int) -> membership.MembershipFilter | None:
+    """The segment's filter, when it has one and fences this reader can use (``check``:
+    :func:`hash_check`); None: the segment is to be scanned."""
+    found = membership.read(directory, check)
+    return found if found is not None and _read_fences(directory) is not None else None
 
 
 def lookups(con: Any, segments: dict[int, str], ids: str) -> tuple[dict[int, str], list[int]]:
@@ -99,8 +133,8 @@ def lookups(con: Any, segments: dict[int, str], ids: str) -> tuple[dict[int, str
     through: dict[int, np.ndarray] = {}
     probe = None
     for seq, directory in segments.items():
-        found = membership.read(directory, check)
-        if found is None or _read_fences(directory) is None:
+        found = usable(directory, check)
+        if found is None:
             scan.append(seq)
             continue
         if probe is None:
@@ -120,8 +154,16 @@ def lookups(con: Any, segments: dict[int, str], ids: str) -> tuple[dict[int, str
     by_hash = _ids_of(con, ids, np.unique(np.concatenate(list(through.values()))))
     for seq, maybe in through.items():
         values = sorted({m for h in maybe.tolist() for m in by_hash.get(int(h), ())})
-        table = f"recon_ledger_segment_{seq}"
-        if values and _read_rows(con, segments[seq], values, table):
+        rows = read_rows(segments[seq], values) if values else None
+        if rows is not None:
+            table = f"recon_ledger_segment_{seq}"
+            con.register("recon_ledger_rows", rows)
+            try:
+                con.execute(
+                    f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM recon_ledger_rows"
+                )
+            finally:
+                con.unregister("recon_ledger_rows")
             tables[seq] = table
     return tables, scan
 
@@ -142,24 +184,19 @@ def _ids_of(con: Any, ids: str, hashes: np.ndarray) -> dict[int, list[str]]:
     return by_hash
 
 
-def _read_rows(con: Any, directory: str, values: list[str], table: str) -> bool:
-    """The segment's rows of ``values`` (sorted) as temporary table ``table``: only the row
-    groups whose fences hold them are read. False when it has none."""
+def read_rows(directory: str, values: list[str]) -> pa.Table | None:
+    """The segment's rows of ``values`` (sorted), reading only the row groups whose fences hold
+    them; None when it has none."""
     fences = _read_fences(directory)
-    assert fences is not None  # checked by the caller
-    first, last = fences["first"], fences["last"]
-    groups = sorted(
-        {bisect.bisect_right(first, v) - 1 for v in values if first and first[0] <= v <= last}
-    )
-    if not groups:
-        return False
-    rows = pq.ParquetFile(os.path.join(directory, DATA_FILE)).read_row_groups(groups)
-    rows = rows.filter(pc.is_in(rows["message_id"], value_set=pa.array(values, pa.string())))
-    if not rows.num_rows:
-        return False
-    con.register("recon_ledger_rows", rows)
-    try:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM recon_ledger_rows")
-    finally:
-        con.unregister("recon_ledger_rows")
-    return True
+    assert fences is not None  # checked by usable()
+    wanted = pa.array(values, pa.string())
+    tables = []
+    for name, first, last in fences:
+        groups = sorted(
+            {bisect.bisect_right(first, v) - 1 for v in values if first and first[0] <= v <= last}
+        )
+        if groups:
+            rows = pq.ParquetFile(os.path.join(directory, name)).read_row_groups(groups)
+            tables.append(rows.filter(pc.is_in(rows["message_id"], value_set=wanted)))
+    rows = pa.concat_tables(tables, promote_options="permissive") if tables else None
+    return rows if rows is not None and rows.num_rows else None

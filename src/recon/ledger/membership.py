@@ -77,7 +77,10 @@ class Probe:
     :param hashes: uint64."""
 
     def __init__(self, hashes: np.ndarray) -> None:
-        self.hashes = np.sort(np.asarray(hashes, dtype=np.uint64))
+        hashes = np.asarray(hashes, dtype=np.uint64)
+        #: where each sorted hash was in ``hashes``
+        self.order = np.argsort(hashes, kind="stable")
+        self.hashes = hashes[self.order]
         self.upper = self.hashes >> np.uint64(32)
         self.masks = _masks(self.hashes)
         self.wide_masks = self.masks.view(np.uint64)

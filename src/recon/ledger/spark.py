@@ -1,16 +1,24 @@
 """The ledger versions of ``recon.ledger``, read and written with Spark (any Hadoop-compatible
-path). Its access strategy: every stored entry directory, segments included, is read in one
-scan, and a run's entries are picked by a semi-join of their ``id_hash`` (a 64-bit xxhash of the
-messageId, stored beside each entry) against the run's hashes, broadcast: history is scanned,
-never shuffled (it does not use the local store's membership filters yet: a run's cost grows
-with history here).
+path). Its access strategy: the hot entry directories (and segments it cannot look up in) are
+read in one scan, and a run's entries are picked by a semi-join of their ``id_hash`` (a 64-bit
+xxhash of the messageId, stored beside each entry) against the run's hashes, broadcast: scanned,
+never shuffled. Segments the local store wrote, on local paths, are looked up through their
+membership filters instead (``recon.ledger.spark_segments``), whichever store wrote them.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from recon.ledger.versions import entries_from_rows, is_manifest, manifest_rows, parse_entry
+from recon.ledger import local_segments, spark_segments
+from recon.ledger.versions import (
+    entries_from_rows,
+    is_manifest,
+    local_path,
+    manifest_rows,
+    parse_entry,
+    segment_of,
+)
 from recon.rules.run import RuleEngine
 
 if TYPE_CHECKING:
@@ -20,8 +28,9 @@ if TYPE_CHECKING:
 #: as Spark's hash relation): the driver's default 2 GiB holds that.
 BROADCAST_MAX_IDS = 5_000_000
 _MANIFEST = "seq int, entry string, results_of string, segment string"
-#: Bytes per Parquet row group of a segment (Spark's default, 128 MB, is one group per file).
-SEGMENT_ROW_GROUP_BYTES = 4 * 1024 * 1024
+#: Bytes per Parquet row group of a segment (Spark's default, 128 MB, is one group per file): a
+#: looked-up id costs reading one row group.
+SEGMENT_ROW_GROUP_BYTES = 1024 * 1024
 
 
 class SparkEntryStore:
@@ -58,13 +67,26 @@ class SparkEntryStore:
         # has temporary views of its own).
         spark = getattr(rules, "spark", self.spark)
         hashes = None if ids is None else self._hashes(ids)
-        directories = [path for path, run_id in map(parse_entry, entries) if run_id is None]
+        directories = {seq: path for seq, (path, run_id) in enumerate(map(parse_entry, entries))
+                       if run_id is None}  # fmt: skip
+        looked_up = None
+        segments = {s: p for s, p in directories.items() if segment_of(entries[s]) is not None}
+        if ids is not None and segments:
+            looked_up, scan = spark_segments.lookups(spark, segments, ids)
+            directories = {s: p for s, p in directories.items() if s not in segments or s in scan}
         stored = None
         if directories:
             # Directories of both layouts can meet in one version: merge their schemas.
-            frame = spark.read.option("mergeSchema", len(directories) > 1).parquet(*directories)
+            paths = list(directories.values())
+            frame = spark.read.option("mergeSchema", len(paths) > 1).parquet(*paths)
             seq = F.coalesce("entry_seq", F.lit(0)) if "entry_seq" in frame.columns else F.lit(0)
             stored = self._picked(frame.withColumn("_seq", seq.cast("int")), hashes)
+        if looked_up is not None:
+            stored = (
+                looked_up
+                if stored is None
+                else stored.unionByName(looked_up, allowMissingColumns=True)
+            )
         results = None
         for place, entry in enumerate(entries):
             path, run_id = parse_entry(entry)
@@ -113,13 +135,21 @@ class SparkEntryStore:
     def write_segment(
         self, rules: RuleEngine, relation: DataFrame, directory: str, seq: int
     ) -> int:
-        """Sorted by messageId, in small row groups; no membership filter (the local store's is
-        keyed by DuckDB's hash, which Spark does not compute): the local store scans a segment
-        written here, and this store scans every segment."""
+        """Sorted by messageId, in small row groups; on a local path, with the index that lets
+        either store look a run's ids up in it (``recon.ledger.local_segments.write_index``:
+        DuckDB reads the written ids back; Spark does not compute the filter's hash)."""
+        import duckdb
+
         rows = _entry_rows(relation, seq).orderBy("message_id")
         rows.write.option("parquet.block.size", SEGMENT_ROW_GROUP_BYTES).mode("error").parquet(
             directory
         )
+        path = local_path(directory)
+        if "://" not in path:
+            with duckdb.connect() as con:
+                written = local_segments.write_index(con, path)
+            if written is not None:
+                return written
         spark = getattr(rules, "spark", self.spark)
         return int(spark.read.parquet(directory).count())
 
