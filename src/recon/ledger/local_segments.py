@@ -36,6 +36,8 @@ SEGMENT_ROW_GROUP = 16_384
 #: A segment whose filter lets through more of a run's ids than this is scanned instead, one
 #: column wide: reading a row group per id would cost more.
 LOOKUP_MAX = 2_048
+#: The run's ids are probed this many at a time: a probe holds ~56 bytes per id.
+PROBE_BATCH = 1_000_000
 FENCES = "_fences.json"
 DATA_FILE = "part-00000.parquet"  # the file a segment written here has
 
@@ -129,21 +131,22 @@ def lookups(con: Any, segments: dict[int, str], ids: str) -> tuple[dict[int, str
     the places of the segments to scan instead (no filter or fences this store can use, or too
     many ids let through)."""
     check = hash_check(con)
-    scan: list[int] = []
+    filters = {seq: usable(directory, check) for seq, directory in segments.items()}
+    scan = [seq for seq, found in filters.items() if found is None]
+    passed: dict[int, list[np.ndarray]] = {seq: [] for seq in filters if seq not in scan}
+    if passed:
+        batches = con.execute(
+            f"SELECT hash(message_id) AS h FROM {ids} WHERE message_id IS NOT NULL"
+        ).fetch_record_batch(PROBE_BATCH)
+        for batch in batches:
+            probe = membership.Probe(batch.column(0).to_numpy())
+            for seq, hashes in passed.items():
+                found = filters[seq]
+                assert found is not None
+                hashes.append(probe.hashes[found.might_contain(probe)])
     through: dict[int, np.ndarray] = {}
-    probe = None
-    for seq, directory in segments.items():
-        found = usable(directory, check)
-        if found is None:
-            scan.append(seq)
-            continue
-        if probe is None:
-            probe = membership.Probe(
-                con.execute(
-                    f"SELECT hash(message_id) AS h FROM {ids} WHERE message_id IS NOT NULL"
-                ).fetchnumpy()["h"]
-            )
-        maybe = np.unique(probe.hashes[found.might_contain(probe)])
+    for seq, hashes in passed.items():
+        maybe = np.unique(np.concatenate(hashes)) if hashes else np.array([], np.uint64)
         if len(maybe) > LOOKUP_MAX:
             scan.append(seq)
         elif len(maybe):
