@@ -16,12 +16,12 @@ import os
 import uuid
 
 from bench import progress
+from recon.duckdb_connection import connect
 
 
 def simulate(directory: str, segments: int, rows: int) -> list[str]:
     """``segments`` level-1 segments of ``rows`` entries each under ``directory`` (reused when a
     previous bench wrote them); their manifest entries, oldest first."""
-    import duckdb
 
     from recon.engines.duckdb import DuckDBRules
     from recon.ledger.local import LocalEntryStore
@@ -30,7 +30,7 @@ def simulate(directory: str, segments: int, rows: int) -> list[str]:
 
     os.makedirs(directory, exist_ok=True)
     entries = []
-    con = duckdb.connect()
+    con = connect()
     con.execute(f"SET temp_directory = '{os.path.join(directory, 'tmp')}'")
     store = LocalEntryStore()
     for i in range(segments):

@@ -37,6 +37,7 @@ from typing import Any
 from recon import settings, store
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection
+from recon.duckdb_connection import connect
 from recon.ledger.local import LocalEntryStore
 from recon.ledger.versions import local_path, write_version
 from recon.outcome import RunSummary, require_record
@@ -191,13 +192,11 @@ def _empty_part(directory: str) -> None:
 
 
 def _connect(data_dir: str) -> Any:
-    import duckdb
-
     spill = os.path.join(data_dir, "duckdb-spill")
     os.makedirs(spill, exist_ok=True)
     # Bounded, so a window larger than memory spills instead of failing or swapping: the
     # engine's peak stays the same from 1M to 30M messages (bench P3).
-    return duckdb.connect(config={
+    return connect(**{
         "temp_directory": spill, "preserve_insertion_order": False,
         "memory_limit": settings.local_memory_limit(),
     })  # fmt: skip

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from recon.duckdb_connection import connect
 from recon.ledger import local_segments, spark_segments
 from recon.ledger.versions import (
     entries_from_rows,
@@ -138,15 +139,13 @@ class SparkEntryStore:
         """Sorted by messageId, in small row groups; on a local path, with the index that lets
         either store look a run's ids up in it (``recon.ledger.local_segments.write_index``:
         DuckDB reads the written ids back; Spark does not compute the filter's hash)."""
-        import duckdb
-
         rows = _entry_rows(relation, seq).orderBy("message_id")
         rows.write.option("parquet.block.size", SEGMENT_ROW_GROUP_BYTES).mode("error").parquet(
             directory
         )
         path = local_path(directory)
         if "://" not in path:
-            with duckdb.connect() as con:
+            with connect() as con:
                 written = local_segments.write_index(con, path)
             if written is not None:
                 return written

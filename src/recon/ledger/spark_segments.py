@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from recon.duckdb_connection import connect
 from recon.ledger import local_segments
 from recon.ledger.versions import local_path
 
@@ -34,10 +35,9 @@ def lookups(
     """The rows of the segments (by manifest place: their directory) that may be entries of
     the run's ids, as one frame (None: none), and the places of the segments to scan instead
     (without an index, on a path that is not local, or too many ids let through)."""
-    import duckdb
     from pyspark.sql import functions as F
 
-    with duckdb.connect() as con:
+    with connect() as con:
         check = local_segments.hash_check(con)
     usable = {}
     scan = []
@@ -79,13 +79,12 @@ def _prober(segments: dict[int, str], check: int) -> Callable[[Iterable[Any]], I
     """What each executor runs over its batches of the run's ids."""
 
     def probe(batches: Iterable[Any]) -> Iterable[Any]:
-        import duckdb
         import numpy as np
         import pyarrow as pa
 
         from recon.ledger import membership
 
-        con = duckdb.connect()
+        con = connect()
         filters = {seq: local_segments.usable(d, check) for seq, d in segments.items()}
         if local_segments.hash_check(con) != check or any(f is None for f in filters.values()):
             yield pa.RecordBatch.from_pydict(

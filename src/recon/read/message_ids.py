@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from recon.config import MessageIdSpec, OrderSpec, PayloadSpec
+from recon.duckdb_connection import connect
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -228,10 +229,9 @@ def extract_ids(
     :param order: where the pipeline's upsert key and position are (None: the ``order_*``
         columns stay null).
     """
-    import duckdb
     import pyarrow as pa
 
-    db = con if con is not None else duckdb.connect()
+    db = con if con is not None else connect()
     # Only the column the id is in goes through DuckDB (which copies every string it reads);
     # positions are put back beside the ids in the same order.
     db.register("raw", raw.select(["value", "offset", *read_columns(spec, order)]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from recon.duckdb_connection import connect
 from recon.read.kafka_local.task import ReadTask
 from recon.read.message_ids import extract_ids, key_header, raw_schema, read_columns
 
@@ -20,14 +21,12 @@ class Chunk:
     """
 
     def __init__(self, task: ReadTask) -> None:
-        import duckdb
-
         self.task = task
         self.header = task.spec.name if task.spec.kind == "header" else None
         self.key_header = key_header(task.order)
         self.with_key = "key" in read_columns(task.spec, task.order)
         # One thread keeps the rows in the order they came in (and a core for the consumer).
-        self.db = duckdb.connect(config={"threads": 1, "preserve_insertion_order": True})
+        self.db = connect(threads=1, preserve_insertion_order=True)
         self.columns: list[Any] = []
         self.size = 0
 
