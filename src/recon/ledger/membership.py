@@ -79,7 +79,7 @@ class Probe:
     def __init__(self, hashes: np.ndarray) -> None:
         hashes = np.asarray(hashes, dtype=np.uint64)
         #: where each sorted hash was in ``hashes``
-        self.order = np.argsort(hashes, kind="stable")
+        self.order = np.argsort(hashes)
         self.hashes = hashes[self.order]
         self.upper = self.hashes >> np.uint64(32)
         self.masks = _masks(self.hashes)
