@@ -6,8 +6,9 @@ bigger merges do not happen inside runs, so a long-lived pipeline's history is m
 segments of ``MERGE_MAX_ROWS`` rows each. :func:`simulate` writes such segments with the local
 store's own writer (sorted by messageId, with their membership filters), from generated entries:
 messageIds no run of the bench uses (``hist-<segment>-<md5>``, 37 characters, in no order, as
-UUIDs are), each delivered once by a run of its own, and :func:`prepend` makes them the oldest
-part of a pipeline's current ledger version, so that its next run starts from all of it.
+UUIDs are), each delivered once by a run of its own, and :func:`set_history` makes them the oldest
+part of a pipeline's current ledger version (:func:`set_history`), so that its next run starts
+from all of it, or takes them out again.
 """
 
 from __future__ import annotations
@@ -55,19 +56,24 @@ def simulate(directory: str, segments: int, rows: int) -> list[str]:
     return entries
 
 
-def prepend(pipeline: str, entries: list[str]) -> str:
-    """A new version of ``pipeline``'s ledger: ``entries`` first, then the current version's;
-    the pipeline's state points at it. Returns its manifest."""
+def set_history(pipeline: str, entries: list[str], directory: str) -> str:
+    """A new version of ``pipeline``'s ledger: ``entries`` first, then the current version's
+    own (any simulated segment of ``directory`` left out), the pipeline's state pointed at it.
+    ``entries`` empty takes the simulated history out again: it holds no message of the runs'.
+    Returns the version's manifest."""
     from recon import settings
     from recon.engine import results_db
     from recon.ledger.local import LocalEntryStore
+    from recon.ledger.versions import parse_entry
     from recon.paths import ledger_dir
 
     store = LocalEntryStore()
+    simulated = os.path.join(os.path.abspath(directory), "")
     with results_db() as pg, pg.cursor() as cur:
         cur.execute("SELECT ledger_path FROM recon.pipeline_state WHERE pipeline = %s", (pipeline,))
         row = cur.fetchone()
-        current = store.read_manifest(row[0] if row else None)
+        current = [e for e in store.read_manifest(row[0] if row else None)
+                   if not os.path.abspath(parse_entry(e)[0]).startswith(simulated)]  # fmt: skip
         root = ledger_dir(settings.data_dir(), pipeline)
         manifest = os.path.join(root, f"sim-history-{uuid.uuid4().hex[:8]}.manifest")
         store.write_manifest(manifest, entries + current)

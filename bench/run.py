@@ -29,10 +29,12 @@ from bench.connect import Server
 from bench.measure import Measured, run
 
 PEER_VERDICTS = ("delivered", "lost", "duplicated", "phantom", "topic_duplicate", "invalid")
-INCREMENTAL_RUNS = 10
+INCREMENTAL_RUNS = 6
 INCREMENTAL_SIZE = int(os.environ.get("RECON_BENCH_INC_SIZE", "1000000"))
-#: P2's simulated history: this many top-level segments (``MERGE_MAX_ROWS`` entries each).
+#: P2's simulated history: this many top-level segments (``MERGE_MAX_ROWS`` entries each), and
+#: how many pairs of runs without and with it.
 HISTORY_SEGMENTS = int(os.environ.get("RECON_BENCH_HISTORY_SEGMENTS", "2"))
+HISTORY_PAIRS = 2
 LATENCY_SIZE = 100_000
 
 
@@ -131,31 +133,41 @@ class Bench:
             progress(f"P2 run {k + 1}/{INCREMENTAL_RUNS}: Spark {row['product']['seconds']:.1f} s, "
                      f"local {row['local']['seconds']:.1f} s "
                      f"(history {k * INCREMENTAL_SIZE:,} messages)")  # fmt: skip
-        runs.append(self.simulated_history(ds, pipelines))
+        runs.extend(self.simulated_history(ds, pipelines))
         self.results["p2"] = runs
 
-    def simulated_history(self, ds: generate.Dataset, pipelines: dict[str, str]) -> dict[str, Any]:
-        """One more run per engine after :data:`HISTORY_SEGMENTS` segments of simulated history
-        (``bench.history``) are made the oldest part of its pipeline's ledger."""
+    def simulated_history(self, ds: generate.Dataset, pipelines: dict[str, str]) -> list[dict]:
+        """Runs with and without :data:`HISTORY_SEGMENTS` segments of simulated history
+        (``bench.history``) as the oldest part of each pipeline's ledger, alternating
+        (without, with, without, with): each pair differs by the simulated history and one
+        run's entries, so the machine's drift and the hot entries' count (which grows until a
+        compaction) cancel out."""
         from recon.ledger.versions import MERGE_MAX_ROWS
 
         directory = os.path.join(generate.state_dir(), "history")
         segments = history.simulate(directory, HISTORY_SEGMENTS, MERGE_MAX_ROWS)
         simulated = HISTORY_SEGMENTS * MERGE_MAX_ROWS
-        expected = generate.append_chunk(ds, INCREMENTAL_SIZE)
-        real = INCREMENTAL_RUNS * INCREMENTAL_SIZE
-        row: dict[str, Any] = {"run": INCREMENTAL_RUNS + 1, "history": real + simulated,
-                               "simulated": simulated}  # fmt: skip
-        for engine, pipeline in pipelines.items():
-            history.prepend(pipeline, segments)
-            m = self.product(pipeline, "p2-history", fresh=False)
-            counts = m.output.get("counts", {})
-            if any(counts.get(v) != n for v, n in expected.items()):
-                raise SystemExit(f"P2 simulated history ({engine}): counts differ: {counts}")
-            row[engine] = {**asdict(m), "ledger_bytes": storage.ledger_bytes(pipeline)}
-            progress(f"P2 after {simulated:,} messages of simulated history: {engine} "
-                     f"{m.seconds:.1f} s")  # fmt: skip
-        return row
+        rows: list[dict[str, Any]] = []
+        for k in range(2 * HISTORY_PAIRS):
+            with_history = k % 2 == 1
+            expected = generate.append_chunk(ds, INCREMENTAL_SIZE)
+            real = (INCREMENTAL_RUNS + k) * INCREMENTAL_SIZE
+            row: dict[str, Any] = {"run": INCREMENTAL_RUNS + k + 1, "pair": k // 2,
+                                   "history": real + (simulated if with_history else 0),
+                                   "simulated": simulated if with_history else 0}  # fmt: skip
+            for engine, pipeline in pipelines.items():
+                history.set_history(pipeline, segments if with_history else [], directory)
+                m = self.product(pipeline, f"p2-history-{k}", fresh=False)
+                counts = m.output.get("counts", {})
+                if any(counts.get(v) != n for v, n in expected.items()):
+                    raise SystemExit(f"P2 run {row['run']} ({engine}): counts differ: {counts}")
+                row[engine] = {**asdict(m), "ledger_bytes": storage.ledger_bytes(pipeline)}
+            rows.append(row)
+            what = f"{simulated:,} simulated" if with_history else "no simulated"
+            spark, local = row["product"]["seconds"], row["local"]["seconds"]
+            progress(f"P2 run {row['run']} ({what} history): Spark {spark:.1f} s, "
+                     f"local {local:.1f} s")  # fmt: skip
+        return rows
 
     # --- P4 -------------------------------------------------------------------------------------
     def scale_out(self) -> None:
