@@ -144,24 +144,13 @@ class LocalEntryStore:
     def write_entry(self, rules: RuleEngine, relation: Any, directory: str, seq: int) -> None:
         directory = local_path(directory)
         os.makedirs(directory, exist_ok=False)
-        cols = ", ".join(f'"{c}"' for c in _LEDGER_COLUMNS)
-        _copy(
-            rules,
-            f"SELECT {cols}, NULL::BIGINT AS id_hash, {int(seq)}::INTEGER AS entry_seq "
-            f"FROM {relation}",
-            os.path.join(directory, "part-00000.parquet"),
-        )
+        _copy(rules, _entry_rows(relation, seq), os.path.join(directory, "part-00000.parquet"))
         open(os.path.join(directory, "_SUCCESS"), "w").close()
 
     def write_segment(self, rules: RuleEngine, relation: Any, directory: str, seq: int) -> int:
         directory = local_path(directory)
         os.makedirs(directory, exist_ok=False)
-        cols = ", ".join(f'"{c}"' for c in _LEDGER_COLUMNS)
-        query = (
-            f"SELECT {cols}, NULL::BIGINT AS id_hash, {int(seq)}::INTEGER AS entry_seq "
-            f"FROM {relation}"
-        )
-        rows = segments.write(_con(rules), query, directory)
+        rows = segments.write(_con(rules), _entry_rows(relation, seq), directory)
         open(os.path.join(directory, "_SUCCESS"), "w").close()
         return rows
 
@@ -184,6 +173,14 @@ class LocalEntryStore:
 
     def is_empty(self, rules: RuleEngine, relation: Any) -> bool:
         return not rules.rows(f"(SELECT 1 FROM {relation} LIMIT 1)")
+
+
+def _entry_rows(relation: str, seq: int) -> str:
+    """A query of ``schemas.LEDGER`` rows as an entry stores them, with its manifest place."""
+    cols = ", ".join(f'"{c}"' for c in _LEDGER_COLUMNS)
+    return (
+        f"SELECT {cols}, NULL::BIGINT AS id_hash, {int(seq)}::INTEGER AS entry_seq FROM {relation}"
+    )
 
 
 def _copy(rules: RuleEngine, query: str, target: str) -> None:

@@ -2,8 +2,8 @@
 path). Its access strategy: the hot entry directories (and segments it cannot look up in) are
 read in one scan, and a run's entries are picked by a semi-join of their ``id_hash`` (a 64-bit
 xxhash of the messageId, stored beside each entry) against the run's hashes, broadcast: scanned,
-never shuffled. Segments the local store wrote, on local paths, are looked up through their
-membership filters instead (``recon.ledger.spark_segments``), whichever store wrote them.
+never shuffled. Segments on local paths are looked up through the index beside them instead
+(``recon.ledger.spark_segments``), whichever store wrote them.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from recon.ledger.versions import (
     parse_entry,
     segment_of,
 )
+from recon.paths import is_local
 from recon.rules.run import RuleEngine
 
 if TYPE_CHECKING:
@@ -143,10 +144,9 @@ class SparkEntryStore:
         rows.write.option("parquet.block.size", SEGMENT_ROW_GROUP_BYTES).mode("error").parquet(
             directory
         )
-        path = local_path(directory)
-        if "://" not in path:
+        if is_local(directory):
             with connect() as con:
-                written = local_segments.write_index(con, path)
+                written = local_segments.write_index(con, local_path(directory))
             if written is not None:
                 return written
         spark = getattr(rules, "spark", self.spark)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from recon.duckdb_connection import connect
 from recon.ledger import local_segments
 from recon.ledger.versions import local_path
+from recon.paths import is_local
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -43,7 +44,7 @@ def lookups(
     scan = []
     for seq, directory in segments.items():
         path = local_path(directory)
-        if "://" not in path and local_segments.usable(path, check) is not None:
+        if is_local(directory) and local_segments.usable(path, check) is not None:
             usable[seq] = path
         else:
             scan.append(seq)
