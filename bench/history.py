@@ -7,8 +7,8 @@ segments of ``MERGE_MAX_ROWS`` rows each. :func:`simulate` writes such segments 
 store's own writer (sorted by messageId, with their membership filters), from generated entries:
 messageIds no run of the bench uses (``hist-<segment>-<md5>``, 37 characters, in no order, as
 UUIDs are), each delivered once by a run of its own, and :func:`set_history` makes them the oldest
-part of a pipeline's current ledger version (:func:`set_history`), so that its next run starts
-from all of it, or takes them out again.
+part of a pipeline's current ledger version, so that its next run starts from all of it, or takes
+them out again.
 """
 
 from __future__ import annotations
@@ -66,13 +66,12 @@ def set_history(pipeline: str, entries: list[str], directory: str) -> str:
     from recon.ledger.local import LocalEntryStore
     from recon.ledger.versions import parse_entry
     from recon.paths import ledger_dir
+    from recon.store.runs import load_state
 
     store = LocalEntryStore()
     simulated = os.path.join(os.path.abspath(directory), "")
     with results_db() as pg, pg.cursor() as cur:
-        cur.execute("SELECT ledger_path FROM recon.pipeline_state WHERE pipeline = %s", (pipeline,))
-        row = cur.fetchone()
-        current = [e for e in store.read_manifest(row[0] if row else None)
+        current = [e for e in store.read_manifest(load_state(pg, pipeline).ledger_path)
                    if not os.path.abspath(parse_entry(e)[0]).startswith(simulated)]  # fmt: skip
         root = ledger_dir(settings.data_dir(), pipeline)
         manifest = os.path.join(root, f"sim-history-{uuid.uuid4().hex[:8]}.manifest")

@@ -23,14 +23,13 @@ def ledger_bytes(pipeline: str) -> dict[str, int]:
     from recon.ledger.local import LocalEntryStore
     from recon.ledger.versions import local_path, parse_entry
     from recon.paths import ledger_dir
+    from recon.store.runs import load_state
 
-    with results_db() as pg, pg.cursor() as cur:
-        cur.execute("SELECT ledger_path FROM recon.pipeline_state WHERE pipeline = %s", (pipeline,))
-        row = cur.fetchone()
+    with results_db() as pg:
+        manifest = load_state(pg, pipeline).ledger_path
     current = 0
-    if row and row[0]:
-        version = local_path(row[0])
-        current = tree_bytes(version)
-        for entry in LocalEntryStore().read_manifest(row[0]):
+    if manifest:
+        current = tree_bytes(local_path(manifest))
+        for entry in LocalEntryStore().read_manifest(manifest):
             current += tree_bytes(local_path(parse_entry(entry)[0]))
     return {"current": current, "folder": tree_bytes(ledger_dir(settings.data_dir(), pipeline))}

@@ -124,7 +124,7 @@ def test_a_duplicate_of_a_message_in_the_cold_part_is_found(
     entries = LOCAL.read_manifest(str(manifest))
     (segment,) = entries
     directory = versions.parse_entry(segment)[0]
-    if not filtered:  # as the Spark engine writes a segment
+    if not filtered:  # a segment without its index is scanned
         for name in (membership.HEADER, membership.BITS):
             os.remove(os.path.join(directory, name))
 

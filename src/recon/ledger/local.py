@@ -144,7 +144,8 @@ class LocalEntryStore:
     def write_entry(self, rules: RuleEngine, relation: Any, directory: str, seq: int) -> None:
         directory = local_path(directory)
         os.makedirs(directory, exist_ok=False)
-        _copy(rules, _entry_rows(relation, seq), os.path.join(directory, "part-00000.parquet"))
+        target = os.path.join(directory, "part-00000.parquet")
+        segments.copy_parquet(_con(rules), _entry_rows(relation, seq), target)
         open(os.path.join(directory, "_SUCCESS"), "w").close()
 
     def write_segment(self, rules: RuleEngine, relation: Any, directory: str, seq: int) -> int:
@@ -158,7 +159,7 @@ class LocalEntryStore:
         directory = local_path(directory)
         os.makedirs(directory, exist_ok=False)
         target = os.path.join(directory, "part-00000.parquet")
-        _copy(rules, f"SELECT * FROM {relation}", target)
+        segments.copy_parquet(_con(rules), f"SELECT * FROM {relation}", target)
         open(os.path.join(directory, "_SUCCESS"), "w").close()
         return target
 
@@ -181,7 +182,3 @@ def _entry_rows(relation: str, seq: int) -> str:
     return (
         f"SELECT {cols}, NULL::BIGINT AS id_hash, {int(seq)}::INTEGER AS entry_seq FROM {relation}"
     )
-
-
-def _copy(rules: RuleEngine, query: str, target: str) -> None:
-    segments.copy_parquet(_con(rules), query, target)

@@ -21,6 +21,7 @@ import bisect
 import glob
 import json
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -71,43 +72,62 @@ def write(con: Any, query: str, directory: str) -> int:
 def write_index(con: Any, directory: str) -> int | None:
     """Write the filter and fences of the segment in ``directory`` (its Parquet files, each
     sorted by messageId: the Spark store writes several); returns its rows. None, and no index,
-    when a file is not sorted: the segment is then scanned."""
+    when a file is not sorted: the segment is then scanned. The ids are read once: each row
+    group gives its fence and its ids' hashes."""
     files = sorted(glob.glob(os.path.join(directory, "*.parquet")))
-    fences = [_file_fences(f) for f in files]
-    if any(f is None for f in fences):
+    rows = int(sum(pq.ParquetFile(f).metadata.num_rows for f in files))
+    fences: list[list[Any]] = []
+    try:
+        found = membership.build(_hashed(con, files, fences), rows)
+    except _Unsorted:
         return None
-    listed = f"read_parquet([{', '.join(literal(f) for f in files)}])" if files else None
-    rows = con.execute(f"SELECT count(*) FROM {listed}").fetchone()[0] if listed else 0
-    batches = (
-        con.execute(f"SELECT hash(message_id) AS h FROM {listed}").fetch_record_batch(1_000_000)
-        if listed
-        else []
-    )
-    chunks = (batch.column(0).to_numpy() for batch in batches)
-    found = membership.build(chunks, int(rows))
     with open(os.path.join(directory, FENCES), "w", encoding="utf-8") as fh:
         json.dump({"files": fences}, fh)
     membership.write(directory, found, hash_check(con))  # last: a segment is usable once it is
-    return int(rows)
+    return rows
 
 
-def _file_fences(path: str) -> list[Any] | None:
-    """``[file name, first messageId of each row group, last messageId]``; None when the file's
-    ids are not sorted."""
-    data = pq.ParquetFile(path)
-    first: list[str] = []
-    last = None
-    for group in range(data.num_row_groups):
-        ids = data.read_row_group(group, columns=["message_id"]).column(0)
-        if not len(ids):
-            continue
-        if len(ids) > 1 and not pc.all(pc.less(ids[:-1], ids[1:])).as_py():
-            return None
-        if last is not None and ids[0].as_py() <= last:
-            return None
-        first.append(ids[0].as_py())
-        last = ids[len(ids) - 1].as_py()
-    return [os.path.basename(path), first, last]
+class _Unsorted(Exception):
+    pass
+
+
+def _hashed(con: Any, files: list[str], fences: list[list[Any]]) -> Iterator[np.ndarray]:
+    """The hashes of the files' ids, about a million at a time, while ``fences`` gets each
+    file's ``[name, first messageId of each row group, last messageId]``; raises
+    :class:`_Unsorted` at a file whose ids are not sorted."""
+    pending: list[pa.Array] = []
+    held = 0
+    for path in files:
+        data = pq.ParquetFile(path)
+        first: list[str] = []
+        last = None
+        for group in range(data.num_row_groups):
+            ids = data.read_row_group(group, columns=["message_id"]).column(0).combine_chunks()
+            if not len(ids):
+                continue
+            if len(ids) > 1 and not pc.all(pc.less(ids[:-1], ids[1:])).as_py():
+                raise _Unsorted(path)
+            if last is not None and ids[0].as_py() <= last:
+                raise _Unsorted(path)
+            first.append(ids[0].as_py())
+            last = ids[len(ids) - 1].as_py()
+            pending.append(ids)
+            held += len(ids)
+            if held >= PROBE_BATCH:
+                yield _hashes(con, pending)
+                pending, held = [], 0
+        fences.append([os.path.basename(path), first, last])
+    if pending:
+        yield _hashes(con, pending)
+
+
+def _hashes(con: Any, ids: list[pa.Array]) -> np.ndarray:
+    con.register("recon_index_ids", pa.table({"message_id": pa.chunked_array(ids)}))
+    try:
+        found = con.execute("SELECT hash(message_id) AS h FROM recon_index_ids").fetchnumpy()
+        return np.asarray(found["h"], dtype=np.uint64)
+    finally:
+        con.unregister("recon_index_ids")
 
 
 def _read_fences(directory: str) -> list[list[Any]] | None:

@@ -99,7 +99,8 @@ def _prober(segments: dict[int, str], check: int) -> Callable[[Iterable[Any]], I
                 "SELECT message_id, hash(message_id) AS h FROM recon_ids"
             ).to_arrow_table()
             con.unregister("recon_ids")
-            probe = membership.Probe(ids.column("h").to_numpy())
+            probe = membership.Probe(ids.column("h").to_numpy(), keep_order=True)
+            assert probe.order is not None
             for seq, found in filters.items():
                 assert found is not None
                 where = probe.order[found.might_contain(probe)]
