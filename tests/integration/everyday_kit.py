@@ -32,6 +32,7 @@ from fixtures.pipelines import WORKLOAD_PIPELINE
 
 from recon.config import PipelineConfig, load_pipelines
 from recon.engine import results_db, results_path
+from recon.ledger import local_segments, membership
 from recon.paths import ledger_dir
 from recon.store import ensure_schema, forget_pipeline
 
@@ -368,8 +369,9 @@ def parse_summary(result: subprocess.CompletedProcess[str], what: str) -> dict[s
 
 def corrupt_ledger(data_dir: str, pipeline: str, ledger_path: str | None) -> list[str]:
     """Overwrite every Parquet file of the pipeline's ledger (its current version included) with
-    garbage; each file is replaced, not written through, so a hard link elsewhere keeps its bytes.
-    """
+    garbage, and every index beside them (an intact index lets a run skip a file that holds none
+    of its messages, unread); each file is replaced, not written through, so a hard link
+    elsewhere keeps its bytes."""
     root = ledger_dir(data_dir, pipeline)
     assert ledger_path, "the pipeline has no current ledger version"
     assert os.path.abspath(ledger_path.replace("file:", "")).startswith(os.path.abspath(root)), (
@@ -377,7 +379,7 @@ def corrupt_ledger(data_dir: str, pipeline: str, ledger_path: str | None) -> lis
     spoiled = []
     for folder, _, files in os.walk(root):
         for f in files:
-            if f.endswith(".parquet"):
+            if f.endswith(".parquet") or f in (membership.HEADER, local_segments.FENCES):
                 path = os.path.join(folder, f)
                 with open(path + ".garbage", "wb") as out:
                     out.write(b"this is not parquet \x00\x01\x02" * 64)

@@ -20,6 +20,7 @@ import duckdb
 import numpy as np
 import pytest
 from fixtures.engines import duckdb_reconcile
+from fixtures.ledger_lookups import spark_scans
 from fixtures.relations import ARROW_LEDGER, ARROW_SINK, ARROW_WINDOW, arrow_table, rows
 from fixtures.scenarios import rec, sink
 
@@ -181,7 +182,6 @@ def test_the_spark_engine_reads_the_same_segments_and_looks_a_runs_ids_up(
     spark: Any, tmp_path: Path, small_tiers: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from recon.engines.spark import SparkRules
-    from recon.ledger import spark_segments
     from recon.ledger.spark import SparkEntryStore
 
     con = duckdb.connect()
@@ -196,15 +196,7 @@ def test_the_spark_engine_reads_the_same_segments_and_looks_a_runs_ids_up(
     assert found is not None
     assert sorted((r["message_id"], r["first_run_id"]) for r in found.collect()) == want
 
-    looked_up: list[list[int]] = []
-    real = spark_segments.lookups
-
-    def spy(*args: Any) -> Any:
-        frame, scan = real(*args)
-        looked_up.append(scan)
-        return frame, scan
-
-    monkeypatch.setattr(spark_segments, "lookups", spy)
+    looked_up = spark_scans(monkeypatch)
     ids = spark.createDataFrame([("m-old",), ("m-8",), ("m-none",)], "message_id string")
     found = versions.read_newest(SparkRules(spark), store, entries, ids)
     assert found is not None

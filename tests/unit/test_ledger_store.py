@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from fixtures.engines import spark_ledger_next
 from fixtures.engines import spark_reconcile as reconcile
+from fixtures.ledger_lookups import spark_scans
 from fixtures.scenarios import LEDGER_BEFORE_TIMES, rec, sink
 from pyspark.sql import DataFrame, SparkSession
 
@@ -89,9 +90,13 @@ def _write(spark: SparkSession, root: str, run_id: str, base: list[str], delta: 
     return versions.write_version(rules, entry_store, root, run_id, base, delta=delta)[0]
 
 
-def _run_chain(spark: SparkSession, root: Path) -> tuple[list[str], dict[str, DataFrame]]:
+def _run_chain(
+    spark: SparkSession, root: Path, with_results: bool = False
+) -> tuple[list[str], dict[str, DataFrame]]:
     """The three runs through recon.ledger.versions on Spark; returns the manifests and each
-    run's results."""
+    run's results. ``with_results``: as the Spark engine writes on a local file system, each
+    version holds the run's results (the entries of its new messages) and the entries of the
+    messages the ledger knew."""
     manifests: list[str] = []
     results: dict[str, DataFrame] = {}
     for run_id, records, sinks in RUNS:
@@ -100,7 +105,16 @@ def _run_chain(spark: SparkSession, root: Path) -> tuple[list[str], dict[str, Da
         ledger = _newest(spark, entries, window, sink_rows)
         results[run_id] = reconcile(window, sink_rows, ledger).cache()
         delta = spark_ledger_next(spark, run_id)
-        manifests.append(_write(spark, str(root), run_id, entries, delta))
+        if not with_results:
+            manifests.append(_write(spark, str(root), run_id, entries, delta))
+            continue
+        known = SparkRules(spark).relation("ledger_known") if ledger is not None else None
+        manifests.append(
+            versions.write_version(
+                SparkRules(spark), SparkEntryStore(spark), str(root), run_id, entries,
+                delta=known, results=(results[run_id], run_id),
+            )[0]
+        )  # fmt: skip
     return manifests, results
 
 
@@ -144,6 +158,44 @@ def test_a_run_reads_and_writes_only_its_own_messages_entries(
     assert found is not None
     # The newest entry of each: m1 as run-3 left it.
     assert _by_id(found) == {"m1": FINAL_LEDGER["m1"], "m4": FINAL_LEDGER["m4"]}
+
+
+@pytest.mark.parametrize(
+    ("with_results", "without_index"), [(False, None), (False, "run-2"), (True, None)]
+)
+def test_spark_entries_carry_the_index_and_a_run_looks_them_up(
+    spark: SparkSession,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    with_results: bool,
+    without_index: str | None,
+) -> None:
+    """Scanning an entry's hashes costs Spark seconds per million rows: the entries and
+    results it writes are sorted within each file and indexed like segments, and a run looks
+    them up. An entry without an index (as the local engine writes them) is scanned, with the
+    same answer."""
+
+    manifests, _ = _run_chain(spark, tmp_path, with_results)
+    entries = _read_manifest(spark, manifests[-1])
+    if with_results:
+        names = [Path(versions.parse_entry(e)[0]).name for e in entries]
+        assert names == ["run-1.results", "run-2.results", "run-2", "run-3.results", "run-3"]
+    for place, entry in enumerate(entries):
+        directory = Path(versions.parse_entry(entry)[0])
+        assert (directory / membership.HEADER).is_file(), entry
+        for part in directory.glob("part-*.parquet"):
+            written = pq.read_table(part, columns=["message_id"]).column(0).to_pylist()
+            assert written == sorted(written), part
+        if directory.name == without_index:
+            (directory / membership.HEADER).unlink()
+            scanned = [place]
+
+    looked_up = spark_scans(monkeypatch)
+    ids = spark.createDataFrame([("m1",), ("m4",), ("m9",)], "message_id string")
+    found = _newest(spark, entries, ids)
+    assert found is not None
+    assert _by_id(found) == {"m1": FINAL_LEDGER["m1"], "m4": FINAL_LEDGER["m4"]}
+    assert looked_up == [scanned if without_index else []]
 
 
 def test_compaction_folds_the_entries_into_one_sorted_segment(

@@ -15,7 +15,8 @@ through (a hash collision) meets no fact of the run, so it yields no verdict and
 unchanged.
 
 History is kept in two parts. The *hot* part is the entries of the last runs, at most
-:data:`~recon.ledger.versions.COMPACT_AFTER` of them: every run reads them (one column wide).
+:data:`~recon.ledger.versions.COMPACT_AFTER` of them: every run reads them (the local store one
+column wide; the Spark store writes each entry with a segment's index and looks them up).
 The *cold* part is *segments*: when a run's version would list more hot entries than that, it
 merges them (the newest entry of each of their messages) into one level-0 segment, sorted by
 messageId; :data:`~recon.ledger.versions.MERGE_FANOUT` segments of one level are merged into one

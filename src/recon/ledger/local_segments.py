@@ -103,6 +103,8 @@ def _hashed(con: Any, files: list[str], fences: list[list[Any]]) -> Iterator[np.
         last = None
         for group in range(data.num_row_groups):
             ids = data.read_row_group(group, columns=["message_id"]).column(0).combine_chunks()
+            # A run's results hold rows without a messageId (invalid records): in no lookup.
+            ids = pc.drop_null(ids)
             if not len(ids):
                 continue
             if len(ids) > 1 and not pc.all(pc.less(ids[:-1], ids[1:])).as_py():

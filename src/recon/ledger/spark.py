@@ -1,9 +1,16 @@
 """The ledger versions of ``recon.ledger``, read and written with Spark (any Hadoop-compatible
-path). Its access strategy: the hot entry directories (and segments it cannot look up in) are
-read in one scan, and a run's entries are picked by a semi-join of their ``id_hash`` (a 64-bit
-xxhash of the messageId, stored beside each entry) against the run's hashes, broadcast: scanned,
-never shuffled. Segments on local paths are looked up through the index beside them instead
-(``recon.ledger.spark_segments``), whichever store wrote them.
+path). Its access strategy: every stored directory on a local path that has an index beside it
+(segments of either store, and the entries this store writes: each file sorted by messageId,
+with the index) is looked up (``recon.ledger.spark_segments``). The rest (entries the local
+store wrote, directories on other file systems, and any that let too many of the run's ids
+through) are read in one scan, and a run's entries picked by a semi-join of their ``id_hash`` (a
+64-bit xxhash of the messageId, stored beside each entry) against the run's hashes, broadcast:
+scanned, never shuffled.
+
+Why every entry is indexed here and not only segments: scanning one stored entry's hashes costs
+Spark about 2.8 s per million rows (DuckDB 0.1 s), so a version's up to ``COMPACT_AFTER`` hot
+entries were most of a Spark run's ledger time; sorting an entry within its files and writing
+its index costs about a second per million when it is written, once.
 """
 
 from __future__ import annotations
@@ -18,7 +25,6 @@ from recon.ledger.versions import (
     local_path,
     manifest_rows,
     parse_entry,
-    segment_of,
 )
 from recon.paths import is_local
 from recon.rules.run import RuleEngine
@@ -30,8 +36,8 @@ if TYPE_CHECKING:
 #: as Spark's hash relation): the driver's default 2 GiB holds that.
 BROADCAST_MAX_IDS = 5_000_000
 _MANIFEST = "seq int, entry string, results_of string, segment string"
-#: Bytes per Parquet row group of a segment (Spark's default, 128 MB, is one group per file): a
-#: looked-up id costs reading one row group.
+#: Bytes per Parquet row group of an entry or segment (Spark's default, 128 MB, is one group per
+#: file): a looked-up id costs reading one row group.
 SEGMENT_ROW_GROUP_BYTES = 1024 * 1024
 
 
@@ -57,10 +63,10 @@ class SparkEntryStore:
         )
 
     def register(self, rules: RuleEngine, entries: list[str], ids: Any | None) -> bool:
-        """Stored directories are read in one scan, not a union of one per directory: Spark
-        pushes a semi-join below a union, and would then hash the run's ids once per directory.
-        Each stored row carries its directory's place (``entry_seq``); a version written before
-        manifests has none and is always the first."""
+        """Stored directories left to scan are read in one scan, not a union of one per
+        directory: Spark pushes a semi-join below a union, and would then hash the run's ids
+        once per directory. Each stored row carries its directory's place (``entry_seq``); a
+        version written before manifests has none and is always the first."""
         from pyspark.sql import functions as F
 
         if not entries:
@@ -69,50 +75,40 @@ class SparkEntryStore:
         # has temporary views of its own).
         spark = getattr(rules, "spark", self.spark)
         hashes = None if ids is None else self._hashes(ids)
-        directories = {seq: path for seq, (path, run_id) in enumerate(map(parse_entry, entries))
-                       if run_id is None}  # fmt: skip
-        looked_up = None
-        segments = {s: p for s, p in directories.items() if segment_of(entries[s]) is not None}
-        if ids is not None and segments:
-            looked_up, scan = spark_segments.lookups(spark, segments, ids)
-            directories = {s: p for s, p in directories.items() if s not in segments or s in scan}
-        stored = None
-        if directories:
+        places = dict(enumerate(map(parse_entry, entries)))
+        looked_up: dict[int, DataFrame] = {}
+        if ids is not None:
+            directories = {seq: path for seq, (path, _) in places.items()}
+            looked_up, scan = spark_segments.lookups(spark, directories, ids)
+            places = {s: place for s, place in places.items() if s in scan}
+        stored = [frame.withColumn("_seq", F.lit(s)) for s, frame in looked_up.items()
+                  if parse_entry(entries[s])[1] is None]  # fmt: skip
+        paths = [path for path, run_id in places.values() if run_id is None]
+        if paths:
             # Directories of both layouts can meet in one version: merge their schemas.
-            paths = list(directories.values())
             frame = spark.read.option("mergeSchema", len(paths) > 1).parquet(*paths)
             seq = F.coalesce("entry_seq", F.lit(0)) if "entry_seq" in frame.columns else F.lit(0)
-            stored = self._picked(frame.withColumn("_seq", seq.cast("int")), hashes)
-        if looked_up is not None:
-            stored = (
-                looked_up
-                if stored is None
-                else stored.unionByName(looked_up, allowMissingColumns=True)
-            )
-        results = None
+            stored.append(self._picked(frame.withColumn("_seq", seq.cast("int")), hashes))
+        results = []
         for place, entry in enumerate(entries):
             path, run_id = parse_entry(entry)
             if run_id is None:
                 continue
-            frame = spark.read.parquet(path)
-            # Results written before the ledger kept times have none.
-            timed = [c for c in ("record_time_ms", "sink_time_ms") if c in frame.columns]
-            frame = frame.select(
-                "verdict", "message_id", "topic", "partition", "first_offset", "offsets",
-                "sink_count", "positions", *timed, F.lit(run_id).alias("first_run_id"),
-                F.lit(place).alias("_seq"),
-            )  # fmt: skip
-            frame = self._picked(frame, hashes)
-            results = (
-                frame if results is None else results.unionByName(frame, allowMissingColumns=True)
-            )
+            if place in looked_up:
+                results.append(_as_entries(looked_up[place], run_id, place))
+            elif place in places:
+                frame = _as_entries(spark.read.parquet(path), run_id, place)
+                results.append(self._picked(frame, hashes))
+        ledger_stored, ledger_results = _union(stored), _union(results)
         if hashes is not None:
             # The picked entries are few and the rules read them more than once: history is
             # scanned once, here.
-            stored = None if stored is None else stored.localCheckpoint(eager=True)
-            results = None if results is None else results.localCheckpoint(eager=True)
-        rules.use("ledger_stored", stored)
-        rules.use("ledger_results", results)
+            ledger_stored = None if ledger_stored is None else ledger_stored.localCheckpoint(True)
+            ledger_results = (
+                None if ledger_results is None else ledger_results.localCheckpoint(True)
+            )
+        rules.use("ledger_stored", ledger_stored)
+        rules.use("ledger_results", ledger_results)
         return True
 
     def _hashes(self, ids: DataFrame) -> DataFrame:
@@ -132,28 +128,30 @@ class SparkEntryStore:
         return frame.withColumn("id_hash", _id_hash(frame)).join(hashes, "id_hash", "left_semi")
 
     def write_entry(self, rules: RuleEngine, relation: DataFrame, directory: str, seq: int) -> None:
-        _entry_rows(relation, seq).write.mode("error").parquet(directory)
+        """Each file sorted by messageId (no shuffle: within the partitions as they are), with
+        the index on a local path, as a segment is."""
+        rows = _entry_rows(relation, seq)
+        _write_indexed(rows.sortWithinPartitions("message_id") if is_local(directory) else rows,
+                       directory)  # fmt: skip
 
     def write_segment(
         self, rules: RuleEngine, relation: DataFrame, directory: str, seq: int
     ) -> int:
-        """Sorted by messageId, in small row groups; on a local path, with the index that lets
-        either store look a run's ids up in it (``recon.ledger.local_segments.write_index``:
-        DuckDB reads the written ids back; Spark does not compute the filter's hash)."""
-        rows = _entry_rows(relation, seq).orderBy("message_id")
-        rows.write.option("parquet.block.size", SEGMENT_ROW_GROUP_BYTES).mode("error").parquet(
-            directory
-        )
-        if is_local(directory):
-            with connect() as con:
-                written = local_segments.write_index(con, local_path(directory))
-            if written is not None:
-                return written
+        """Sorted by messageId across its files, in small row groups, with the index on a local
+        path."""
+        written = _write_indexed(_entry_rows(relation, seq).orderBy("message_id"), directory)
+        if written is not None:
+            return written
         spark = getattr(rules, "spark", self.spark)
         return int(spark.read.parquet(directory).count())
 
     def write_results(self, rules: RuleEngine, relation: DataFrame, directory: str) -> str:
-        relation.write.mode("error").parquet(directory)
+        """Indexed as an entry is: a run's results stand for the entries of its new messages,
+        most of a hot entry's rows."""
+        _write_indexed(
+            relation.sortWithinPartitions("message_id") if is_local(directory) else relation,
+            directory,
+        )
         return directory
 
     def write_manifest(self, path: str, entries: list[str]) -> None:
@@ -162,6 +160,40 @@ class SparkEntryStore:
 
     def is_empty(self, rules: RuleEngine, relation: DataFrame) -> bool:
         return bool(relation.isEmpty())
+
+
+def _write_indexed(rows: DataFrame, directory: str) -> int | None:
+    """Write ``rows`` (sorted within each partition) in small row groups; on a local path, with
+    the index that lets either store look a run's ids up in them
+    (``recon.ledger.local_segments.write_index``: DuckDB reads the written ids back, Spark does
+    not compute the filter's hash). Returns the rows indexed; None when not indexed."""
+    rows.write.option("parquet.block.size", SEGMENT_ROW_GROUP_BYTES).mode("error").parquet(
+        directory
+    )
+    if not is_local(directory):
+        return None
+    with connect() as con:
+        return local_segments.write_index(con, local_path(directory))
+
+
+def _as_entries(results: DataFrame, run_id: str, place: int) -> DataFrame:
+    """A run's results (``schemas.RESULT``) as ledger entries first seen in that run; the rule
+    ``00_ledger_entries`` keeps the rows of ledger verdicts."""
+    from pyspark.sql import functions as F
+
+    # Results written before the ledger kept times have none.
+    timed = [c for c in ("record_time_ms", "sink_time_ms") if c in results.columns]
+    return results.select(
+        "verdict", "message_id", "topic", "partition", "first_offset", "offsets", "sink_count",
+        "positions", *timed, F.lit(run_id).alias("first_run_id"), F.lit(place).alias("_seq"),
+    )  # fmt: skip
+
+
+def _union(frames: list[DataFrame]) -> DataFrame | None:
+    union = None
+    for frame in frames:
+        union = frame if union is None else union.unionByName(frame, allowMissingColumns=True)
+    return union
 
 
 def _entry_rows(relation: DataFrame, seq: int) -> DataFrame:

@@ -1,5 +1,6 @@
-"""The Spark store's lookups in ledger segments (``recon.ledger.spark``), through the index
-both stores write beside a segment (``recon.ledger.local_segments``).
+"""The Spark store's lookups in ledger segments and entries (``recon.ledger.spark``), through the
+index both stores write beside a segment, and the Spark store beside each entry too
+(``recon.ledger.local_segments``).
 
 The filters are keyed by DuckDB's ``hash``, which Spark does not compute, so the run's ids are
 probed where they are, in the executors: an Arrow map over the ids (``mapInArrow``; no row at a
@@ -32,10 +33,11 @@ _CANNOT = -1
 
 def lookups(
     spark: SparkSession, segments: dict[int, str], ids: DataFrame
-) -> tuple[DataFrame | None, list[int]]:
-    """The rows of the segments (by manifest place: their directory) that may be entries of
-    the run's ids, as one frame (None: none), and the places of the segments to scan instead
-    (without an index, on a path that is not local, or too many ids let through)."""
+) -> tuple[dict[int, DataFrame], list[int]]:
+    """The rows of the directories (segments, entries and results, by manifest place) that may
+    be entries of the run's ids, a frame per directory that holds any, and the places of the
+    directories to scan instead (without an index, on a path that is not local, or too many ids
+    let through)."""
     from pyspark.sql import functions as F
 
     with connect() as con:
@@ -49,7 +51,7 @@ def lookups(
         else:
             scan.append(seq)
     if not usable:
-        return None, scan
+        return {}, scan
     found = (
         ids.select("message_id")
         .where(F.col("message_id").isNotNull())
@@ -58,22 +60,20 @@ def lookups(
     cap = local_segments.LOOKUP_MAX * len(usable) + 1
     rows = found.limit(cap).collect()  # at most LOOKUP_MAX per segment (else it is scanned)
     if len(rows) >= cap or any(r["seq"] == _CANNOT for r in rows):
-        return None, sorted(scan + list(usable))
+        return {}, sorted(scan + list(usable))
     values: dict[int, set[str]] = {}
     for r in rows:
         values.setdefault(int(r["seq"]), set()).add(r["message_id"])
-    frame = None
+    frames = {}
     for seq, path in usable.items():
         wanted = values.get(seq, set())
         if len(wanted) > local_segments.LOOKUP_MAX:
             scan.append(seq)
             continue
         table = local_segments.read_rows(path, sorted(wanted)) if wanted else None
-        if table is None:
-            continue
-        picked = spark.createDataFrame(table).withColumn("_seq", F.lit(seq))
-        frame = picked if frame is None else frame.unionByName(picked, allowMissingColumns=True)
-    return frame, sorted(scan)
+        if table is not None:
+            frames[seq] = spark.createDataFrame(table)
+    return frames, sorted(scan)
 
 
 def _prober(segments: dict[int, str], check: int) -> Callable[[Iterable[Any]], Iterable[Any]]:
