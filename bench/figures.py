@@ -201,17 +201,18 @@ def p2_judgement(engine: str, runs: list[dict[str, Any]]) -> str:
             f"the {len(runs)} runs, the runs scatter {noise:.1f} s around it." + tail
         )
     how = (
-        "its hot entries (at most 16 runs' worth) one column wide, and finds older messages "
-        "through each segment's membership filter"
+        "A run scans its hot entries (at most 16 runs' worth) one column wide, and finds older "
+        "messages through each segment's membership filter."
         if engine == "local"
-        else "a stored 64-bit hash of its hot entries, and finds older messages through each "
-        "segment's membership filter, probed in its executors"
+        else "A run finds its messages in hot entries and segments alike through their "
+        "membership filters, probed in its executors in one pass over its ids (the Spark engine "
+        "writes every entry and results file sorted within its files, with the filter); run 1 "
+        "has no ledger to probe."
     )
     return (
         f"Over the real runs it grows {growth:+.1f} s in {len(runs)} runs (runs scatter "
         f"{noise:.1f} s around the line); its reconcile step took {step_seconds(runs[0]):.1f} s "
-        f"in run 1 and {step_seconds(runs[-1]):.1f} s in run {runs[-1]['run']}. A run scans "
-        f"{how}." + tail
+        f"in run 1 and {step_seconds(runs[-1]):.1f} s in run {runs[-1]['run']}. {how}" + tail
     )
 
 

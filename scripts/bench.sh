@@ -19,5 +19,5 @@ bash "$here/up.sh" --no-airflow
 cd "$RECON_ROOT"
 # Airflow itself is not started: P5 runs the DAG with `airflow dags test`, which needs only the
 # metadata database (migrated on first use).
-say "bench: every figure takes a while; progress lines below (total well under 40 minutes)"
+say "bench: every figure takes a while; progress lines below (about an hour in all)"
 python -m bench.run "$@"
