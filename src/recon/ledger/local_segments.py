@@ -5,7 +5,8 @@ rows, as written here; the Spark store's are several files, each sorted), with a
 it (named as Hadoop hides files, so that Spark reads the directory as Parquet): the membership
 filter of its ids (``recon.ledger.membership``, keyed by DuckDB's ``hash``) and its *fences*,
 per file the first messageId of each row group and the last of the file. Both stores write the
-index with :func:`write_index` (DuckDB reads the segment's ids back from the files).
+index with :func:`write_index` (Arrow reads the ids back from the files, DuckDB hashes them); the
+Spark store writes it beside its entries and results too.
 
 A run's entries in a segment are found in three steps: its ids' hashes are probed against the
 filter; the ids it lets through (the run's true cold facts, and about 4 in 100,000 others) are
@@ -70,8 +71,9 @@ def write(con: Any, query: str, directory: str) -> int:
 
 
 def write_index(con: Any, directory: str) -> int | None:
-    """Write the filter and fences of the segment in ``directory`` (its Parquet files, each
-    sorted by messageId: the Spark store writes several); returns its rows. None, and no index,
+    """Write the filter and fences of the directory of Parquet files (a segment, or a Spark
+    entry or results file; each file sorted by messageId: the Spark store writes several);
+    returns its rows. None, and no index,
     when a file is not sorted: the segment is then scanned. The ids are read once: each row
     group gives its fence and its ids' hashes."""
     files = sorted(glob.glob(os.path.join(directory, "*.parquet")))

@@ -76,28 +76,27 @@ class SparkEntryStore:
         # has temporary views of its own).
         spark = getattr(rules, "spark", self.spark)
         hashes = None if ids is None else self._hashes(ids)
-        places = dict(enumerate(map(parse_entry, entries)))
+        parsed = dict(enumerate(map(parse_entry, entries)))
         looked_up: dict[int, DataFrame] = {}
+        scan = list(parsed)
         if ids is not None:
-            directories = {seq: path for seq, (path, _) in places.items()}
+            directories = {seq: path for seq, (path, _) in parsed.items()}
             looked_up, scan = spark_segments.lookups(spark, directories, ids)
-            places = {s: place for s, place in places.items() if s in scan}
         stored = [frame.withColumn("_seq", F.lit(s)) for s, frame in looked_up.items()
-                  if parse_entry(entries[s])[1] is None]  # fmt: skip
-        paths = [path for path, run_id in places.values() if run_id is None]
+                  if parsed[s][1] is None]  # fmt: skip
+        paths = [parsed[s][0] for s in scan if parsed[s][1] is None]
         if paths:
             # Directories of both layouts can meet in one version: merge their schemas.
             frame = spark.read.option("mergeSchema", len(paths) > 1).parquet(*paths)
             seq = F.coalesce("entry_seq", F.lit(0)) if "entry_seq" in frame.columns else F.lit(0)
             stored.append(self._picked(frame.withColumn("_seq", seq.cast("int")), hashes))
         results = []
-        for place, entry in enumerate(entries):
-            path, run_id = parse_entry(entry)
+        for place, (path, run_id) in parsed.items():
             if run_id is None:
                 continue
             if place in looked_up:
                 results.append(_as_entries(looked_up[place], run_id, place))
-            elif place in places:
+            elif place in scan:
                 frame = _as_entries(spark.read.parquet(path), run_id, place)
                 results.append(self._picked(frame, hashes))
         ledger_stored, ledger_results = _union(stored), _union(results)
@@ -131,9 +130,7 @@ class SparkEntryStore:
     def write_entry(self, rules: RuleEngine, relation: DataFrame, directory: str, seq: int) -> None:
         """Each file sorted by messageId (no shuffle: within the partitions as they are), with
         the index on a local path, as a segment is."""
-        rows = _entry_rows(relation, seq)
-        _write_indexed(rows.sortWithinPartitions("message_id") if is_local(directory) else rows,
-                       directory)  # fmt: skip
+        _write_indexed(_entry_rows(relation, seq), directory, sort_files=True)
 
     def write_segment(
         self, rules: RuleEngine, relation: DataFrame, directory: str, seq: int
@@ -149,10 +146,7 @@ class SparkEntryStore:
     def write_results(self, rules: RuleEngine, relation: DataFrame, directory: str) -> str:
         """Indexed as an entry is: a run's results stand for the entries of its new messages,
         most of a hot entry's rows."""
-        _write_indexed(
-            relation.sortWithinPartitions("message_id") if is_local(directory) else relation,
-            directory,
-        )
+        _write_indexed(relation, directory, sort_files=True)
         return directory
 
     def write_manifest(self, path: str, entries: list[str]) -> None:
@@ -163,11 +157,16 @@ class SparkEntryStore:
         return bool(relation.isEmpty())
 
 
-def _write_indexed(rows: DataFrame, directory: str) -> int | None:
-    """Write ``rows`` (sorted within each partition) in small row groups; on a local path, with
-    the index that lets either store look a run's ids up in them
-    (``recon.ledger.local_segments.write_index``: DuckDB reads the written ids back, Spark does
-    not compute the filter's hash). Returns the rows indexed; None when not indexed."""
+def _write_indexed(rows: DataFrame, directory: str, sort_files: bool = False) -> int | None:
+    """Write ``rows`` in small row groups; on a local path, with the index that lets either
+    store look a run's ids up in them (``recon.ledger.local_segments.write_index``: the written
+    ids read back and hashed by DuckDB, which Spark's hash is not). Returns the rows indexed;
+    None when not indexed.
+
+    :param sort_files: sort each file by messageId (within the partitions, no shuffle), as the
+        index needs; off for ``rows`` already sorted, and where no index is written."""
+    if sort_files and is_local(directory):
+        rows = rows.sortWithinPartitions("message_id")
     rows.write.option("parquet.block.size", SEGMENT_ROW_GROUP_BYTES).mode("error").parquet(
         directory
     )
