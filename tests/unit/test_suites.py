@@ -330,38 +330,63 @@ def test_the_data_docs_index_lists_only_the_newest_validations(
     assert index["validation_results_limit"] == INDEX_LIMIT
 
 
-def test_the_validation_runs_outside_the_project_lock(
-    request: pytest.FixtureRequest, gx_dir: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The lock guards the project's shared files only: a run validating its results does not
-    keep runs of other pipelines waiting for its whole validation and Data Docs page."""
+def _lock_is_free(gx_dir: str, name: str, *, shared: bool = False) -> bool:
+    """Whether another open of the lock file ``name`` could take it (exclusive or shared) now:
+    another open file description is blocked if this process holds it."""
     import fcntl
 
+    mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+    with open(os.path.join(gx_dir, name), "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle.fileno(), mode | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return True
+
+
+def test_runs_validate_side_by_side_and_nothing_shared_is_rewritten_meanwhile(
+    request: pytest.FixtureRequest, gx_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a run validates, other runs may validate too (the project lock is held shared), but
+    none may rewrite what it reads: GX rewrites the suites in place on every checkpoint update,
+    and a CI run once failed reading an empty suite file. The Data Docs build rewrites the index
+    whole: one build at a time, under its own lock."""
     from great_expectations.checkpoint.checkpoint import Checkpoint
+    from great_expectations.data_context.data_context.abstract_data_context import (
+        AbstractDataContext,
+    )
 
-    from recon.validation.checkpoint import _LOCK_FILE
+    from recon.validation.checkpoint import _DOCS_LOCK_FILE, _LOCK_FILE
 
-    original = Checkpoint.run
-    free_during_run: list[bool] = []
+    run, build = Checkpoint.run, AbstractDataContext.build_data_docs
+    seen: dict[str, list[tuple[bool, bool, bool]]] = {"run": [], "build": []}
 
-    def run_and_probe_the_lock(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with open(os.path.join(gx_dir, _LOCK_FILE), "a+", encoding="utf-8") as handle:
-            try:
-                # Another open file description: blocked if this process holds the lock.
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                free_during_run.append(False)
-            else:
-                free_during_run.append(True)
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-        return original(self, *args, **kwargs)
+    def probe() -> tuple[bool, bool, bool]:
+        return (
+            _lock_is_free(gx_dir, _LOCK_FILE, shared=True),
+            _lock_is_free(gx_dir, _LOCK_FILE),
+            _lock_is_free(gx_dir, _DOCS_LOCK_FILE),
+        )
 
-    monkeypatch.setattr(Checkpoint, "run", run_and_probe_the_lock)
-    cfg = _cfg("exactly_once", Tolerances(), idempotent=True, name="unlocked")
-    outcome = _validate(request, "pandas", gx_dir, cfg, _rows({"delivered": 2}), "unlocked")
+    def run_and_probe(self: Any, *args: Any, **kwargs: Any) -> Any:
+        seen["run"].append(probe())
+        return run(self, *args, **kwargs)
+
+    def build_and_probe(self: Any, *args: Any, **kwargs: Any) -> Any:
+        seen["build"].append(probe())
+        return build(self, *args, **kwargs)
+
+    monkeypatch.setattr(Checkpoint, "run", run_and_probe)
+    monkeypatch.setattr(AbstractDataContext, "build_data_docs", build_and_probe)
+    cfg = _cfg("exactly_once", Tolerances(), idempotent=True, name="side_by_side")
+    outcome = _validate(request, "pandas", gx_dir, cfg, _rows({"delivered": 2}), "side-by-side")
 
     assert outcome.passed and os.path.isfile(outcome.data_docs_path)
-    assert free_during_run == [True]
+    assert "side-by-side" in Path(outcome.data_docs_index).read_text(encoding="utf-8")
+    # (another run may share the project lock, may not take it exclusive, docs lock free)
+    assert seen["run"] == [(True, False, True)]
+    assert seen["build"] == [(True, False, False)]
 
 
 def test_revalidation_on_the_other_engine_replaces_the_run(

@@ -36,6 +36,7 @@ SITE_NAME = "local_site"
 #: repeat the verdict name, and each sample costs a Spark job, so none is taken.
 RESULT_FORMAT: dict[str, Any] = {"result_format": "BASIC", "partial_unexpected_count": 0}
 _LOCK_FILE = ".recon-validation.lock"
+_DOCS_LOCK_FILE = ".recon-data-docs.lock"
 #: The Data Docs index lists the newest validations only: GX reads every listed result back on each
 #: run, so an unbounded index costs each run time in proportion to every run ever validated
 #: (0.7 s per run at 200 results here). Older runs keep their pages, linked from the UI page,
@@ -80,10 +81,11 @@ def data_docs_dir(gx_dir: str | None = None) -> str:
 
 
 @contextlib.contextmanager
-def _project_lock(gx_dir: str) -> Iterator[None]:
+def _project_lock(gx_dir: str, *, shared: bool = False, name: str = _LOCK_FILE) -> Iterator[None]:
+    """Hold the project's lock: exclusive to write what runs share, shared to read it."""
     os.makedirs(gx_dir, exist_ok=True)
-    with open(os.path.join(gx_dir, _LOCK_FILE), "a+", encoding="utf-8") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+    with open(os.path.join(gx_dir, name), "a+", encoding="utf-8") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         try:
             yield
         finally:
@@ -143,7 +145,6 @@ def _install_suite(context: Any, document: dict[str, Any]) -> Any:
 def _checkpoint(context: Any, pipeline: str, suite: Any, kind: SourceKind) -> Any:
     """The pipeline's checkpoint over its dataframe asset in the data source of ``kind``."""
     import great_expectations as gx
-    from great_expectations.checkpoint.actions import UpdateDataDocsAction
 
     name = DATASOURCES[kind]
     try:
@@ -163,13 +164,25 @@ def _checkpoint(context: Any, pipeline: str, suite: Any, kind: SourceKind) -> An
     definition = context.validation_definitions.add_or_update(
         gx.ValidationDefinition(name=pipeline, data=batch_definition, suite=suite)
     )
+    # No actions: the Data Docs page is built under its own lock (:func:`_build_page`).
     return context.checkpoints.add_or_update(
         gx.Checkpoint(
-            name=pipeline,
-            validation_definitions=[definition],
-            actions=[UpdateDataDocsAction(name="update_data_docs", site_names=[SITE_NAME])],
+            name=pipeline, validation_definitions=[definition], actions=[],
             result_format=RESULT_FORMAT,
         )
+    )  # fmt: skip
+
+
+def _build_page(context: Any, key: Any, suite_name: str) -> None:
+    """Build the run's validation page, the suite's page and the index."""
+    from great_expectations.data_context.types.resource_identifiers import (
+        ExpectationSuiteIdentifier,
+    )
+
+    context.build_data_docs(
+        site_names=[SITE_NAME],
+        resource_identifiers=[key, ExpectationSuiteIdentifier(name=suite_name)],
+        build_index=True,
     )
 
 
@@ -271,22 +284,26 @@ def run_checkpoint(
     document = document or load_suite(cfg.semantics)
     parameters = suite_parameters(cfg)
     root = os.path.abspath(gx_dir or default_gx_dir())
-    # The lock covers what runs of other pipelines share: the project's YAML (one asset per
-    # pipeline in it), the suites, the checkpoint's definitions. The validation itself, its
-    # stored result and its page are the run's own files: holding the lock through them would
-    # make every concurrent run wait for each other's whole validation (the index page is
-    # rewritten whole by each run; a result read while being written is skipped by GX).
+    # What runs of other pipelines share (the project's YAML, one asset per pipeline in it; the
+    # suites, which GX rewrites in place, truncate then write, on every add_or_update of a
+    # checkpoint) is written under the exclusive lock and read under the shared one: runs
+    # validate side by side, and none reads a suite another is rewriting (a CI run once failed
+    # on GX reading an empty suite file). The Data Docs index is rewritten whole by each run:
+    # its own lock. Another run's result read while it is being written is skipped by GX.
     with _project_lock(root):
         context = _context(root)
         suite = _install_suite(context, document)
         checkpoint = _checkpoint(context, cfg.name, suite, kind)
         _forget_run(context, cfg.name, run_id)
-    checkpoint_result = checkpoint.run(
-        batch_parameters={"dataframe": dataframe},
-        expectation_parameters=parameters,
-        run_id=RunIdentifier(run_name=run_id),
-    )
-    ((key, validation),) = checkpoint_result.run_results.items()
+    with _project_lock(root, shared=True):
+        checkpoint_result = checkpoint.run(
+            batch_parameters={"dataframe": dataframe},
+            expectation_parameters=parameters,
+            run_id=RunIdentifier(run_name=run_id),
+        )
+        ((key, validation),) = checkpoint_result.run_results.items()
+        with _project_lock(root, name=_DOCS_LOCK_FILE):
+            _build_page(context, key, suite.name)
     failures = _failures(validation, cfg)
     page = _page_path(context, key) or ""
     passed = bool(validation.success)
