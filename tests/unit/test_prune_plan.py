@@ -197,6 +197,31 @@ def test_a_running_run_keeps_what_was_written_since_it_started(tmp_path: Path) -
     assert "ledger/orders/r2-0000000b" in files
 
 
+def test_a_run_that_died_running_holds_the_cutoff_only_while_it_could_commit(
+    tmp_path: Path,
+) -> None:
+    """r4 started from r2 three days ago and died running; r3 has committed since, so r4 can
+    never commit (its files will never be listed) and its start no longer holds the cutoff:
+    what it and the others left before the date goes. Had it started from r3, or committed
+    before (a re-run of a committed run), its start would still hold the cutoff."""
+    history = _history(tmp_path, compacted=True)
+    d = history.data_dir
+    r2 = history.stored.runs[1]
+    r4 = StoredRun("r4", "running", days_ago(3), days_ago(3), None, "r2", r2.ledger_path)
+    _folder(d / "windows" / P / "r4" / "committed", days_ago(2.9))
+    _folder(d / "ledger" / P / "r4-0000000a", days_ago(2.5))
+    _folder(d / "ledger" / P / "r3-0000000b", days_ago(2))  # a failed attempt after r4 started
+    history.stored = replace(history.stored, runs=[*history.stored.runs, r4])
+    removed, kept, files = history.plan(days_ago(1))
+    assert removed == ["r1", "r2"] and kept == {"r4": RUNNING}
+    assert {"ledger/orders/r4-0000000a", "ledger/orders/r3-0000000b"} <= files
+    assert "windows/orders/r4" not in files  # the run's row stays, and so do its windows
+
+    for could_commit in (replace(r4, base_run_id="r3"), replace(r4, ledger_path="elsewhere")):
+        history.stored = replace(history.stored, runs=[*history.stored.runs[:3], could_commit])
+        assert cutoff_time(history.stored, days_ago(1), NOW) == days_ago(3).timestamp()
+
+
 def test_a_run_with_a_repair_not_yet_verified_is_kept(tmp_path: Path) -> None:
     history = _history(tmp_path, compacted=True)
     history.stored = replace(history.stored, live_repairs=frozenset({"r1"}))

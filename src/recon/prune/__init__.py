@@ -20,7 +20,8 @@ needs:
 3. **Files.** Every file or folder in the pipeline's ``windows``, ``results``, ``ledger`` and
    ``repairs`` (plan files) folders that nothing above names (nor a plan row of a kept run) and
    that nothing modified after the *cutoff*: the earliest of the date, now, and the start of any
-   run still running (a run's new files are listed by no manifest until it commits). This also
+   run still running that can still commit (a run's new files are listed by no manifest until
+   it commits; one that died running after a later run committed never will). This also
    sweeps what failed attempts and interrupted compactions left behind, and what an interrupted
    prune did not get to: the rows go first, so a prune cut short is finished by the next one.
 4. **Validations.** The removed runs' stored GX results and Data Docs pages, and the index

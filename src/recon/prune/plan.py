@@ -79,9 +79,21 @@ def choose_runs(stored: PipelineRuns, before: datetime) -> tuple[list[str], dict
 
 
 def cutoff_time(stored: PipelineRuns, before: datetime, now: datetime) -> float:
-    """The newest modification time a removed file may have (:class:`PrunePlan`)."""
-    starts = [r.started_at for r in stored.runs if r.status == "running"]
+    """The newest modification time a removed file may have (:class:`PrunePlan`): the start of
+    a run still running counts only while the run can still commit
+    (:func:`can_still_commit`). A run that died running would otherwise hold the cutoff at its
+    start for good, and nothing written after it would ever be swept."""
+    starts = [r.started_at for r in stored.runs
+              if r.status == "running" and can_still_commit(r, stored)]  # fmt: skip
     return min([before, now, *starts]).timestamp()
+
+
+def can_still_commit(run: StoredRun, stored: PipelineRuns) -> bool:
+    """Whether a run's commit would be accepted now (``recon.store.commit_run``'s check): the
+    pipeline still stands where the run started from, or at the run itself, or the run committed
+    before (a re-run replaces its results). A run that can never commit writes files that no
+    manifest will list; a retry of it takes a new snapshot and a new start."""
+    return run.ledger_path is not None or stored.current_run_id in (run.base_run_id, run.run_id)
 
 
 def needed_files(stored: PipelineRuns, removed: Iterable[str]) -> dict[str, set[str]]:
