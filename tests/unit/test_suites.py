@@ -12,6 +12,7 @@ generated ones, and editing one cell of the table changes both decisions alike.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib.util
 import json
@@ -387,6 +388,39 @@ def test_runs_validate_side_by_side_and_nothing_shared_is_rewritten_meanwhile(
     # (another run may share the project lock, may not take it exclusive, docs lock free)
     assert seen["run"] == [(True, False, True)]
     assert seen["build"] == [(True, False, False)]
+
+
+def test_a_suite_installed_by_another_run_meanwhile_does_not_stop_the_validation(
+    request: pytest.FixtureRequest, gx_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between a run's install (exclusive lock) and its validation (shared lock), a run of
+    another pipeline with the same semantic may install the suite again; GX gives the
+    expectations new ids on every update, and refused to run a checkpoint read before it
+    ("ExpectationSuite has changed since it has last been saved": a CI run failed so)."""
+    from recon.validation import checkpoint as module
+    from recon.validation.suites import load_suite
+
+    real_lock = module._project_lock
+    other = _cfg("exactly_once", Tolerances(), idempotent=True, name="meanwhile_other")
+    raced: list[bool] = []
+
+    @contextlib.contextmanager
+    def lock(root: str, *, shared: bool = False, name: str = module._LOCK_FILE) -> Any:
+        if shared and not raced:
+            raced.append(True)
+            with real_lock(root):  # the other run's install, as run_checkpoint makes it
+                context = module._context(root)
+                suite = module._install_suite(context, load_suite("exactly_once"))
+                module._checkpoint(context, other.name, suite, "pandas")
+        with real_lock(root, shared=shared, name=name):
+            yield
+
+    monkeypatch.setattr(module, "_project_lock", lock)
+    cfg = _cfg("exactly_once", Tolerances(), idempotent=True, name="meanwhile")
+    outcome = _validate(request, "pandas", gx_dir, cfg, _rows({"delivered": 2, "lost": 1}), "m1")
+
+    assert raced == [True]
+    assert not outcome.passed and _gx_failures(outcome) == [("lost", 1, 0.0)]
 
 
 def test_revalidation_on_the_other_engine_replaces_the_run(

@@ -293,9 +293,13 @@ def run_checkpoint(
     with _project_lock(root):
         context = _context(root)
         suite = _install_suite(context, document)
-        checkpoint = _checkpoint(context, cfg.name, suite, kind)
+        _checkpoint(context, cfg.name, suite, kind)
         _forget_run(context, cfg.name, run_id)
     with _project_lock(root, shared=True):
+        # Read again: GX gives a suite's expectations new ids on every update, so the objects
+        # above are stale once another run has installed the suite since (GX then refuses to
+        # run them); under the shared lock, what is read stays as stored.
+        checkpoint = context.checkpoints.get(cfg.name)
         checkpoint_result = checkpoint.run(
             batch_parameters={"dataframe": dataframe},
             expectation_parameters=parameters,
