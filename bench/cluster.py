@@ -26,19 +26,16 @@ class Cluster:
     worker_pids: list[int] = field(default_factory=list)
 
 
-def _spark_class() -> str:
-    import pyspark
-
-    return os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-class")
-
-
 def _start(args: list[str], log: str) -> subprocess.Popen[bytes]:
     import pyspark
 
-    env = {**os.environ, "SPARK_HOME": os.path.dirname(pyspark.__file__),
+    # pyspark's own Spark, whatever $SPARK_HOME says: the cluster runs the driver's classes.
+    home = os.path.dirname(pyspark.__file__)
+    env = {**os.environ, "SPARK_HOME": home,
            "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}  # fmt: skip
     with open(log, "ab") as out:
-        return subprocess.Popen([_spark_class(), *args], stdout=out, stderr=subprocess.STDOUT,
+        spark_class = os.path.join(home, "bin", "spark-class")
+        return subprocess.Popen([spark_class, *args], stdout=out, stderr=subprocess.STDOUT,
                                 env=env, start_new_session=True)  # fmt: skip
 
 
