@@ -13,6 +13,7 @@ from datetime import datetime
 from recon.ledger.local import LocalEntryStore
 from recon.ledger.versions import local_path, parse_entry
 from recon.paths import LEDGER, REPAIRS, RESULTS, WINDOWS, safe_name
+from recon.store.commit import commit_accepted
 from recon.store.prune import PipelineRuns, StoredRun
 
 #: The data directory's folders that hold a folder per pipeline.
@@ -89,11 +90,11 @@ def cutoff_time(stored: PipelineRuns, before: datetime, now: datetime) -> float:
 
 
 def can_still_commit(run: StoredRun, stored: PipelineRuns) -> bool:
-    """Whether a run's commit would be accepted now (``recon.store.commit_run``'s check): the
-    pipeline still stands where the run started from, or at the run itself, or the run committed
-    before (a re-run replaces its results). A run that can never commit writes files that no
-    manifest will list; a retry of it takes a new snapshot and a new start."""
-    return run.ledger_path is not None or stored.current_run_id in (run.base_run_id, run.run_id)
+    """Whether a run's commit would be accepted now (``recon.store.commit_accepted``). A run that
+    can never commit writes files that no manifest will list; a retry of it takes a new snapshot
+    and a new start."""
+    committed = run.ledger_path is not None
+    return commit_accepted(stored.current_run_id, run.base_run_id, run.run_id, committed)
 
 
 def needed_files(stored: PipelineRuns, removed: Iterable[str]) -> dict[str, set[str]]:

@@ -23,7 +23,9 @@ from recon.store.commit import (
     ConcurrentRunError,
     DiscrepancyFile,
     RunOutcome,
+    commit_accepted,
     commit_run,
+    moves_state,
 )
 from recon.store.pipelines import forget_pipeline, reset_pipeline
 from recon.store.runs import (
@@ -51,6 +53,7 @@ __all__ = [
     "RunNotFound",
     "RunOutcome",
     "RunRecord",
+    "commit_accepted",
     "commit_run",
     "LATENCY_FIGURES",
     "committed_counts",
@@ -62,6 +65,7 @@ __all__ = [
     "load_state",
     "mark_error",
     "mark_running",
+    "moves_state",
     "record_snapshot",
     "reset_pipeline",
 ]

@@ -144,6 +144,29 @@ def _replace_latency(cur: Any, pipeline: str, run_id: str, outcome: RunOutcome) 
         )  # fmt: skip
 
 
+def moves_state(current_run_id: str | None, base_run_id: str | None, run_id: str) -> bool:
+    """Whether a run's commit moves the pipeline's state on: only from the run it started from;
+    a re-run of the run that made the current state rewrites it with the same values.
+
+    :param current_run_id: the run the pipeline's state stands at now (None: no run yet).
+    :param base_run_id: the run this run's snapshot started from.
+    :param run_id: this run.
+    """
+    return current_run_id in (base_run_id, run_id)
+
+
+def commit_accepted(
+    current_run_id: str | None, base_run_id: str | None, run_id: str, committed: bool
+) -> bool:
+    """Whether :func:`commit_run` would accept a run's commit now: it moves the state
+    (:func:`moves_state`), or the run committed before and only replaces its own results (a
+    cleared old run; the state stays). Anything else raises :class:`ConcurrentRunError`.
+
+    :param committed: results of this run were committed at least once.
+    """
+    return committed or moves_state(current_run_id, base_run_id, run_id)
+
+
 def commit_run(
     pg: Any,
     *,
@@ -170,11 +193,8 @@ def commit_run(
             )
             row = cur.fetchone()
             current = row[0] if row else None
-            # The state moves on only from the run this one started from; a re-run of the run
-            # that made the current state rewrites it with the same values. A run that committed
-            # before may replace its own results (a cleared old run) but never moves the state.
-            advance = current in (record.base_run_id, run_id)
-            if not advance and not record.committed:
+            advance = moves_state(current, record.base_run_id, run_id)
+            if not commit_accepted(current, record.base_run_id, run_id, record.committed):
                 raise ConcurrentRunError(
                     f"pipeline '{pipeline}': run '{current}' committed after run '{run_id}' took "
                     "its snapshot; this run's results were not committed (run it again: it takes "
