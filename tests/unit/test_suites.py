@@ -405,14 +405,12 @@ def test_a_suite_installed_by_another_run_meanwhile_does_not_stop_the_validation
     raced: list[bool] = []
 
     @contextlib.contextmanager
-    def lock(root: str, *, shared: bool = False, name: str = module._LOCK_FILE) -> Any:
+    def lock(root: str, *, shared: bool = False) -> Any:
         if shared and not raced:
             raced.append(True)
-            with real_lock(root):  # the other run's install, as run_checkpoint makes it
-                context = module._context(root)
-                suite = module._install_suite(context, load_suite("exactly_once"))
-                module._checkpoint(context, other.name, suite, "pandas")
-        with real_lock(root, shared=shared, name=name):
+            with module._installed(root, other.name, load_suite("exactly_once"), "pandas"):
+                pass  # the other run's install, as run_checkpoint makes it
+        with real_lock(root, shared=shared):
             yield
 
     monkeypatch.setattr(module, "_project_lock", lock)

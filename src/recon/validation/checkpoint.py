@@ -81,8 +81,8 @@ def data_docs_dir(gx_dir: str | None = None) -> str:
 
 
 @contextlib.contextmanager
-def _project_lock(gx_dir: str, *, shared: bool = False, name: str = _LOCK_FILE) -> Iterator[None]:
-    """Hold the project's lock: exclusive to write what runs share, shared to read it."""
+def _file_lock(gx_dir: str, name: str, *, shared: bool = False) -> Iterator[None]:
+    """Hold the lock file ``name`` of the project folder, exclusive or shared (``flock``)."""
     os.makedirs(gx_dir, exist_ok=True)
     with open(os.path.join(gx_dir, name), "a+", encoding="utf-8") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
@@ -90,6 +90,16 @@ def _project_lock(gx_dir: str, *, shared: bool = False, name: str = _LOCK_FILE) 
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _project_lock(gx_dir: str, *, shared: bool = False) -> contextlib.AbstractContextManager[None]:
+    """The project's lock: exclusive to write what runs share, shared to read it."""
+    return _file_lock(gx_dir, _LOCK_FILE, shared=shared)
+
+
+def _docs_lock(gx_dir: str) -> contextlib.AbstractContextManager[None]:
+    """The Data Docs site's lock: each build rewrites the index whole."""
+    return _file_lock(gx_dir, _DOCS_LOCK_FILE)
 
 
 def _context(gx_dir: str) -> Any:
@@ -142,8 +152,8 @@ def _install_suite(context: Any, document: dict[str, Any]) -> Any:
     return context.suites.add_or_update(suite)
 
 
-def _checkpoint(context: Any, pipeline: str, suite: Any, kind: SourceKind) -> Any:
-    """The pipeline's checkpoint over its dataframe asset in the data source of ``kind``."""
+def _checkpoint(context: Any, pipeline: str, suite: Any, kind: SourceKind) -> None:
+    """Store the pipeline's checkpoint over its dataframe asset in the data source of ``kind``."""
     import great_expectations as gx
 
     name = DATASOURCES[kind]
@@ -165,12 +175,26 @@ def _checkpoint(context: Any, pipeline: str, suite: Any, kind: SourceKind) -> An
         gx.ValidationDefinition(name=pipeline, data=batch_definition, suite=suite)
     )
     # No actions: the Data Docs page is built under its own lock (:func:`_build_page`).
-    return context.checkpoints.add_or_update(
+    context.checkpoints.add_or_update(
         gx.Checkpoint(
             name=pipeline, validation_definitions=[definition], actions=[],
             result_format=RESULT_FORMAT,
         )
     )  # fmt: skip
+
+
+@contextlib.contextmanager
+def _installed(
+    root: str, pipeline: str, document: dict[str, Any], kind: SourceKind
+) -> Iterator[Any]:
+    """Install what a validation of ``pipeline`` needs and runs of other pipelines share (the
+    project's settings, the suite, the pipeline's asset, definition and checkpoint), and yield
+    the context while the exclusive project lock is still held."""
+    with _project_lock(root):
+        context = _context(root)
+        suite = _install_suite(context, document)
+        _checkpoint(context, pipeline, suite, kind)
+        yield context
 
 
 def _build_page(context: Any, key: Any, suite_name: str) -> None:
@@ -290,10 +314,7 @@ def run_checkpoint(
     # validate side by side, and none reads a suite another is rewriting (a CI run once failed
     # on GX reading an empty suite file). The Data Docs index is rewritten whole by each run:
     # its own lock. Another run's result read while it is being written is skipped by GX.
-    with _project_lock(root):
-        context = _context(root)
-        suite = _install_suite(context, document)
-        _checkpoint(context, cfg.name, suite, kind)
+    with _installed(root, cfg.name, document, kind) as context:
         _forget_run(context, cfg.name, run_id)
     with _project_lock(root, shared=True):
         # Read again: GX gives a suite's expectations new ids on every update, so the objects
@@ -306,8 +327,8 @@ def run_checkpoint(
             run_id=RunIdentifier(run_name=run_id),
         )
         ((key, validation),) = checkpoint_result.run_results.items()
-        with _project_lock(root, name=_DOCS_LOCK_FILE):
-            _build_page(context, key, suite.name)
+        with _docs_lock(root):
+            _build_page(context, key, document["name"])
     failures = _failures(validation, cfg)
     page = _page_path(context, key) or ""
     passed = bool(validation.success)
