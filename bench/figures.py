@@ -291,13 +291,42 @@ def p5(results: dict[str, Any]) -> list[str]:
     return [
         f"`airflow dags test` of one pipeline's DAG (`snapshot_offsets -> snapshot_topic -> "
         f"reconcile -> validate -> alert`, the Spark steps under spark-submit) over "
-        f"{p5['messages']:,} messages with the fault mix above: **{p5['seconds']:.1f} s** from "
-        f"the snapshot to the alert. The contract (at-least-once) is broken by the lost "
-        f"messages, so the run ends `{p5['status']}` and sent its alerts "
-        f"({', '.join(p5['alerts'])}); the reconcile step alone took "
+        f"{p5['messages']:,} messages with the fault mix above: **{p5_seconds(p5):.1f} s** from "
+        f"the snapshot to the alert{recorded(p5)}. The contract (at-least-once) is broken by the "
+        f"lost messages, so the run ends `{p5['status']}` and sent its alerts "
+        f"({', '.join(p5['alerts'])}); the reconcile step's own time "
         f"{p5['reconcile_seconds']:.1f} s.",
         *(line for key, how in P5_VARIANTS for line in p5_variant(results.get(key), how)),
+        *([] if not p5.get("dag_run_seconds") else P5_RECORDED),
     ]
+
+
+#: What a P5 figure measures, when the runs kept Airflow's record of them.
+P5_RECORDED = (
+    "",
+    "Each figure is the DAG run as Airflow's metadata database records it, from the run's "
+    "creation to its last task's end: what the Airflow UI shows for a scheduled run. The "
+    "`airflow dags test` command's wall time adds its own start and the DAG file's parse "
+    "before the run is created, which a scheduler does once per file, not per run; tasks "
+    "run in the command's process, which starts Airflow's execution API server at the "
+    "first task (in `snapshot_offsets`' time), where a scheduler's worker starts a process "
+    "per task instead.",
+)
+
+
+def p5_seconds(run: dict[str, Any]) -> float:
+    """A P5 run's figure: the DAG run Airflow recorded (``bench.latency.recorded_run``); runs
+    measured before that was kept have only the ``dags test`` wall time."""
+    return float(run.get("dag_run_seconds") or run["seconds"])
+
+
+def recorded(run: dict[str, Any]) -> str:
+    """The wall time of the command and each task's time, when the run kept them."""
+    tasks = run.get("tasks")
+    if not tasks:
+        return ""
+    split = ", ".join(f"{task} {seconds:.1f} s" for task, seconds in tasks.items())
+    return f" ({split}; `airflow dags test` wall time {run['seconds']:.1f} s)"
 
 
 #: The other DAG runs of P5: the results key, and how the run differs from the first.
@@ -315,9 +344,9 @@ def p5_variant(run: dict[str, Any] | None, how: str) -> list[str]:
         return []
     return [
         "",
-        f"The same DAG run {how}: **{run['seconds']:.1f} s**, ending `{run['status']}` with its "
-        f"alerts ({', '.join(run['alerts'])}); the reconcile step "
-        f"{run['reconcile_seconds']:.1f} s.",
+        f"The same DAG run {how}: **{p5_seconds(run):.1f} s**{recorded(run)}, ending "
+        f"`{run['status']}` with its alerts ({', '.join(run['alerts'])}); the reconcile step's "
+        f"own time {run['reconcile_seconds']:.1f} s.",
     ]
 
 
