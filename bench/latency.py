@@ -81,17 +81,21 @@ def recorded_run(dag_id: str) -> dict[str, Any]:
     """The DAG's newest run as Airflow's metadata database records it: ``dag_run_seconds``
     (created to its last task done: the duration the Airflow UI shows for a scheduled run,
     without the ``dags test`` command's own start and the DAG file's parse before it) and
-    ``tasks``, each task's seconds in the order they ran."""
+    ``tasks``, each task's seconds in the order they ran; empty when no finished run is
+    recorded."""
     from sqlalchemy import create_engine, text
 
     engine = create_engine(os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"])
     try:
         with engine.connect() as db:
-            run_id, started, ended = db.execute(
+            newest = db.execute(
                 text("SELECT run_id, start_date, end_date FROM dag_run WHERE dag_id = :dag "
                      "ORDER BY id DESC LIMIT 1"),
                 {"dag": dag_id},
-            ).one()  # fmt: skip
+            ).one_or_none()  # fmt: skip
+            if newest is None or newest.start_date is None or newest.end_date is None:
+                return {}  # the report then gives the command's wall time alone
+            run_id, started, ended = newest
             tasks = db.execute(
                 text("SELECT task_id, start_date, end_date FROM task_instance "
                      "WHERE dag_id = :dag AND run_id = :run ORDER BY start_date"),
