@@ -26,6 +26,8 @@ from faultkit import (
     wait_for,
 )
 
+from recon.read.kafka_local.pool import IN_PROCESS_OFFSETS
+
 # It kills, restarts or locks a service every test shares: it runs alone (scripts/test.sh).
 pytestmark = [pytest.mark.integration, pytest.mark.serial]
 
@@ -61,8 +63,11 @@ def test_broker_killed(
     on_spark = (engine, phase) == ("spark", "window_read")
     spark = request.getfixturevalue("spark") if on_spark else None
     name, control = f"kafka_killed_{phase}_{engine}", f"kafka_killed_{phase}_{engine}_control"
-    # The window read must outlast the moment the broker is frozen: a hundred thousand records.
-    n = 2_000 if phase == "offset_snapshot" else 100_000
+    # The window read must outlast the moment the broker is frozen: a hundred thousand records,
+    # past IN_PROCESS_OFFSETS on the local engine, whose reader processes are the ones frozen.
+    n = 100_000 if engine == "spark" else IN_PROCESS_OFFSETS + 50_000
+    if phase == "offset_snapshot":
+        n = 2_000
     with synthetic(kafka_config, pg_kwargs, n, name, control, pending=40) as s:
         pipelines = tmp_path / "pipelines.yaml"
         pipelines.write_text(s.pipelines_yaml(name, control, engine=engine))
@@ -83,7 +88,7 @@ def test_broker_killed(
                 kill_kafka(pid)
         else:
             if engine == "local":
-                # The readers fetch 100k records in about a second: freeze as one starts.
+                # The readers fetch 300k records in about two seconds: freeze as one starts.
                 wait_for("a Kafka reader process",
                          lambda: local_reader_pid(victim.proc.pid) is not None,
                          alive=victim)  # fmt: skip

@@ -24,6 +24,8 @@ from faultkit import (
     wait_for,
 )
 
+from recon.read.kafka_local.pool import IN_PROCESS_OFFSETS
+
 pytestmark = pytest.mark.integration
 
 EXIT_ERROR = 2
@@ -33,7 +35,9 @@ def test_a_killed_reader_fails_the_run_in_one_line_and_its_rerun_is_undisturbed(
     tmp_path: Path, kafka_config: dict[str, str], pg_kwargs: dict[str, Any]
 ) -> None:
     name, control = "local_reader_killed", "local_reader_killed_control"
-    with synthetic(kafka_config, pg_kwargs, 200_000, name, control, pending=30) as s:
+    # Past IN_PROCESS_OFFSETS: read by reader processes, one of which is killed.
+    with synthetic(kafka_config, pg_kwargs, IN_PROCESS_OFFSETS + 50_000, name, control,
+                   pending=30) as s:  # fmt: skip
         pipelines = tmp_path / "pipelines.yaml"
         pipelines.write_text(s.pipelines_yaml(name, control, engine="local"))
         data = tmp_path / "data"

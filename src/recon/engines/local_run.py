@@ -42,7 +42,13 @@ from recon.ledger.local import LocalEntryStore
 from recon.ledger.versions import local_path, write_version
 from recon.outcome import RunSummary, require_record
 from recon.paths import ledger_dir, publish_results, results_path, version_name, window_path
-from recon.read.kafka_local.pool import ReaderLost, Readers, default_workers, read_ranges
+from recon.read.kafka_local.pool import (
+    IN_PROCESS_OFFSETS,
+    Read,
+    ReaderLost,
+    default_workers,
+    read_ranges,
+)
 from recon.read.kafka_local.reader import KafkaReadFailed
 from recon.read.message_ids import window_schema
 from recon.read.ranges import OffsetRange, part_ranges
@@ -64,7 +70,7 @@ def _run_dir(data_dir: str, pipeline: str, run_id: str) -> str:
     return os.path.dirname(window_path(data_dir, pipeline, run_id, "committed"))
 
 
-def _wait(cfg: PipelineConfig, readers: Readers, connection: str | None = None) -> int:
+def _wait(cfg: PipelineConfig, readers: Read, connection: str | None = None) -> int:
     """The readers' record count; their failures name the pipeline and connection.
 
     :param connection: the connection id they read with (default: the pipeline's topic's).
@@ -118,7 +124,10 @@ def snapshot_topic(
     kafka = kafka_connection(cfg.kafka.connection)
     offsets = sum(w.pending_to - w.read_from for w in record.windows)
     workers = default_workers()
-    progress(f"run {run_id}: reading {offsets} offsets with {workers} Kafka reader(s)")
+    # One decision for the whole window: its parts (committed, pending) are read side by side.
+    in_process = offsets <= IN_PROCESS_OFFSETS
+    how = "in this process" if in_process else f"with {workers} Kafka reader processes"
+    progress(f"run {run_id}: reading {offsets} offsets {how}")
     # The sink rows (and a source's rows) stream out of PostgreSQL while the readers read Kafka.
     copies = {"sink": functools.partial(_copy_sink, cfg, record, f"{staging}/sink/part-0.parquet")}
     times = table_source_times(cfg, record)
@@ -151,7 +160,7 @@ def snapshot_topic(
                 dict(kafka.config), ranges, cfg.kafka.message_id, f"{staging}/{part}",
                 isolation_level=isolation, workers=workers,
                 with_time=cfg.sink.time_column is not None, payload=cfg.payload,
-                order=cfg.order,
+                order=cfg.order, in_process=in_process,
             )  # fmt: skip
         try:
             for copier in copiers:

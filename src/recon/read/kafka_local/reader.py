@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -78,9 +79,12 @@ def _raise_for(err: Any, where: tuple[str, int]) -> None:
         raise KafkaReadFailed(f"{where[0]}/{where[1]}: {err}")
 
 
-def read_tables(task: ReadTask, chunk_records: int = CHUNK_RECORDS) -> Iterator[Any]:
+def read_tables(
+    task: ReadTask, chunk_records: int = CHUNK_RECORDS, stop: threading.Event | None = None
+) -> Iterator[Any]:
     """The task's records as ``recon.schemas.WINDOW`` tables (``pyarrow.Table``), up to
-    ``chunk_records`` rows each, in the order they were read.
+    ``chunk_records`` rows each, in the order they were read; ``stop`` set ends the read early
+    (what was read by then is handed on: the caller that stops a read discards it).
 
     A partition is done when a record at or past its range end arrives, or the end of the
     partition (the LSO when reading committed) is reached at or past it: with read_committed the
@@ -100,7 +104,7 @@ def read_tables(task: ReadTask, chunk_records: int = CHUNK_RECORDS) -> Iterator[
     gc.disable()
     chunk = Chunk(task)
     try:
-        yield from _read(task, chunk, chunk_records, KafkaError, TopicPartition)
+        yield from _read(task, chunk, chunk_records, KafkaError, TopicPartition, stop)
         last = chunk.take()
         if last is not None:
             yield last
@@ -110,9 +114,10 @@ def read_tables(task: ReadTask, chunk_records: int = CHUNK_RECORDS) -> Iterator[
             gc.enable()
 
 
-def read_task(task: ReadTask) -> int:
+def read_task(task: ReadTask, stop: threading.Event | None = None) -> int:
     """Read a worker's ranges into its Parquet file (``task.path``); returns the number of
-    records written. An empty read writes an empty file: the part stays readable.
+    records written. An empty read writes an empty file: the part stays readable. ``stop`` set
+    ends the read early (a read in the caller's process: ``recon.read.kafka_local.pool``).
 
     :raises KafkaAuthFailed: the broker refused the connection's credentials.
     :raises KafkaReadFailed: the broker went away or nothing arrived for ``STALL_SECONDS``.
@@ -128,7 +133,7 @@ def read_task(task: ReadTask) -> int:
         task.path, window_schema(), compression="lz4", use_dictionary=["topic", "invalid_reason"]
     ) as writer:
         written = 0
-        for table in read_tables(task):
+        for table in read_tables(task, stop=stop):
             writer.write_table(table)
             written += table.num_rows
     return written
@@ -140,6 +145,7 @@ def _read(
     chunk_records: int,
     KafkaError: Any,  # noqa: N803
     TopicPartition: Any,  # noqa: N803
+    stop: threading.Event | None,
 ) -> Iterator[Any]:
     ends = {(r.topic, r.partition): r.end for r in task.ranges if r.end > r.start}
     if len({r.topic for r in task.ranges}) > 1:
@@ -154,7 +160,7 @@ def _read(
         )
         remaining = set(ends)
         last_progress = time.monotonic()
-        while remaining:
+        while remaining and not (stop is not None and stop.is_set()):
             # consume() waits for a full batch or the timeout: short, so a partial last batch (or a
             # range that ends on a transaction marker) is not held back.
             batch = consumer.consume(num_messages=10_000, timeout=0.05)
