@@ -17,7 +17,7 @@ trap stop_started EXIT
 say "starting the services the bench needs (PostgreSQL, Kafka)"
 bash "$here/up.sh" --no-airflow
 cd "$RECON_ROOT"
-# Airflow itself is not started: P5 runs the DAG with `airflow dags test`, which needs only the
-# metadata database (migrated on first use).
+# Airflow is started by P5 itself (bench/scheduled.py), with the environment each of its figures
+# needs, and left as it was found.
 say "bench: every figure takes a while; progress lines below (about an hour in all)"
 python -m bench.run "$@"
