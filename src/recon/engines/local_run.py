@@ -43,15 +43,15 @@ from recon.ledger.versions import local_path, write_version
 from recon.outcome import RunSummary, require_record
 from recon.paths import ledger_dir, publish_results, results_path, version_name, window_path
 from recon.read.kafka_local.pool import (
-    IN_PROCESS_OFFSETS,
     Read,
     ReaderLost,
     default_workers,
+    read_in_process,
     read_ranges,
 )
 from recon.read.kafka_local.reader import KafkaReadFailed
 from recon.read.message_ids import window_schema
-from recon.read.ranges import OffsetRange, part_ranges
+from recon.read.ranges import part_ranges, window_ranges
 from recon.read.source import SourceTimes
 from recon.read.source_copy import copied_for, copy_source_rows, table_source_times
 from recon.rules.render import literal as _literal
@@ -122,10 +122,11 @@ def snapshot_topic(
     final = _run_dir(data_dir, cfg.name, run_id)
     staging = f"{final}.tmp-{uuid.uuid4().hex[:8]}"
     kafka = kafka_connection(cfg.kafka.connection)
-    offsets = sum(w.pending_to - w.read_from for w in record.windows)
+    window = window_ranges(record.windows)
+    offsets = sum(r.end - r.start for r in window)
     workers = default_workers()
     # One decision for the whole window: its parts (committed, pending) are read side by side.
-    in_process = offsets <= IN_PROCESS_OFFSETS
+    in_process = read_in_process(window)
     how = "in this process" if in_process else f"with {workers} Kafka reader processes"
     progress(f"run {run_id}: reading {offsets} offsets {how}")
     # The sink rows (and a source's rows) stream out of PostgreSQL while the readers read Kafka.
@@ -314,7 +315,7 @@ class LocalRunIO:
 
     def read_every(self, windows: list[PartitionWindow]) -> str:
         kafka = kafka_connection(self.cfg.kafka.connection)
-        ranges = [OffsetRange(w.topic, w.partition, w.read_from, w.pending_to) for w in windows]
+        ranges = window_ranges(windows)
         directory = f"{self.run_dir}/uncommitted"
         shutil.rmtree(directory, ignore_errors=True)
         _wait(self.cfg, read_ranges(

@@ -28,7 +28,7 @@ from recon.paths import (
     window_path,
 )
 from recon.read.kafka_spark import read_window, reraise_read_failure
-from recon.read.ranges import OffsetRange, part_ranges
+from recon.read.ranges import OffsetRange, part_ranges, window_ranges
 from recon.read.sink import inspect_sink, read_sink_rows, sink_query
 from recon.read.source import SourceTimes
 from recon.read.source_copy import ROWS_FILE, copied_for, copy_source_rows, table_source_times
@@ -233,7 +233,7 @@ class SparkRunIO:
             return None
 
     def read_every(self, windows: list[PartitionWindow]) -> DataFrame:
-        ranges = [OffsetRange(w.topic, w.partition, w.read_from, w.pending_to) for w in windows]
+        ranges = window_ranges(windows)
         return _read_records(self.spark, self.cfg, ranges, isolation_level="read_uncommitted")
 
     def write_version(self, base_entries: list[str], has_ledger: bool) -> str:

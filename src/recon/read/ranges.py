@@ -1,5 +1,5 @@
-"""Offset ranges: which offsets each part of a run's window holds (:func:`part_ranges`), and
-how a read is cut into tasks (:func:`split_ranges`)."""
+"""Offset ranges: which offsets each part of a run's window holds (:func:`part_ranges`,
+:func:`window_ranges`), and how a read is cut into tasks (:func:`split_ranges`)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,12 @@ def part_ranges(windows: Sequence[PartitionWindow], part: str) -> list[OffsetRan
             for w in windows
         ]
     return [OffsetRange(w.topic, w.partition, w.window_to, w.pending_to) for w in windows]
+
+
+def window_ranges(windows: Sequence[PartitionWindow]) -> list[OffsetRange]:
+    """The committed and pending parts together, ``[from, LSO)`` per partition: what a run's
+    window reads, and what its read_uncommitted pass reads again."""
+    return [OffsetRange(w.topic, w.partition, w.read_from, w.pending_to) for w in windows]
 
 
 def split_ranges(ranges: Sequence[OffsetRange], pieces: int) -> list[OffsetRange]:

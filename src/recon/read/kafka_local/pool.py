@@ -198,7 +198,9 @@ def read_ranges(
         window's size.
     """
     os.makedirs(directory, exist_ok=True)
-    if in_process if in_process is not None else read_in_process(ranges):
+    if in_process is None:
+        in_process = read_in_process(ranges)
+    if in_process:
         return InProcessRead(ReadTask(
             config=dict(config), ranges=tuple(r for r in ranges if r.end > r.start),
             isolation_level=isolation_level, spec=spec, path=f"{directory}/part-0.parquet",
