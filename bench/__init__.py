@@ -25,8 +25,12 @@ def progress(line: str, transient: bool = False) -> None:
     sys.stderr.flush()
 
 
-def script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """``scripts/NAME ARGS`` of the checkout, its output captured; the caller reads the status."""
+def script(
+    name: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``scripts/NAME ARGS`` of the checkout, its output captured; the caller reads the status.
+
+    :param env: the script's whole environment (default: the bench's)."""
     root = os.environ["RECON_ROOT"]
-    return subprocess.run(["bash", os.path.join(root, "scripts", name), *args],
+    return subprocess.run(["bash", os.path.join(root, "scripts", name), *args], env=env,
                           capture_output=True, text=True, check=False)  # fmt: skip

@@ -12,23 +12,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import time
 import urllib.error
 from collections.abc import Iterator
 from typing import Any
 
-from bench import progress
+from bench import progress, script
 
 TERMINAL = ("success", "failed")
 #: The project's DAG that touches Kafka and PostgreSQL through Airflow's connections (no data).
 WARM_UP_DAG = "recon_stack_check"
-
-
-def _airflow_sh(command: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    script = os.path.join(os.environ["RECON_ROOT"], "scripts", "airflow.sh")
-    return subprocess.run(["bash", script, command], env=env, capture_output=True, text=True,
-                          check=False)  # fmt: skip
 
 
 def _default_env() -> dict[str, str]:
@@ -45,9 +38,9 @@ def project_airflow(env: dict[str, str] | None = None) -> Iterator[Any]:
     REST client (``recon_workload.demo.Airflow``)."""
     from recon_workload.demo import Airflow
 
-    was_running = _airflow_sh("status", dict(os.environ)).returncode == 0
-    _airflow_sh("stop", dict(os.environ))
-    started = _airflow_sh("start", {**os.environ, **(env or {})})
+    was_running = script("airflow.sh", "status").returncode == 0
+    script("airflow.sh", "stop")
+    started = script("airflow.sh", "start", env={**os.environ, **(env or {})})
     try:
         if started.returncode != 0:
             raise RuntimeError(f"Airflow did not start: {started.stderr[-2000:]}")
@@ -56,9 +49,9 @@ def project_airflow(env: dict[str, str] | None = None) -> Iterator[Any]:
         run_dag(client, WARM_UP_DAG, "warm-up")
         yield client
     finally:
-        _airflow_sh("stop", dict(os.environ))
+        script("airflow.sh", "stop")
         if was_running:
-            _airflow_sh("start", _default_env())
+            script("airflow.sh", "start", env=_default_env())
 
 
 def run_dag(client: Any, dag_id: str, label: str, timeout: float = 900) -> tuple[str, str, float]:
