@@ -247,6 +247,11 @@ def p3(results: dict[str, Any]) -> list[str]:
                 + (f"{jvm:,} MB" if jvm else "none")
                 + f" | {max(r['peak_rss_mb'] for r in runs):,} MB |"
             )
+    scaled = results.get("p3")
+    if scaled:
+        m = scaled["local"]
+        lines.append(f"| {scaled['label']} (P3's own run) | local engine | "
+                     f"{m['peak_python_mb']:,} MB | none | {m['peak_rss_mb']:,} MB |")  # fmt: skip
     p4 = results.get("p4")
     if p4:
         c = p4["cluster"]
@@ -255,7 +260,24 @@ def p3(results: dict[str, Any]) -> list[str]:
             f"{c['peak_jvm_mb']:,} MB (driver JVM) | two workers and their executors: "
             f"{c['peak_watched_mb']:,} MB |"
         )
+    if scaled:
+        m = scaled["local"]
+        lines += ["", f"P3's own run: the local engine on a {scaled['size']:,}-message dataset "
+                  f"(`p3-{scaled['label'].lower()}`, the P1 fault mix), once: "
+                  f"{m['seconds']:.1f} s, its DuckDB's spill folder holding at most "
+                  f"{m.get('peak_spill_mb', 0):,} MB during the run (sampled every 100 ms with "
+                  "the memory)."]  # fmt: skip
     return lines
+
+
+def scaled_peaks(results: dict[str, Any]) -> list[tuple[str, float]]:
+    """The local engine's peak memory (MB) per window: P1's sizes, then P3's own run."""
+    peaks = [(row["label"], max(r["peak_rss_mb"] for r in system_runs(row, "local")))
+             for row in results.get("p1", []) if system_runs(row, "local")]  # fmt: skip
+    scaled = results.get("p3")
+    if scaled:
+        peaks.append((scaled["label"], scaled["local"]["peak_rss_mb"]))
+    return peaks
 
 
 def p4(results: dict[str, Any]) -> list[str]:
@@ -371,62 +393,3 @@ def p5_variant(run: dict[str, Any] | None, how: str) -> list[str]:
         f"`{run['status']}` with its alerts ({', '.join(run['alerts'])}); the reconcile step's "
         f"own time {run['reconcile_seconds']:.1f} s.",
     ]
-
-
-def product_seconds(run: dict[str, Any]) -> float:
-    """A run's time from its first step to its commit, as ``bench.product`` measures it: not
-    the process's whole life, whose ``--fresh`` clean-up of the pipeline's earlier state costs
-    what that state was (P7, 2026-11-27: 13 s before one run, under a second before the next)."""
-    return float(run.get("output", {}).get("seconds") or run["seconds"])
-
-
-def side_by_side(
-    figure: dict[str, Any] | None, intro: str, columns: tuple[str, str], suffix: str
-) -> list[str]:
-    """A figure that runs each engine without and with one thing declared: a table of both
-    product times (:func:`product_seconds`) and their ratio.
-
-    :param intro: the sentence before the table (``{size}`` is the dataset's size).
-    :param columns: the two time columns' headings.
-    :param suffix: the second run's key is the engine's plus this.
-    """
-    if not figure:
-        return ["(not run)"]
-    runs = figure["runs"]
-    lines = [
-        intro.format(size=f"{figure['size']:,}"),
-        "",
-        f"| engine | {columns[0]} | {columns[1]} | ratio |",
-        "|---|---|---|---|",
-    ]
-    for key, name in (("local", "local engine"), ("spark", "Spark engine")):
-        first, second = product_seconds(runs[key]), product_seconds(runs[f"{key}{suffix}"])
-        lines.append(f"| {name} | {first:.1f} s | {second:.1f} s | {second / first:.2f}x |")
-    return lines
-
-
-def p6(results: dict[str, Any]) -> list[str]:
-    return side_by_side(
-        results.get("p6"),
-        "The same {size}-message dataset, run by each engine as declared in P1 and with "
-        "`latency` (from `written_at`) and `payload` (`seq` and `payload`) declared, one run "
-        "each, side by side, each timed from its first step to its commit (target: at most "
-        "1.25x):",
-        ("without", "with the checks"),
-        "_checks",
-    )
-
-
-def p7(results: dict[str, Any]) -> list[str]:
-    return side_by_side(
-        results.get("p7"),
-        "The same {size}-message dataset, run by each engine as declared in P1 and with an "
-        "outbox holding every message the sink holds declared as its `source` (made from the "
-        "sink: nothing is unpublished, so only the third input's cost differs; keyed by its "
-        "messageId, as an outbox is, so the run takes the catalog's word that no id is named "
-        "twice), one run each, side by side, after one unmeasured run that reads the topic and "
-        "the sink back into the page cache, each timed from its first step to its commit "
-        "(target: at most 1.3x):",
-        ("two-way", "three-way"),
-        "_source",
-    )

@@ -59,6 +59,11 @@ class Dataset:
         return sum(self.chunks)
 
 
+def label(n: int) -> str:
+    """A dataset size as the figures name it: ``10M``, ``100k``."""
+    return f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n // 1000}k"
+
+
 def state_dir() -> str:
     path = os.path.join(os.environ["RECON_STATE"], "bench")
     os.makedirs(path, exist_ok=True)

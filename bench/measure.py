@@ -34,6 +34,8 @@ class Measured:
     peak_python_mb: float
     peak_watched_mb: float
     output: dict[str, Any] = field(default_factory=dict)
+    #: The most the ``spill`` folder held during the run (0: none given, or nothing spilled).
+    peak_spill_mb: float = 0.0
 
 
 def _tree(pid: int) -> list[psutil.Process]:
@@ -72,9 +74,23 @@ def _memory(procs: list[psutil.Process]) -> tuple[float, float]:
     return jvm / 2**20, other / 2**20
 
 
+def _folder_bytes(path: str) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(root, name)).st_size
+            except OSError:  # a spill file removed between the listing and the stat
+                continue
+    return total
+
+
 def run(cmd: Sequence[str], watch: Sequence[int] = (), env: dict[str, str] | None = None,
-        timeout: float = 1800) -> Measured:  # fmt: skip
+        timeout: float = 1800, spill: str | None = None) -> Measured:  # fmt: skip
     """Run ``cmd``; its last stdout line that parses as JSON becomes ``output``.
+
+    :param spill: a folder the command spills to (the local engine's DuckDB spill folder): its
+        size is sampled with the memory, its peak reported.
 
     :raises RuntimeError: the command failed (its stderr tail is in the message).
     """
@@ -83,7 +99,7 @@ def run(cmd: Sequence[str], watch: Sequence[int] = (), env: dict[str, str] | Non
         list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, **(env or {})},
     )  # fmt: skip
-    peaks = {"all": 0.0, "jvm": 0.0, "py": 0.0, "watched": 0.0}
+    peaks = {"all": 0.0, "jvm": 0.0, "py": 0.0, "watched": 0.0, "spill": 0.0}
     done = threading.Event()
 
     def sample() -> None:
@@ -94,6 +110,8 @@ def run(cmd: Sequence[str], watch: Sequence[int] = (), env: dict[str, str] | Non
             peaks["jvm"] = max(peaks["jvm"], jvm)
             peaks["py"] = max(peaks["py"], py)
             peaks["watched"] = max(peaks["watched"], watched)
+            if spill is not None:
+                peaks["spill"] = max(peaks["spill"], _folder_bytes(spill) / 2**20)
             done.wait(0.1)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -115,4 +133,5 @@ def run(cmd: Sequence[str], watch: Sequence[int] = (), env: dict[str, str] | Non
         except ValueError:
             continue
     return Measured(round(seconds, 3), round(peaks["all"]), round(peaks["jvm"]),
-                    round(peaks["py"]), round(peaks["watched"]), output)  # fmt: skip
+                    round(peaks["py"]), round(peaks["watched"]), output,
+                    round(peaks["spill"]))  # fmt: skip

@@ -11,10 +11,12 @@ import os
 import time
 from typing import Any
 
-from bench import figures
+from bench import figures, side_by_side
 
 DOC = "docs/benchmarks.md"
 PLOT = "docs/benchmarks.png"
+#: Issue 18's bound on the local engine's peak memory (P3).
+P3_BOUND_MB = 1.5 * 1024
 
 #: What changed in the engine for speed, with the "before" figures (kept as text: the old engine
 #: is not in the tree to be measured again).
@@ -190,11 +192,11 @@ def write(results: dict[str, Any], root: str | None = None) -> str:
         "",
         "## P6: the optional checks",
         "",
-        *figures.p6(results),
+        *side_by_side.p6(results),
         "",
         "## P7: the third input (three-way runs)",
         "",
-        *figures.p7(results),
+        *side_by_side.p7(results),
         "",
         "## Engine changes for speed",
         "",
@@ -251,6 +253,15 @@ def _summary(results: dict[str, Any]) -> list[str]:
                 f"million messages of history ({share:+.1%} of run 1's time). "
                 + figures.p2_judgement(engine, runs)
             )  # fmt: skip
+    peaks = figures.scaled_peaks(results)
+    if peaks:
+        over = [label for label, mb in peaks if mb > P3_BOUND_MB]
+        lines.append(
+            "- **P3, local engine** peak memory (target: at most 1.5 GB at 10M and 30M): "
+            + ", ".join(f"{label} {mb:,.0f} MB" for label, mb in peaks) + ": "
+            + (f"**over the bound at {', '.join(over)}**." if over else "within the bound.")
+            + _spark_driver(results)
+        )  # fmt: skip
     p4 = results.get("p4")
     if p4:
         lines.append(
@@ -277,6 +288,17 @@ def _summary(results: dict[str, Any]) -> list[str]:
                         "15 s)" if local else "")
                      + measured + ".")  # fmt: skip
     return lines
+
+
+def _spark_driver(results: dict[str, Any]) -> str:
+    """The Spark engine's driver JVM from P1's smallest to its largest window."""
+    p1 = [row for row in results.get("p1", []) if figures.system_runs(row, "product")]
+    if len(p1) < 2:
+        return ""
+    jvm = [max(r["peak_jvm_mb"] for r in figures.system_runs(row, "product")) for row in p1]
+    return (f" The Spark engine's driver JVM: {jvm[0]:,} MB at {p1[0]['label']}, {jvm[-1]:,} MB "
+            f"at {p1[-1]['label']} (target: flat; its heap is bounded by "
+            "`RECON_SPARK_DRIVER_MEMORY`).")  # fmt: skip
 
 
 def _against_duckdb(big: dict[str, Any]) -> str:

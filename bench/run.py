@@ -3,8 +3,9 @@
     python -m bench.run [--sizes 1000000,3000000,10000000] [--reps 3,3,1] [--only P1,P2,...]
 
 P1 throughput (product, the two peers, the I/O floor; medians), P2 incremental runs, P3 memory
-(from P1's product runs), P4 a local Spark standalone cluster, P5 a whole DAG run, P6 the
-optional checks, P7 the third input of a three-way run (an outbox as the source). The raw
+(from P1's product runs, and the local engine at three times P1's largest window), P4 a local
+Spark standalone cluster, P5 a whole DAG run, P6 the optional checks, P7 the third input of a
+three-way run (an outbox as the source; P6 and P7 share their runs without either). The raw
 measurements go to ``.state/bench/results.json``, the tables and the plot to ``docs/``.
 A peer whose verdict counts differ from the product's stops the bench: the comparison would be
 meaningless.
@@ -36,14 +37,12 @@ INCREMENTAL_SIZE = int(os.environ.get("RECON_BENCH_INC_SIZE", "1000000"))
 HISTORY_SEGMENTS = int(os.environ.get("RECON_BENCH_HISTORY_SEGMENTS", "2"))
 HISTORY_PAIRS = 2
 LATENCY_SIZE = 100_000
+#: P3's window beyond P1: this many times P1's largest.
+SCALE_FACTOR = int(os.environ.get("RECON_BENCH_P3_FACTOR", "3"))
 
 
 def _py(*args: str) -> list[str]:
     return [sys.executable, "-m", *args]
-
-
-def _label(n: int) -> str:
-    return f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n // 1000}k"
 
 
 class Bench:
@@ -67,16 +66,16 @@ class Bench:
             yaml.safe_dump({"pipelines": self.pipelines}, fh)
 
     def product(self, pipeline: str, run_id: str, fresh: bool, env: dict[str, str] | None = None,
-                watch: tuple[int, ...] = ()) -> Measured:  # fmt: skip
+                watch: tuple[int, ...] = (), spill: str | None = None) -> Measured:  # fmt: skip
         cmd = _py("bench.product", "--pipelines", self.pipelines_file, "--pipeline", pipeline,
                   "--run-id", run_id)  # fmt: skip
-        return run([*cmd, "--fresh"] if fresh else cmd, env=env, watch=watch)
+        return run([*cmd, "--fresh"] if fresh else cmd, env=env, watch=watch, spill=spill)
 
     # --- P1 + P3 --------------------------------------------------------------------------------
     def throughput(self) -> None:
         rows = []
         for size in self.sizes:
-            label = _label(size)
+            label = generate.label(size)
             ds = generate.ensure(f"p1-{label.lower()}", size)
             pipeline = self.declare(f"bench_p1_{label.lower()}", ds)
             local = self.declare(f"bench_p1_{label.lower()}_local", ds, engine="local")
@@ -169,6 +168,26 @@ class Bench:
                      f"local {local:.1f} s")  # fmt: skip
         return rows
 
+    # --- P3 beyond P1 --------------------------------------------------------------------------
+    def memory_at_scale(self) -> None:
+        """The local engine's memory at :data:`SCALE_FACTOR` times the largest P1 window, where
+        its DuckDB judges past its memory limit and spills: one run (P3 at the P1 sizes comes
+        from P1's runs). The Spark engine is not run at this size: its driver's memory is its
+        setting's (P3 at the P1 sizes shows it), and a run would take a quarter of an hour."""
+        from recon import settings
+        from recon.paths import spill_dir
+
+        size = SCALE_FACTOR * self.sizes[-1]
+        label = generate.label(size)
+        ds = generate.ensure(f"p3-{label.lower()}", size)
+        local = self.declare(f"bench_p3_{label.lower()}_local", ds, engine="local")
+        m = self.product(local, f"p3-{label}", fresh=True,
+                         spill=spill_dir(settings.data_dir()))  # fmt: skip
+        _check_counts(label, ds.expected, {"local": m})
+        progress(f"P3 {label}, local engine: {m.seconds:.1f} s, peak {m.peak_rss_mb:,.0f} MB, "
+                 f"spilled at most {m.peak_spill_mb:,.0f} MB")  # fmt: skip
+        self.results["p3"] = {"size": size, "label": label, "local": asdict(m)}
+
     # --- P4 -------------------------------------------------------------------------------------
     def scale_out(self) -> None:
         """The smallest P1 window again, on a standalone cluster; compared with P1's last local
@@ -176,7 +195,7 @@ class Bench:
         from bench import cluster
 
         size = self.sizes[0]
-        label = _label(size)
+        label = generate.label(size)
         ds = generate.ensure(f"p1-{label.lower()}", size)
         local, local_run, m_local = self.local_reference
         remote = self.declare(f"bench_p4_cluster_{label.lower()}", ds)
@@ -193,65 +212,6 @@ class Bench:
                  "identical verdicts")  # fmt: skip
         self.results["p4"] = {"size": size, "label": label, "local": asdict(m_local),
                               "cluster": asdict(m_cluster), "identical": same}  # fmt: skip
-
-    # --- P6 -------------------------------------------------------------------------------------
-    def checks(self) -> None:
-        """The cost of the optional checks (latency and payload declared) at the largest size,
-        per engine, against the same run without them, measured side by side."""
-        size = self.sizes[-1]
-        label = _label(size)
-        ds = generate.ensure(f"p1-{label.lower()}", size)
-        runs: dict[str, Measured] = {}
-        for engine in ("local", "spark"):
-            for checked in (False, True):
-                key = f"{engine}{'_checks' if checked else ''}"
-                name = f"bench_p6_{label.lower()}_{key}"
-                self.pipelines[name] = generate.pipeline_yaml(ds, engine=engine, checks=checked)
-                self.declare_all()
-                runs[key] = self.product(name, f"p6-{label}", fresh=True)
-                progress(f"P6 {label} {key}: {runs[key].seconds:.1f}s")
-        for engine in ("local", "spark"):
-            plain, with_checks = runs[engine], runs[f"{engine}_checks"]
-            if plain.output.get("counts") != with_checks.output.get("counts"):
-                raise SystemExit(f"P6 {engine}: the verdicts differ with the checks declared")
-        self.results["p6"] = {"size": size, "label": label,
-                              "runs": {k: asdict(m) for k, m in runs.items()}}  # fmt: skip
-
-    # --- P7 -------------------------------------------------------------------------------------
-    def three_way(self) -> None:
-        """The cost of the third input (``source:``, an outbox holding every message) at the
-        largest size, per engine, against the same run without it, measured side by side."""
-        size = self.sizes[-1]
-        label = _label(size)
-        ds = generate.ensure(f"p1-{label.lower()}", size)
-        outbox = generate.make_outbox(ds)
-        runs: dict[str, Measured] = {}
-        # Making the outbox (a sort of 10M ids, a table, two indexes) pushes the topic's and the
-        # sink's pages out of the page cache: the first run after it reads them from disk (P7
-        # 2026-11-27, settled and synced: the two-way local run's read step 21.4 s, the
-        # three-way run's after it 17.5 s; 14-18 s warm). One unmeasured run reads them back.
-        warm = f"bench_p7_{label.lower()}_warm_up"
-        self.pipelines[warm] = generate.pipeline_yaml(ds, engine="local")
-        self.declare_all()
-        warmed = self.product(warm, "p7-warm", fresh=True)
-        progress(f"P7 {label}: warm-up run (unmeasured) {warmed.seconds:.1f}s")
-        for engine in ("local", "spark"):
-            for sourced in (False, True):
-                key = f"{engine}{'_source' if sourced else ''}"
-                name = f"bench_p7_{label.lower()}_{key}"
-                self.pipelines[name] = generate.pipeline_yaml(
-                    ds, engine=engine, source=outbox if sourced else None
-                )
-                self.declare_all()
-                runs[key] = self.product(name, f"p7-{label}", fresh=True)
-                progress(f"P7 {label} {key}: {runs[key].seconds:.1f}s")
-        for engine in ("local", "spark"):
-            two, three = runs[engine].output, runs[f"{engine}_source"].output
-            # Every message is in the outbox: the third input adds no verdict, only its funnel.
-            if two.get("counts") != three.get("counts") or not three.get("funnel"):
-                raise SystemExit(f"P7 {engine}: the verdicts differ with the source declared")
-        self.results["p7"] = {"size": size, "label": label,
-                              "runs": {k: asdict(m) for k, m in runs.items()}}  # fmt: skip
 
     # --- P5 -------------------------------------------------------------------------------------
     def latency(self) -> None:
@@ -286,6 +246,8 @@ def _check_counts(label: str, expected: dict[str, int], measured: dict[str, Meas
         if got != want:
             raise SystemExit(f"P1 {label}: {engine} counts {got} differ from the planted {want}")
     for peer in ("python", "duckdb"):
+        if peer not in measured:
+            continue
         counts = measured[peer].output.get("counts", {})
         theirs = {v: counts.get(v, 0) for v in PEER_VERDICTS}
         if theirs != got:
@@ -328,7 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     # 3 runs at 1M, one at 3M and 10M: what fits the 40-minute budget on two cores.
     parser.add_argument("--reps", default=os.environ.get("RECON_BENCH_REPS", "3,1,1"))
-    parser.add_argument("--only", default=os.environ.get("RECON_BENCH_ONLY", "P1,P2,P4,P5,P6,P7"))
+    parser.add_argument(
+        "--only", default=os.environ.get("RECON_BENCH_ONLY", "P1,P2,P3,P4,P5,P6,P7")
+    )
     # Re-measure the --only figures and keep every other one from the last run's results.json;
     # the report names what was re-measured, when, and how long it took.
     parser.add_argument("--keep", action="store_true",
@@ -340,30 +304,36 @@ def main(argv: list[str] | None = None) -> int:
     doc = ""
     only = set(args.only.upper().split(","))
     started = time.monotonic()
-    # P4 needs P1 (its local reference run); P1 runs first.
-    steps = (("P1", bench.throughput), ("P4", bench.scale_out), ("P2", bench.incremental),
-             ("P5", bench.latency), ("P6", bench.checks), ("P7", bench.three_way))  # fmt: skip
+    from bench import connect, report, side_by_side
+
+    # P4 needs P1 (its local reference run); P1 runs first. P6 and P7 share their plain runs.
+    steps = (
+        (("P1",), bench.throughput), (("P4",), bench.scale_out), (("P2",), bench.incremental),
+        (("P5",), bench.latency),
+        (("P6", "P7"), lambda: side_by_side.measure(bench, only & {"P6", "P7"})),
+        (("P3",), bench.memory_at_scale),
+    )  # fmt: skip
     if "P4" in only:
         only.add("P1")
     kept = _load() if args.keep else None
     if kept is not None:
-        again = {name: {"at": time.time()} for name, _ in steps if name in only}
+        again = {name: {"at": time.time()} for names, _ in steps for name in names if name in only}
         bench.results = {**kept, "remeasured": {**kept.get("remeasured", {}), **again}}
-    from bench import connect, report
 
     with contextlib.ExitStack() as stack:
         if only & {"P1", "P5"}:
             bench.connect = stack.enter_context(connect.server())
-        for name, step in steps:
-            if name in only:
-                progress(f"{name}: starting")
+        for names, step in steps:
+            measured = [name for name in names if name in only]
+            if measured:
+                progress(f"{' and '.join(measured)}: starting")
                 step()
                 # The doc is rewritten after every figure: an interrupted bench still shows its
                 # figures so far (the header says how long it ran).
                 took = round(time.monotonic() - started, 1)
                 if kept is None:
                     bench.results["seconds"] = took
-                else:
+                for name in measured if kept is not None else ():
                     bench.results["remeasured"][name]["seconds"] = took
                 _save(bench.results)
                 doc = report.write(bench.results)

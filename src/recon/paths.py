@@ -28,6 +28,11 @@ def ledger_dir(data_dir: str, pipeline: str) -> str:
     return f"{data_dir.rstrip('/')}/{LEDGER}/{pipeline}"
 
 
+def spill_dir(data_dir: str) -> str:
+    """Where the local engine's DuckDB spills what does not fit its memory limit."""
+    return os.path.join(data_dir, "duckdb-spill")
+
+
 def data_dir_of(ledger_path: str) -> str | None:
     """The data directory a ledger version was written under (None: a path outside one)."""
     marker = f"/{LEDGER}/"
