@@ -149,3 +149,25 @@ def test_wrong_password_is_one_line_at_once(
         assert not _leaks(secret, result.stdout + result.stderr)
     # Not retried like a restarting broker (120 s): the refusal is the answer.
     assert elapsed < 30, f"took {elapsed:.0f} s"
+
+
+def test_reader_with_refused_credentials_fails_as_refused(sasl: dict[str, str]) -> None:
+    """Credentials changed between the offset snapshot and the read: librdkafka reports the
+    refusal only to the consumer's error callback, and the read ends with it instead of waiting
+    out its stall (120 s) and blaming the broker."""
+    from recon.config import MessageIdSpec
+    from recon.read.kafka_local.reader import read_tables
+    from recon.read.kafka_local.task import ReadTask
+    from recon.read.ranges import OffsetRange
+    from recon.snapshot.offsets import KafkaAuthFailed
+
+    wrong = {**sasl, "sasl.password": "not-" + sasl["sasl.password"]}
+    task = ReadTask(
+        config=wrong,
+        ranges=(OffsetRange("sasl-any", 0, 0, 10),),
+        isolation_level="read_committed",
+        spec=MessageIdSpec("json_field", "id"),
+    )
+    with pytest.raises(KafkaAuthFailed, match="refused the connection's credentials") as caught:
+        list(read_tables(task))
+    assert sasl["sasl.password"] not in str(caught.value)

@@ -120,7 +120,8 @@ def _refusal(admin: Any) -> Any:
     return check() if check is not None else None
 
 
-def _refused(error: Any) -> KafkaAuthFailed:
+def refused(error: Any) -> KafkaAuthFailed:
+    """The exception for a refusal (a ``KafkaError`` whose :func:`error_kind` is ``refused``)."""
     text = error.str() if hasattr(error, "str") else str(error)
     return KafkaAuthFailed(f"the broker refused the connection's credentials: {text}")
 
@@ -134,17 +135,17 @@ def _result(future: Any, what: str, timeout: float, admin: Any = None) -> Any:
         error = exc.args[0] if exc.args else exc
         kind = error_kind(error)
         if kind == "refused":
-            raise _refused(error) from None
+            raise refused(error) from None
         refusal = _refusal(admin)
         if refusal is not None:
-            raise _refused(refusal) from None
+            raise refused(refusal) from None
         if kind == "transient":
             raise _Retriable(f"{what}: {error}") from None
         raise KafkaSnapshotError(f"{what}: {error}") from None
     except TimeoutError:
         refusal = _refusal(admin)
         if refusal is not None:
-            raise _refused(refusal) from None
+            raise refused(refusal) from None
         raise _Retriable(f"{what}: no answer within {timeout:.0f} s") from None
 
 
@@ -175,7 +176,7 @@ def _metadata(admin: Any, topic: str, timeout: float) -> Any:
         except KafkaException:
             refusal = _refusal(admin)
             if refusal is not None:
-                raise _refused(refusal) from None
+                raise refused(refusal) from None
             # An answer that came before the slice ran out is the broker's own: report it.
             if time.monotonic() >= deadline or time.monotonic() - started < budget * 0.9:
                 raise
@@ -205,7 +206,7 @@ def topic_partitions(
         raise KafkaUnreachable(str(exc)) from None
     info = metadata.topics.get(topic)
     if info is not None and info.error is not None and error_kind(info.error) == "refused":
-        raise _refused(info.error)
+        raise refused(info.error)
     if info is None or info.error is not None or not info.partitions:
         raise KafkaSnapshotError(f"topic '{topic}' does not exist")
     return sorted(info.partitions)

@@ -24,7 +24,7 @@ from recon.errors import ServiceUnavailable
 from recon.read.kafka_local.chunk import CHUNK_RECORDS, Chunk
 from recon.read.kafka_local.task import ReadTask, order_from_json, payload_from_json
 from recon.read.ranges import OffsetRange
-from recon.snapshot.offsets import KafkaAuthFailed, error_kind
+from recon.snapshot.offsets import KafkaAuthFailed, error_kind, refused
 
 #: librdkafka's prefetch queue. By default a partition stops fetching for a whole second
 #: (``fetch.queue.backoff.ms``) once 100,000 records wait locally (``queued.min.messages``):
@@ -48,14 +48,27 @@ class KafkaReadFailed(ServiceUnavailable):
     """The window could not be read: the broker went away or stopped answering."""
 
 
-def _consumer(task: ReadTask) -> Any:
+class _Refusal:
+    """The consumer's error callback: librdkafka tells of refused credentials only there (no
+    error event reaches ``consume()``, which just hands back nothing until the read stalls)."""
+
+    def __init__(self) -> None:
+        self.error: Any = None
+
+    def __call__(self, error: Any) -> None:
+        if self.error is None and error_kind(error) == "refused":
+            self.error = error
+
+
+def _consumer(task: ReadTask, refusal: _Refusal) -> Any:
     from confluent_kafka import Consumer
 
     from recon.snapshot.offsets import _QuietLog
 
+    settings = {k: v for k, v in task.config.items() if k not in ("error_cb", "logger")}
     return Consumer(
         {
-            **task.config,
+            **settings,
             "group.id": f"recon-local-reader-{uuid.uuid4().hex[:12]}",
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
@@ -67,6 +80,7 @@ def _consumer(task: ReadTask) -> Any:
             **FETCH_SETTINGS,
         },
         logger=_QuietLog(),
+        error_cb=refusal,
     )
 
 
@@ -74,7 +88,7 @@ def _raise_for(err: Any, where: tuple[str, int]) -> None:
     """Raise for an error event that ends the read; return for one to ride out."""
     kind = error_kind(err)
     if kind == "refused":
-        raise KafkaAuthFailed(str(err))
+        raise refused(err)
     if kind != "transient":
         raise KafkaReadFailed(f"{where[0]}/{where[1]}: {err}")
 
@@ -152,7 +166,8 @@ def _read(
         raise ValueError("a read task covers one topic")
     if not ends:
         return
-    consumer = _consumer(task)
+    refusal = _Refusal()
+    consumer = _consumer(task, refusal)
     eof = KafkaError._PARTITION_EOF
     try:
         consumer.assign(
@@ -165,6 +180,8 @@ def _read(
             # range that ends on a transaction marker) is not held back.
             batch = consumer.consume(num_messages=10_000, timeout=0.05)
             if not batch:
+                if refusal.error is not None:
+                    raise refused(refusal.error)
                 if time.monotonic() - last_progress > STALL_SECONDS:
                     raise KafkaReadFailed(
                         f"no record from the broker for {STALL_SECONDS:.0f} s while reading "
