@@ -56,8 +56,12 @@ class Bench:
         #: The Spark Connect server the ``connect`` runs attach to (P1, P5), once started.
         self.connect: Server | None = None
 
-    def declare(self, name: str, ds: generate.Dataset, engine: str = "spark") -> str:
-        self.pipelines[name] = generate.pipeline_yaml(ds, engine=engine)
+    def declare(self, name: str, ds: generate.Dataset, engine: str = "spark", *,
+                checks: bool = False, source: str | None = None) -> str:  # fmt: skip
+        """Declare ``name`` (``generate.pipeline_yaml`` says what ``checks`` and ``source`` add)
+        into the bench's pipelines file; returns the name."""
+        self.pipelines[name] = generate.pipeline_yaml(ds, engine=engine, checks=checks,
+                                                      source=source)  # fmt: skip
         self.declare_all()
         return name
 

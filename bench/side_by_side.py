@@ -36,13 +36,17 @@ def measure(bench: Bench, figures: set[str]) -> None:
     # topic's and the sink's pages out of the page cache: the first run after it reads them from
     # disk (P7 2026-11-27, settled and synced: the two-way local run's read step 21.4 s, the
     # three-way run's after it 17.5 s; 14-18 s warm). One unmeasured run reads them back.
-    warmed = bench.product(_declare(bench, ds, label, "warm_up", "local"), "p67-warm", fresh=True)
+    warm_up = bench.declare(f"bench_p67_{label.lower()}_warm_up", ds, "local")
+    warmed = bench.product(warm_up, "p67-warm", fresh=True)
     progress(f"P6/P7 {label}: warm-up run (unmeasured) {warmed.seconds:.1f}s")
     runs: dict[str, Measured] = {}
     for engine in ("local", "spark"):
         for variant in ("", *variants):
             key = engine + (VARIANTS[variant] if variant else "")
-            pipeline = _declare(bench, ds, label, key, engine, variant, outbox)
+            pipeline = bench.declare(
+                f"bench_p67_{label.lower()}_{key}", ds, engine, checks=variant == "checks",
+                source=outbox if variant == "source" else None,
+            )  # fmt: skip
             runs[key] = bench.product(pipeline, f"p67-{label}", fresh=True)
             progress(f"P6/P7 {label} {key}: {runs[key].seconds:.1f}s")
         plain = runs[engine].output.get("counts")
@@ -56,24 +60,6 @@ def measure(bench: Bench, figures: set[str]) -> None:
             keys = [k for e in ("local", "spark") for k in (e, e + VARIANTS[variant])]
             bench.results[figure] = {"size": size, "label": label,
                                      "runs": {k: asdict(runs[k]) for k in keys}}  # fmt: skip
-
-
-def _declare(
-    bench: Bench,
-    ds: generate.Dataset,
-    label: str,
-    key: str,
-    engine: str,
-    variant: str = "",
-    outbox: str | None = None,
-) -> str:
-    name = f"bench_p67_{label.lower()}_{key}"
-    bench.pipelines[name] = generate.pipeline_yaml(
-        ds, engine=engine, checks=variant == "checks",
-        source=outbox if variant == "source" else None,
-    )  # fmt: skip
-    bench.declare_all()
-    return name
 
 
 def product_seconds(run: dict[str, Any]) -> float:

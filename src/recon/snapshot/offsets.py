@@ -88,31 +88,44 @@ class _QuietLog:
         _librdkafka_log.debug(fmt, *args)
 
 
-def admin_client(config: Mapping[str, Any]) -> Any:
-    """An AdminClient that remembers the first refusal librdkafka reports.
+class Refusals:
+    """A librdkafka client's error callback that keeps the first refusal reported to it.
 
-    librdkafka tells of a refused SASL login only as an error event (served by ``poll()``); the
-    request that needed the connection just times out with a transport error. The client's
-    ``refusal()`` polls for that event, so a refused login is told apart from a broker that is
+    librdkafka tells of a refused SASL login only as an error event for this callback (served by
+    ``poll()`` or ``consume()``); the request that needed the connection just times out, and a
+    consumer just hands back nothing.
+    """
+
+    def __init__(self) -> None:
+        self.error: Any = None
+
+    def __call__(self, error: Any) -> None:
+        if self.error is None and error_kind(error) == "refused":
+            self.error = error
+
+
+def without_callbacks(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A connection's client settings without callbacks: a client of the product sets its own
+    (:class:`Refusals`, :class:`_QuietLog`)."""
+    return {k: v for k, v in config.items() if k not in ("error_cb", "logger")}
+
+
+def admin_client(config: Mapping[str, Any]) -> Any:
+    """An AdminClient that remembers the first refusal librdkafka reports (:class:`Refusals`):
+    its ``refusal()`` polls for it, so a refused login is told apart from a broker that is
     down.
     """
     from confluent_kafka.admin import AdminClient
 
-    class _WatchedAdmin(AdminClient):
-        refused: Any = None
+    refusals = Refusals()
 
+    class _WatchedAdmin(AdminClient):
         def refusal(self) -> Any:
             self.poll(0)
-            return self.refused
+            return refusals.error
 
-    def on_error(error: Any) -> None:
-        if admin.refused is None and error_kind(error) == "refused":
-            admin.refused = error
-
-    settings = {k: v for k, v in config.items() if k not in ("error_cb", "logger")}
     # Callbacks go as keyword arguments: confluent-kafka merges them into the settings.
-    admin = _WatchedAdmin(settings, error_cb=on_error, logger=_QuietLog())
-    return admin
+    return _WatchedAdmin(without_callbacks(config), error_cb=refusals, logger=_QuietLog())
 
 
 def _refusal(admin: Any) -> Any:

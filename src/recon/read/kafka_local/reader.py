@@ -24,7 +24,13 @@ from recon.errors import ServiceUnavailable
 from recon.read.kafka_local.chunk import CHUNK_RECORDS, Chunk
 from recon.read.kafka_local.task import ReadTask, order_from_json, payload_from_json
 from recon.read.ranges import OffsetRange
-from recon.snapshot.offsets import KafkaAuthFailed, error_kind, refused
+from recon.snapshot.offsets import (
+    KafkaAuthFailed,
+    Refusals,
+    error_kind,
+    refused,
+    without_callbacks,
+)
 
 #: librdkafka's prefetch queue. By default a partition stops fetching for a whole second
 #: (``fetch.queue.backoff.ms``) once 100,000 records wait locally (``queued.min.messages``):
@@ -48,27 +54,14 @@ class KafkaReadFailed(ServiceUnavailable):
     """The window could not be read: the broker went away or stopped answering."""
 
 
-class _Refusal:
-    """The consumer's error callback: librdkafka tells of refused credentials only there (no
-    error event reaches ``consume()``, which just hands back nothing until the read stalls)."""
-
-    def __init__(self) -> None:
-        self.error: Any = None
-
-    def __call__(self, error: Any) -> None:
-        if self.error is None and error_kind(error) == "refused":
-            self.error = error
-
-
-def _consumer(task: ReadTask, refusal: _Refusal) -> Any:
+def _consumer(task: ReadTask, refusals: Refusals) -> Any:
     from confluent_kafka import Consumer
 
     from recon.snapshot.offsets import _QuietLog
 
-    settings = {k: v for k, v in task.config.items() if k not in ("error_cb", "logger")}
     return Consumer(
         {
-            **settings,
+            **without_callbacks(task.config),
             "group.id": f"recon-local-reader-{uuid.uuid4().hex[:12]}",
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
@@ -80,7 +73,7 @@ def _consumer(task: ReadTask, refusal: _Refusal) -> Any:
             **FETCH_SETTINGS,
         },
         logger=_QuietLog(),
-        error_cb=refusal,
+        error_cb=refusals,
     )
 
 
@@ -166,8 +159,8 @@ def _read(
         raise ValueError("a read task covers one topic")
     if not ends:
         return
-    refusal = _Refusal()
-    consumer = _consumer(task, refusal)
+    refusals = Refusals()
+    consumer = _consumer(task, refusals)
     eof = KafkaError._PARTITION_EOF
     try:
         consumer.assign(
@@ -180,8 +173,8 @@ def _read(
             # range that ends on a transaction marker) is not held back.
             batch = consumer.consume(num_messages=10_000, timeout=0.05)
             if not batch:
-                if refusal.error is not None:
-                    raise refused(refusal.error)
+                if refusals.error is not None:
+                    raise refused(refusals.error)
                 if time.monotonic() - last_progress > STALL_SECONDS:
                     raise KafkaReadFailed(
                         f"no record from the broker for {STALL_SECONDS:.0f} s while reading "
