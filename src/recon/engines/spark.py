@@ -24,6 +24,21 @@ from recon.rules.run import (
 )
 from recon.spark import persist
 
+#: A kept relation of at most this many rows is broadcast to every join that reads it. Spark
+#: knows no size of a checkpoint's rows, so it shuffled both sides of a join with one: the
+#: window's 1M joined rows were shuffled to meet the 6,000 hashes of the general path's
+#: messages, once for the counts and again for the results file.
+BROADCAST_MAX_ROWS = 100_000
+
+
+def _broadcast_if_small(frame: Any) -> Any:
+    """``frame`` (kept: counting it reads its stored rows, and never more than the bound's)
+    with a broadcast hint when small."""
+    from pyspark.sql import functions as F
+
+    small = frame.limit(BROADCAST_MAX_ROWS + 1).count() <= BROADCAST_MAX_ROWS
+    return F.broadcast(frame) if small else frame
+
 
 class SparkRules:
     """:class:`recon.rules.run.RuleEngine` over one SparkSession.
@@ -40,18 +55,17 @@ class SparkRules:
 
     def define(self, name: str, statement: str, *, keep: bool = False) -> None:
         frame = self.spark.sql(statement)
-        if keep and self._owns_session:
+        if keep:
             # A second session of a Spark Connect server cannot read its local checkpoints
             # back (4.1.1: "No DataFrame with id ... is found in the session"); its few steps
             # (a ledger compaction's) are cached instead.
-            frame = persist(frame)
-            frame.count()
-        elif keep:
-            frame = frame.localCheckpoint(eager=True)
+            kept = persist(frame) if self._owns_session else frame.localCheckpoint(eager=True)
+            # The hint only marks the view: the stored rows are released through ``kept``.
+            frame = _broadcast_if_small(kept)
         frame.createOrReplaceTempView(name)
         old = self._kept.pop(name, None)
         if keep:
-            self._kept[name] = frame
+            self._kept[name] = kept
         if old is not None:
             old.unpersist()
 

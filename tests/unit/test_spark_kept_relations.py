@@ -1,0 +1,40 @@
+"""A kept relation of the Spark rules that turns out small is broadcast to the joins that read
+it: Spark knows no size of a checkpoint's rows and would shuffle both sides of the join."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from recon.engines.spark import BROADCAST_MAX_ROWS, SparkRules
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.unit
+
+
+def _join_plan(spark: SparkSession, rules: SparkRules) -> str:
+    spark.range(200_000).selectExpr("id", "id % 1000 AS g").createOrReplaceTempView("big")
+    joined = spark.sql("SELECT b.id FROM big b LEFT ANTI JOIN picked p ON b.g = p.g")
+    plan = joined._jdf.queryExecution().executedPlan().toString()
+    rules.release()
+    return str(plan)
+
+
+def test_a_small_kept_relation_is_broadcast(spark: SparkSession) -> None:
+    rules = SparkRules(spark)
+    # Five rows whose plan Spark sizes as the 5,000,000 it filters (40 MB: no broadcast).
+    rules.define("picked", "SELECT id AS g FROM range(5000000) WHERE id < 5", keep=True)
+    plan = _join_plan(spark, rules)
+    assert "BroadcastHashJoin" in plan, plan
+    assert "SortMergeJoin" not in plan
+
+
+def test_a_big_kept_relation_is_left_to_spark(spark: SparkSession) -> None:
+    rules = SparkRules(spark)
+    rules.define("picked", f"SELECT id AS g FROM range({BROADCAST_MAX_ROWS + 1})", keep=True)
+    analyzed = str(spark.table("picked")._jdf.queryExecution().analyzed().toString())
+    rules.release()
+    assert "ResolvedHint" not in analyzed, analyzed
