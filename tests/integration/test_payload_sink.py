@@ -5,6 +5,7 @@ pipeline and the column."""
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -88,6 +89,35 @@ def test_copy_and_jdbc_read_the_same_texts(
     frame = read_sink_rows(spark, postgres_connection("postgres_sink"), query, None, None)
     read = {r["message_id"]: r["payload"] for r in frame.collect()}
     assert read == copied
+
+
+@pytest.mark.parametrize("column", ["at", "naive"])
+def test_the_sink_time_is_read_to_the_microsecond(
+    table: str, pg_kwargs: dict[str, Any], tmp_path: Path, column: str
+) -> None:
+    """The local engine's COPY carries the time as a number: exact to the microsecond (a zoneless
+    one read as UTC), null for a null time and for an infinite one, which has no instant."""
+    with psycopg2.connect(**pg_kwargs) as pg:
+        with pg.cursor() as cur:
+            cur.execute(
+                f"INSERT INTO {table} (id, message_id, {column}) VALUES "
+                "(3, 'm3', '2026-11-26 03:00:00.000001+00'), (4, 'm4', 'infinity')"
+            )
+        pg.commit()
+        spec = SinkSpec("postgres_sink", table, "message_id", time_column=column)
+        inspected = inspect_sink(pg, spec, "p")
+        copy_sink_rows(pg, spec, inspected, None, str(tmp_path / "s.parquet"))
+    times = {
+        r["message_id"]: r["sink_time"] for r in pq.read_table(tmp_path / "s.parquet").to_pylist()
+    }
+    utc = dt.UTC
+    first = dt.datetime(2026, 11, 26, 3, 0, 0, 123000 if column == "at" else 0, tzinfo=utc)
+    assert times == {
+        "m1": first,
+        "m2": None,
+        "m3": dt.datetime(2026, 11, 26, 3, 0, 0, 1, tzinfo=utc),
+        "m4": None,
+    }
 
 
 def test_a_bytea_digest_travels_as_lower_hex(table: str, pg_kwargs: dict[str, Any]) -> None:
