@@ -1,13 +1,17 @@
 """A kept relation of the Spark rules that turns out small is broadcast to the joins that read
-it: Spark knows no size of a checkpoint's rows and would shuffle both sides of the join."""
+it, and one that turns out empty is planned as empty: Spark knows no size of a checkpoint's
+rows, and would shuffle both sides of the join, or run jobs to find it empty. A window part
+without rows is an empty input in the same way."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from recon.engines.spark import BROADCAST_MAX_ROWS, SparkRules
+from recon.engines.spark_run import _without_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -38,3 +42,25 @@ def test_a_big_kept_relation_is_left_to_spark(spark: SparkSession) -> None:
     analyzed = str(spark.table("picked")._jdf.queryExecution().analyzed().toString())
     rules.release()
     assert "ResolvedHint" not in analyzed, analyzed
+
+
+def test_an_empty_kept_relation_is_planned_as_empty(spark: SparkSession) -> None:
+    rules = SparkRules(spark)
+    rules.define("picked", "SELECT id AS g FROM range(5000000) WHERE id < 0", keep=True)
+    spark.range(1000).createOrReplaceTempView("big")
+    joined = spark.sql("SELECT b.id FROM big b JOIN picked p ON b.id = p.g")
+    optimized = str(joined._jdf.queryExecution().optimizedPlan().toString())
+    assert rules.rows("picked") == []
+    rules.release()
+    assert "Join" not in optimized, optimized
+
+
+def test_a_window_part_without_rows_is_known_from_its_footers(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    frame = spark.range(3).selectExpr("id", "'m' AS message_id")
+    frame.write.parquet(str(tmp_path / "some"))
+    frame.limit(0).write.parquet(str(tmp_path / "none"))
+    assert _without_rows(str(tmp_path / "none"))
+    assert not _without_rows(str(tmp_path / "some"))
+    assert not _without_rows(str(tmp_path / "missing"))  # left to Spark, which says so

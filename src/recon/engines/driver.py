@@ -80,7 +80,8 @@ class RunIO(Protocol):
         """The engine that runs the rule steps for this run."""
 
     def part(self, part: str) -> Any:
-        """The window part ``committed``, ``pending`` or ``inflight`` read back from disk."""
+        """The window part ``committed``, ``pending`` or ``inflight`` read back from disk (None:
+        it has no rows)."""
 
     def sink_rows(self) -> Any:
         """The run's sink rows (every row of a sink scanned whole)."""

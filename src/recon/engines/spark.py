@@ -31,15 +31,6 @@ from recon.spark import persist
 BROADCAST_MAX_ROWS = 100_000
 
 
-def _broadcast_if_small(frame: Any) -> Any:
-    """``frame`` (kept: counting it reads its stored rows, and never more than the bound's)
-    with a broadcast hint when small."""
-    from pyspark.sql import functions as F
-
-    small = frame.limit(BROADCAST_MAX_ROWS + 1).count() <= BROADCAST_MAX_ROWS
-    return F.broadcast(frame) if small else frame
-
-
 class SparkRules:
     """:class:`recon.rules.run.RuleEngine` over one SparkSession.
 
@@ -60,14 +51,27 @@ class SparkRules:
             # back (4.1.1: "No DataFrame with id ... is found in the session"); its few steps
             # (a ledger compaction's) are cached instead.
             kept = persist(frame) if self._owns_session else frame.localCheckpoint(eager=True)
-            # The hint only marks the view: the stored rows are released through ``kept``.
-            frame = _broadcast_if_small(kept)
+            # The hint, or the empty relation, only stands in for the view: the stored rows are
+            # released through ``kept``.
+            frame = self._sized(kept)
         frame.createOrReplaceTempView(name)
         old = self._kept.pop(name, None)
         if keep:
             self._kept[name] = kept
         if old is not None:
             old.unpersist()
+
+    def _sized(self, kept: Any) -> Any:
+        """``kept`` (counting it reads its stored rows, never more than the bound's) as the
+        view stands for it: with a broadcast hint when small, and when empty as an empty
+        relation, which Spark prunes while planning (a checkpoint it would read in a job of its
+        own for every step that reads it, before AQE finds it empty)."""
+        from pyspark.sql import functions as F
+
+        rows = kept.limit(BROADCAST_MAX_ROWS + 1).count()
+        if rows == 0:
+            return kept.limit(0)  # the optimiser makes it an empty local relation
+        return F.broadcast(kept) if rows <= BROADCAST_MAX_ROWS else kept
 
     def rows(self, name: str) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in self.spark.table(name).collect()]

@@ -130,6 +130,17 @@ class _SourceCopy:
         return self.copied
 
 
+def _without_rows(directory: str) -> bool:
+    """Whether the Parquet files Spark wrote into ``directory`` hold no row (their footers say;
+    False when there is none to ask)."""
+    import glob
+
+    import pyarrow.parquet as pq
+
+    files = glob.glob(f"{glob.escape(directory)}/*.parquet")
+    return bool(files) and all(pq.read_metadata(f).num_rows == 0 for f in files)
+
+
 def _source_dir(data_dir: str, pipeline: str, run_id: str) -> str:
     return local_path(window_path(data_dir, pipeline, run_id, "source"))
 
@@ -182,10 +193,14 @@ class SparkRunIO:
         self._cached.append(persist(frame))
         return frame
 
-    def part(self, part: str) -> DataFrame:
-        return self.spark.read.parquet(
-            window_path(self.data_dir, self.cfg.name, self.record.run_id, part)
-        )
+    def part(self, part: str) -> DataFrame | None:
+        path = window_path(self.data_dir, self.cfg.name, self.record.run_id, part)
+        # A part without rows (most windows' pending and in-flight parts) is the rules' empty
+        # input, which Spark prunes while planning; read, it would cost a job per step that
+        # reads it before AQE found it empty.
+        if is_local(path) and _without_rows(local_path(path)):
+            return None
+        return self.spark.read.parquet(path)
 
     def sink_rows(self) -> DataFrame:
         return self._cache(_sink_rows_for_run(self.spark, self.cfg, self.record))
