@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -10,6 +11,11 @@ ROOT = Path(__file__).resolve().parents[1]
 # Spark workers must run the same interpreter as the driver (the project's .venv).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+# py4j logs "Closing down clientserver connection" at INFO from a finaliser at interpreter exit,
+# through the console handler importing Airflow set up on pytest's stream, closed by then: a
+# "--- Logging error ---" traceback per Spark session at the end of a tier. The CLI quiets it too.
+logging.getLogger("py4j").setLevel(logging.WARNING)
 
 TIERS = ("unit", "integration", "system")
 
