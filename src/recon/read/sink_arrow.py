@@ -21,9 +21,9 @@ from recon.snapshot.sink_position import SinkRange
 def sink_schema(compared: int = 0) -> Any:
     """The Parquet file's columns (and the CSV's, in the same order, but for the time, which
     the CSV holds as microseconds since the epoch: :func:`copy_sink_rows`); each compared
-    payload column as a column of its own
-    (``payload_1`` ... in declared order), put into one list per row only when the rules read
-    them (:func:`sink_rows_sql`). No ``ingest_seq``: no verdict reads it.
+    payload column as a column of its own (``payload_1`` ... in declared order), put into one
+    list per row only when the rules read them (:func:`sink_rows_sql`). No ``ingest_seq``: no
+    verdict reads it.
 
     :param compared: how many payload columns the pipeline compares.
     """
@@ -108,7 +108,8 @@ def copy_to_parquet(
     batches: neither the CSV text nor the table is ever whole in memory or on disk.
 
     :param pg: an open psycopg2 connection (the COPY's read-only transaction is rolled back).
-    :param query: its columns in the order of ``schema``; times come out in UTC, ISO style.
+    :param query: its columns in the order of ``schema`` (or ``read_as``); times printed as
+        text come out in UTC, ISO style.
     :param schema: the file's Arrow schema.
     :param unique: columns whose values are (nearly) all distinct: not dictionary-encoded.
     :param read_as: the CSV's schema, when it differs from ``schema`` by types Arrow casts
