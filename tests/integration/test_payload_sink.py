@@ -93,10 +93,11 @@ def test_copy_and_jdbc_read_the_same_texts(
 
 @pytest.mark.parametrize("column", ["at", "naive"])
 def test_the_sink_time_is_read_to_the_microsecond(
-    table: str, pg_kwargs: dict[str, Any], tmp_path: Path, column: str
+    table: str, pg_kwargs: dict[str, Any], tmp_path: Path, column: str, spark: Any
 ) -> None:
-    """The local engine's COPY carries the time as a number: exact to the microsecond (a zoneless
-    one read as UTC), null for a null time and for an infinite one, which has no instant."""
+    """Both engines' reads give the same time: exact to the microsecond (a zoneless one read as
+    UTC), null for a null time and for an infinite one, which has no instant (the local engine's
+    COPY carries it as a number, the Spark engine's JDBC read as a timestamp)."""
     with psycopg2.connect(**pg_kwargs) as pg:
         with pg.cursor() as cur:
             cur.execute(
@@ -107,6 +108,9 @@ def test_the_sink_time_is_read_to_the_microsecond(
         spec = SinkSpec("postgres_sink", table, "message_id", time_column=column)
         inspected = inspect_sink(pg, spec, "p")
         copy_sink_rows(pg, spec, inspected, None, str(tmp_path / "s.parquet"))
+        query = sink_query(pg, spec, inspected, None)
+    frame = read_sink_rows(spark, postgres_connection("postgres_sink"), query, None, None)
+    read = dict(frame.selectExpr("message_id", "unix_micros(sink_time)").collect())
     times = {
         r["message_id"]: r["sink_time"] for r in pq.read_table(tmp_path / "s.parquet").to_pylist()
     }
@@ -117,6 +121,11 @@ def test_the_sink_time_is_read_to_the_microsecond(
         "m2": None,
         "m3": dt.datetime(2026, 11, 26, 3, 0, 0, 1, tzinfo=utc),
         "m4": None,
+    }
+    epoch = dt.datetime(1970, 1, 1, tzinfo=utc)
+    assert read == {
+        m: None if t is None else (t - epoch) // dt.timedelta(microseconds=1)
+        for m, t in times.items()
     }
 
 

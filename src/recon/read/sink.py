@@ -130,12 +130,18 @@ def _time_type(columns: dict[str, str], spec: SinkSpec, table: str, pipeline: st
 
 
 def _time_expression(spec: SinkSpec, table: SinkTable) -> Any:
-    """``sink.time_column`` as ``timestamptz`` (a zoneless timestamp read as UTC), or NULL."""
+    """``sink.time_column`` as ``timestamptz`` (a zoneless timestamp read as UTC), or NULL.
+
+    An infinite time (PostgreSQL's ``infinity``) has no instant: NULL, as a missing one, for
+    both engines' reads (JDBC would give a date millennia away, Arrow would refuse it).
+    """
     from psycopg2 import sql
 
     if spec.time_column is None:
         return sql.SQL("NULL::timestamptz")
-    return as_timestamptz(spec.time_column, table.time_type)
+    return sql.SQL("CASE WHEN isfinite({}) THEN {} END").format(
+        sql.Identifier(spec.time_column), as_timestamptz(spec.time_column, table.time_type)
+    )
 
 
 def as_timestamptz(column: str, column_type: str | None) -> Any:
