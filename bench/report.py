@@ -96,6 +96,13 @@ def _remeasured(results: dict[str, Any]) -> list[str]:
     ]
 
 
+P2_ATTACHED = (
+    "The Spark engine's runs are clients of the warm Spark Connect server P1 used (its peak "
+    "memory is the server's): what history adds to a run, without a JVM's start and first "
+    "reads per run."
+)
+
+
 def write(results: dict[str, Any], root: str | None = None) -> str:
     root = root or os.environ.get("RECON_ROOT", ".")
     _plot(results, root)
@@ -173,8 +180,10 @@ def write(results: dict[str, Any], root: str | None = None) -> str:
         "run judges only its new window and sink rows against the ledger of all earlier runs. "
         "The last four alternate without and with a simulated history made the oldest part of "
         "its ledger: segments of 64M entries each (`bench/history.py`: written by the local "
-        "store's own segment writer, sorted, with their membership filters; messageIds of 37 "
-        "characters in no order, as a pipeline that ran for months leaves them).",
+        "store's own segment writer, sorted, with their membership filters; messageIds of 39 "
+        "characters spread evenly over the key space, as a pipeline that ran for months leaves "
+        "them).",
+        *([P2_ATTACHED] if results.get("p2_spark_attached") else []),
         "",
         *figures.p2(results),
         "",
