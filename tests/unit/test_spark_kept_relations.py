@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from recon import schemas
 from recon.engines.spark import BROADCAST_MAX_ROWS, SparkRules
 from recon.engines.spark_run import _without_rows
+from recon.read.message_ids import write_empty_part
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -64,3 +66,20 @@ def test_a_window_part_without_rows_is_known_from_its_footers(
     assert _without_rows(str(tmp_path / "none"))
     assert not _without_rows(str(tmp_path / "some"))
     assert not _without_rows(str(tmp_path / "missing"))  # left to Spark, which says so
+
+
+def test_a_part_without_offsets_is_written_without_spark_as_spark_would_read_it(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The Spark engine writes a part with no offset to read (most windows' inflight part) as
+    the local engine does, without a job: Spark reads it with the window's columns and types, and
+    a re-run's empty part replaces what an earlier run wrote there."""
+    part = tmp_path / "inflight"
+    spark.range(3).selectExpr("'t' AS topic").write.parquet(str(part))
+    write_empty_part(str(part))
+    assert _without_rows(str(part))
+    read = spark.read.parquet(str(part))
+    assert read.count() == 0
+    assert [(f.name, f.dataType) for f in read.schema] == [
+        (f.name, f.dataType) for f in schemas.WINDOW
+    ]

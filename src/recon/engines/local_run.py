@@ -57,7 +57,7 @@ from recon.read.kafka_local.pool import (
     read_ranges,
 )
 from recon.read.kafka_local.reader import KafkaReadFailed
-from recon.read.message_ids import window_schema
+from recon.read.message_ids import write_empty_part
 from recon.read.ranges import part_ranges, window_ranges
 from recon.read.source import SourceTimes
 from recon.read.source_copy import copied_for, copy_source_rows, table_source_times
@@ -162,7 +162,7 @@ def snapshot_topic(
             if not ranges:
                 # Nearly always for inflight (no open transaction), often for pending (the group
                 # committed everything): no reader process for nothing.
-                _empty_part(f"{staging}/{part}")
+                write_empty_part(f"{staging}/{part}")
                 continue
             readers[part] = read_ranges(
                 dict(kafka.config), ranges, cfg.kafka.message_id, f"{staging}/{part}",
@@ -199,13 +199,6 @@ def snapshot_topic(
         f"{took.get('sink', 0):.1f} s{source}, side by side)"
     )
     return {part: f"{final}/{part}" for part in PARTS}
-
-
-def _empty_part(directory: str) -> None:
-    import pyarrow.parquet as pq
-
-    os.makedirs(directory)
-    pq.write_table(window_schema().empty_table(), f"{directory}/part-0.parquet")
 
 
 def _connect(data_dir: str) -> Any:

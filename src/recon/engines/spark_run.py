@@ -28,6 +28,7 @@ from recon.paths import (
     window_path,
 )
 from recon.read.kafka_spark import read_window, reraise_read_failure
+from recon.read.message_ids import write_empty_part
 from recon.read.ranges import OffsetRange, part_ranges, window_ranges
 from recon.read.sink import inspect_sink, read_sink_rows, sink_query
 from recon.read.source import SourceTimes
@@ -76,8 +77,15 @@ def snapshot_topic(
     try:
         for part in PARTS:
             path = window_path(data_dir, cfg.name, run_id, part)
+            ranges = part_ranges(record.windows, part)
+            if is_local(path) and all(r.end <= r.start for r in ranges):
+                # Nearly always the inflight part, often the pending one: a file of no rows
+                # written here costs no Spark job (step 3 plans such a part as empty).
+                write_empty_part(local_path(path))
+                paths[part] = path
+                continue
             isolation = "read_uncommitted" if part == "inflight" else "read_committed"
-            records = _read_records(spark, cfg, part_ranges(record.windows, part), isolation)
+            records = _read_records(spark, cfg, ranges, isolation)
             try:
                 records.write.mode("overwrite").parquet(path)
             except Exception as exc:

@@ -10,6 +10,7 @@ not UTF-8, a JSON object or array, empty or blank, or longer than the limit.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from recon.config import MessageIdSpec, OrderSpec, PayloadSpec
@@ -58,6 +59,18 @@ def window_schema() -> pa.Schema:
             ("order_position", pa.int64()),
         ]
     )
+
+
+def write_empty_part(directory: str) -> None:
+    """A window part without records: ``directory`` (replaced if it exists) holding one Parquet
+    file of :func:`window_schema` and no row, written without a reader or a Spark job."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(directory)
+    pq.write_table(window_schema().empty_table(), os.path.join(directory, "part-0.parquet"))
 
 
 class _Fields:
