@@ -25,6 +25,10 @@ from bench import progress
 from recon.duckdb_connection import connect
 
 
+#: DuckDB's memory while it writes a segment; past it the sort spills to ``directory/tmp``.
+SIMULATION_MEMORY = "4GB"
+
+
 def simulate(directory: str, segments: int, rows: int) -> list[str]:
     """``segments`` level-1 segments of ``rows`` entries each under ``directory`` (reused when a
     previous bench wrote them); their manifest entries, oldest first."""
@@ -37,8 +41,9 @@ def simulate(directory: str, segments: int, rows: int) -> list[str]:
     os.makedirs(directory, exist_ok=True)
     entries = []
     stride = (2**63 - 1) // max(rows, 1)
-    con = connect()
-    con.execute(f"SET temp_directory = '{os.path.join(directory, 'tmp')}'")
+    # Bounded: the bench's process holds it beside a Spark Connect server, and DuckDB's default
+    # (80% of the machine) let a 64M-entry sort take 20 GB of 24 and the kernel kill the bench.
+    con = connect(memory_limit=SIMULATION_MEMORY, temp_directory=os.path.join(directory, "tmp"))
     store = LocalEntryStore()
     for i in range(segments):
         path = os.path.join(directory, f"sim-{rows}-{i}")
