@@ -24,7 +24,6 @@ import uuid
 from bench import progress
 from recon.duckdb_connection import connect
 
-
 #: DuckDB's memory while it writes a segment; past it the sort spills to ``directory/tmp``.
 SIMULATION_MEMORY = "4GB"
 
