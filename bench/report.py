@@ -97,9 +97,9 @@ def _remeasured(results: dict[str, Any]) -> list[str]:
 
 
 P2_ATTACHED = (
-    "The Spark engine's runs are clients of the warm Spark Connect server P1 used (its peak "
-    "memory is the server's): what history adds to a run, without a JVM's start and first "
-    "reads per run."
+    "The Spark engine's runs are clients of the bench's Spark Connect server (the one P1 and P5 "
+    "attach to; the peak memory is the server's): what history adds to a run, without a JVM's "
+    "start and first reads per run."
 )
 
 
