@@ -377,7 +377,8 @@ def recorded(run: dict[str, Any]) -> str:
 #: The other DAG runs of P5: the results key, and how the run differs from the first.
 P5_VARIANTS = (
     ("p5_connect", "with `RECON_SPARK_REMOTE` set: the Spark steps run in their task's process "
-     "as clients of the Spark Connect server P1 warmed (no spark-submit, no JVM start)"),
+     "as clients of the bench's Spark Connect server, warmed by the runs before (no "
+     "spark-submit, no JVM start)"),
     ("p5_local", "for `engine: local` (every step in its task's process, no JVM; target: at "
      "most 15 s)"),
 )  # fmt: skip
