@@ -10,6 +10,7 @@ source's rows out of PostgreSQL (``recon.read.source_copy``);
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -80,8 +81,10 @@ def snapshot_topic(
             ranges = part_ranges(record.windows, part)
             if is_local(path) and all(r.end <= r.start for r in ranges):
                 # Nearly always the inflight part, often the pending one: a file of no rows
-                # written here costs no Spark job (step 3 plans such a part as empty).
+                # written here costs no Spark job (step 3 plans such a part as empty); marked
+                # complete as Spark's writer marks the other parts.
                 write_empty_part(local_path(path))
+                open(os.path.join(local_path(path), "_SUCCESS"), "w").close()
                 paths[part] = path
                 continue
             isolation = "read_uncommitted" if part == "inflight" else "read_committed"
