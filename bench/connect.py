@@ -1,12 +1,13 @@
 """The Spark engine attached to a long-lived Spark Connect server (``RECON_SPARK_REMOTE``): the
 project's server (``scripts/spark-connect.sh``), started for the bench unless it was running,
 warmed by one untimed run (a user's server has run before; its first run pays the JIT that every
-fresh JVM pays), stopped after if the bench started it."""
+fresh JVM pays), stopped after if the bench started it, even when the bench is killed."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -36,8 +37,22 @@ def server() -> Iterator[Server]:
     pidfile = os.path.join(os.environ["RECON_STATE"], "spark-connect", "server.pid")
     with open(pidfile, encoding="utf-8") as fh:
         pid = int(fh.read().strip())
+    watcher = None if running else _stop_when_gone(os.getpid())
     try:
         yield Server(os.environ["RECON_SPARK_CONNECT_URL"], pid)
     finally:
-        if not running:
+        if watcher is not None:
+            watcher.kill()
+            watcher.wait()
             script("spark-connect.sh", "stop")
+
+
+def _stop_when_gone(bench_pid: int) -> subprocess.Popen[bytes]:
+    """A watcher that stops the server once the bench's process is gone without stopping it
+    (the kernel's OOM killer ended one bench: its server kept port 23150, and the next test run's
+    Spark Connect tests could not start theirs)."""
+    stop = os.path.join(os.environ["RECON_ROOT"], "scripts", "spark-connect.sh")
+    watch = f'while kill -0 {bench_pid} 2>/dev/null; do sleep 2; done; exec bash "$0" stop'
+    return subprocess.Popen(["bash", "-c", watch, stop], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
