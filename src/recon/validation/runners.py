@@ -29,6 +29,7 @@ def validate_run(
     gx_dir: str | None = None,
 ) -> ValidationOutcome:
     """Validate one run's results on Spark (``engine: spark``); nothing is copied to pandas.
+    Only the columns the pipeline's suite uses are read, as :func:`validate_results_file` reads.
 
     :param spark: the session the results live in (used to label the Spark jobs).
     :param results: the run's verdicts, shaped as ``schemas.RESULT``.
@@ -37,7 +38,11 @@ def validate_run(
     :param gx_dir: the GX project folder (default ``$RECON_STATE/gx``); created when absent.
     :raises ValidationError: the suite is unusable or an expectation could not be evaluated.
     """
+    document = load_suite(cfg.semantics)
     cached_here = not results.is_cached
+    # Only the suite's columns, as the validation without Spark reads: the results' lists of
+    # positions and texts of detail are most of their bytes, and no expectation reads them.
+    results = results.select(*suite_columns(document))
     if cached_here:
         # GX computes several aggregates; without a cache each would recompute the results.
         # At recon.spark.CACHE_LEVEL, the level of every cache of a run (deserialised: see there).
@@ -47,7 +52,7 @@ def validate_run(
         spark_context = spark.sparkContext
         spark_context.setJobDescription(f"recon: validate {cfg.name} run {run_id}")
     try:
-        return run_checkpoint(cfg, run_id, "spark", results, gx_dir=gx_dir)
+        return run_checkpoint(cfg, run_id, "spark", results, document=document, gx_dir=gx_dir)
     finally:
         if spark_context is not None:
             spark_context.setJobDescription(None)  # type: ignore[arg-type]
