@@ -106,6 +106,7 @@ UNCHECKED = {
     "unordered_records": "records without an upsert key or position (no order check)",
     "unordered_sink_rows": "sink rows without an upsert key or position (no order check)",
     "shared_keys": "upsert keys with more than one sink row (the newest position is checked)",
+    "untimed_source_rows": "source rows with a null or infinite time column (no run judges them)",
 }
 
 

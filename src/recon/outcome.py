@@ -98,6 +98,7 @@ def judged_outcome(
     late_after_ms: int | None = None,
     unordered: tuple[int, int, int] | None = None,
     funnel: dict[str, Any] | None = None,
+    untimed_source: int = 0,
 ) -> store.RunOutcome:
     """What a run commits besides its discrepancy rows: its counts judged by the claimed contract.
 
@@ -105,6 +106,7 @@ def judged_outcome(
 
     :param late_after_ms: the latency bound the run judged by (``recon.rules.judging.Judging``),
         stored beside its latencies.
+    :param untimed_source: the source table's rows without a time, which no run reads.
     """
     contract = evaluate_contract(cfg.semantics, counts, cfg.tolerances, cfg.idempotent_producer)
     # Same keys as the checkpoint's failures (recon.validation), which replace these.
@@ -128,6 +130,7 @@ def judged_outcome(
         untimed=untimed,
         unordered=unordered,
         funnel=funnel,
+        untimed_source=untimed_source,
     )
 
 

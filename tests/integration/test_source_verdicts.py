@@ -113,6 +113,32 @@ def test_outbox_rows_the_topic_never_got_are_unpublished_once(
     )
 
 
+def test_source_rows_without_a_time_are_counted_every_run_not_skipped_silently(
+    sourced: Callable[..., tuple[Setup, str]], kafka_config: dict[str, str],
+    pg_kwargs: dict[str, Any], spark: Any,
+) -> None:  # fmt: skip
+    # An outbox whose declared time is filled only when the relay publishes (a published_at):
+    # the rows it never published have none, and no run's interval holds them.
+    s, outbox = sourced("local")
+    with psycopg2.connect(**pg_kwargs) as pg, pg.cursor() as cur:
+        cur.execute(f"ALTER TABLE {outbox} ALTER COLUMN created_at DROP NOT NULL")
+        cur.execute(f"INSERT INTO {outbox} (message_id, created_at) VALUES ('a3', NULL), "
+                    "('a4', 'infinity'), ('a5', '-infinity')")  # fmt: skip
+    pg.close()
+    _outbox(pg_kwargs, outbox, ["a1", "a2"])
+    produce(kafka_config, s.topic, ["a1", "a3"])
+    consume_into_sink(kafka_config, s.topic, s.group, pg_kwargs, s.table, {})
+
+    summary = s.run(spark, "r1")
+    assert summary.unchecked == {"untimed_source_rows": 3}
+    (stored,) = s.run_row("r1", "unchecked")
+    assert stored == {"untimed_source_rows": 3}
+    # What the timed rows say is unchanged: a2 unpublished; a3's record names no row read.
+    got = sorted((v, m) for v, m, _ in s.discrepancies("r1"))
+    assert got == [("unpublished", "a2")], got
+    assert funnel_of(s, "r1")["unsourced"] == 1
+
+
 def test_a_source_table_that_does_not_exist_is_named(
     sourced: Callable[..., tuple[Setup, str]], kafka_config: dict[str, str]
 ) -> None:

@@ -47,6 +47,21 @@ def test_an_outcome_keeps_only_the_reasons_that_occurred() -> None:
     assert outcome.unchecked == {"untimed_sink_rows": 5, "unordered_records": 1}
 
 
+def test_source_rows_without_a_time_are_counted_and_said() -> None:
+    from recon.store import RunOutcome
+
+    outcome = RunOutcome(
+        status="passed", counts={}, contract_passed=True, violations=[], ledger_path="x",
+        sink_rows_scanned=0, duration_seconds=0.0, topic_duplicates=0, untimed_source=2,
+    )  # fmt: skip
+    assert outcome.unchecked == {"untimed_source_rows": 2}
+    text = _format_summary(_summary(unchecked=outcome.unchecked))
+    assert (
+        "not checked: 2 source rows with a null or infinite time column (no run judges them)"
+        in text
+    )
+
+
 def test_ids_from_the_data_cannot_drive_the_terminal() -> None:
     crafted = "m1\x1b[2J\x1b[31m\nlost: forged line\r"
     sample = {"message_id": crafted, "topic": "t\x1b]0;title\x07", "partition": 0, "offsets": [4],

@@ -34,7 +34,7 @@ from recon.outcome import (
     require_record,
     run_summary,
 )
-from recon.read.source import SourceTimes, named_once, run_source_times
+from recon.read.source import SourceTimes, named_once, run_source_times, untimed_source_rows
 from recon.rules import (
     ABORTED_STEPS,
     CARRIED_STEPS,
@@ -152,6 +152,7 @@ def reconcile_run(
                 untimed=judged.untimed, late_after_ms=judged.judging.late_after_ms,
                 timestamp_type=_timestamp_type(cfg) if judged.latency else None,
                 unordered=judged.unordered if cfg.order else None, funnel=judged.funnel,
+                untimed_source=judged.untimed_source,
             )  # fmt: skip
             with results_db() as pg:
                 written = store.commit_run(
@@ -208,6 +209,8 @@ class JudgedRun(NamedTuple):
     unordered: tuple[int, int, int] = (0, 0, 0)
     #: a run with a source: ``recon.rules.run.funnel``'s counts and ``unsourced_sample``.
     funnel: dict[str, Any] | None = None
+    #: a run with a source table: its rows without a time, which no run reads.
+    untimed_source: int = 0
 
 
 def judge_run(
@@ -278,12 +281,17 @@ def judge_run(
                  f"(no unique {cfg.order.key_column}?): each is judged by its highest "
                  f"{cfg.order.position_column}")  # fmt: skip
     found = None
+    untimed_source = 0
     if source is not None:
         counts_, unsourced = funnel(rules, DISCREPANCY_SAMPLE)
         found = {**counts_, "unsourced_sample": unsourced}
         progress(f"run {run_id}: source -> topic -> sink: {counts_['produced']} produced, "
                  f"{counts_['published']} published, {counts_['committed']} committed, "
                  f"{counts_['delivered']} delivered; {counts_['unsourced']} unsourced")  # fmt: skip
+        untimed_source = untimed_source_rows(cfg)
+        if untimed_source and cfg.source is not None:
+            progress(f"run {run_id}: {untimed_source} source rows have a null or infinite "
+                     f"{cfg.source.time_column}: no run reads them")  # fmt: skip
     next_ledger(rules, run_id)
     ledger_path = io.write_version(base_entries, ledger is not None)
     progress(f"run {run_id}: ledger and results written at {time.monotonic() - started:.1f} s")
@@ -301,6 +309,7 @@ def judge_run(
         judging,
         no_order,
         found,
+        untimed_source,
     )
 
 

@@ -129,6 +129,35 @@ def named_once(cfg: PipelineConfig) -> bool:
     return bool(row and row[0])
 
 
+def untimed_source_rows(cfg: PipelineConfig) -> int:
+    """How many rows of the source table have no time: a null or an infinite
+    ``source.time_column`` (0 for a topic source: every record has a timestamp).
+
+    Such a row is never read (no run's interval holds it), so its message is never judged: an
+    outbox whose relay fills the column only when it publishes (a ``published_at``) would hide
+    exactly the messages never published. Each run counts them for its summary (``recon.runs.
+    unchecked``). An index on the column answers the count; without one it scans the table.
+    """
+    from psycopg2 import sql
+
+    from recon.config.model import split_table
+    from recon.services import source_db
+
+    if cfg.source is None or cfg.source.is_topic:
+        return 0
+    spec = _spec(cfg)
+    column = sql.Identifier(spec.time_column)
+    # Equalities, not isfinite(): a btree index on the column can answer them.
+    statement = sql.SQL(
+        "SELECT count(*) FROM {table} WHERE {c} IS NULL OR {c} = 'infinity' OR {c} = '-infinity'"
+    ).format(table=sql.Identifier(*split_table(spec.table)), c=column)
+    with source_db(cfg) as pg, pg.cursor() as cur:
+        cur.execute(statement)
+        row = cur.fetchone()
+        pg.rollback()
+    return int(row[0]) if row else 0
+
+
 def source_query(pg: Any, cfg: PipelineConfig, times: SourceTimes, time_type: str) -> str:
     """The statement that reads the run's source rows (``message_id, source_key, judge``).
 

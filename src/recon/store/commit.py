@@ -121,13 +121,15 @@ class RunOutcome:
     #: a run with a source: its counts from source to sink and its first unsourced messages
     #: (``recon.runs.funnel``); None: the pipeline declares no source.
     funnel: Mapping[str, Any] | None = None
+    #: the source table's rows without a time (``recon.read.source.untimed_source_rows``).
+    untimed_source: int = 0
 
     @property
     def unchecked(self) -> dict[str, int]:
         """What a declared check could not use, by reason (``recon.runs.unchecked``): only the
         reasons that occurred."""
         # in UNCHECKED's order: the names are the ones the summary words
-        counts = (*self.untimed, *(self.unordered or (0, 0, 0)))
+        counts = (*self.untimed, *(self.unordered or (0, 0, 0)), self.untimed_source)
         return {reason: n for reason, n in zip(UNCHECKED, counts, strict=True) if n}
 
 
