@@ -1,7 +1,7 @@
 """Messages left ``pending`` by the run a new run starts from, carried into it.
 
 A pending message is re-reported by every run until a run's window passes the records it was
-seen at (``partition_ends``); then the rules judge it (``recon/rules/05_general_verdicts.sql``,
+seen at (``partition_ends``); then the rules judge it (``recon/rules/05_general_classified.sql``,
 ``expiry``). Its ledger entry must join each run even when none of its records or sink rows is
 read again (a record that aborted, or one retention removed): the base run's results name those
 messages.

@@ -1,161 +1,13 @@
--- Decides the general path's messages from every fact known about them, grouped by messageId:
---   w  a committed record of the window         p  a pending record (past the window's end)
---   s  a new sink row of this run               u  a record only the read_uncommitted pass saw
---   l  the message's ledger entry from earlier runs
--- total = the ledger's sink count + this run's new sink rows.
---   judged (a record in the window, or judged before and new sink rows): lost (total 0),
---     delivered (1) or duplicated (>1); topic_duplicate when it sits at more than one position
---     that no repair replayed (input replays: a replay is the same message again on purpose).
---     A delivery with a record in the window and its sink row new in this run has a latency
---     (its first sink row's time minus its first record's timestamp, when both are known), and
---     so has one whose record an earlier run judged lost (from the record time its ledger entry
---     kept), and one an earlier run left pending with its sink row (from the sink row time its
---     entry kept): over the pipeline's bound, it is late rather than delivered. A lost message
---     keeps its record time (record_time_ms), a pending one its first sink row's time
---     (sink_time_ms). Each new sink row counts as changed by the fields it differs in from the
---     record at the message's first position in the window (02_joined compared each pair): a
---     delivery whose one sink row changed a field is mismatched (before late); a duplicated
---     message says how many copies changed.
---   pending (a pending record, or pending in the ledger and not expired): pending.
---   expired (pending in the ledger, no record now, every position it was seen at behind the
---     window's end or the log-start offset): aborted_read if the uncommitted pass found it,
---     unverifiable if a position is below the log-start offset, else phantom.
---   only new sink rows: aborted_read, else unverifiable (this run lost records to retention),
---     else phantom.
---   judged before and nothing new: no row.
-WITH facts AS (
-    SELECT DISTINCT message_id, 'w' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
-           record_time AS at_time, ${NO_LEDGER}
-    FROM general_joined WHERE "offset" IS NOT NULL
-    UNION ALL
-    SELECT DISTINCT message_id, 's' AS src, ${NULL_POS} AS pos, sink_key, sink_time AS at_time,
-           ${NO_LEDGER}
-    FROM general_joined WHERE sink_key IS NOT NULL
-    UNION ALL
-    SELECT message_id, 'p' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
-           ${NO_TIME}, ${NO_LEDGER}
-    FROM pending
-    WHERE invalid_reason IS NULL AND message_id IS NOT NULL AND trim(message_id) <> ''
-      AND message_id IN (SELECT message_id FROM general_ids)
-    UNION ALL
-    SELECT message_id, 'u' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
-           ${NO_TIME}, ${NO_LEDGER}
-    FROM uncommitted
-    WHERE message_id IS NOT NULL AND trim(message_id) <> ''
-      AND message_id IN (SELECT message_id FROM general_ids)
-    UNION ALL
-    SELECT message_id, 'l' AS src, ${NULL_POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
-           ${NO_TIME}, CAST(sink_count AS BIGINT) AS l_sink_count, verdict AS l_verdict,
-           first_run_id AS l_first_run_id, positions AS l_positions,
-           record_time_ms AS l_record_time_ms, sink_time_ms AS l_sink_time_ms
-    FROM ledger WHERE message_id IN (SELECT message_id FROM general_ids)
-),
-grouped AS (
-    SELECT message_id,
-           coalesce(list_sort(list_distinct(list(pos) FILTER (WHERE src = 'w'))),
-                    ${EMPTY_POSITIONS}) AS w_pos,
-           coalesce(list_sort(list_distinct(list(pos) FILTER (WHERE src = 'p'))),
-                    ${EMPTY_POSITIONS}) AS p_pos,
-           coalesce(list_sort(list_distinct(list(pos) FILTER (WHERE src = 'u'))),
-                    ${EMPTY_POSITIONS}) AS u_pos,
-           count(*) FILTER (WHERE src = 's') AS n_new,
-           coalesce(list_sort(list(sink_key) FILTER (WHERE src = 's' AND sink_key IS NOT NULL)),
-                    CAST([] AS VARCHAR[])) AS new_keys,
-           epoch_ms(min(at_time) FILTER (WHERE src = 's')) AS s_ms,
-           epoch_ms(min(at_time) FILTER (WHERE src = 'w')) AS w_ms,
-           max(l_sink_count) AS l_sink_count, max(l_verdict) AS l_verdict_raw,
-           max(l_first_run_id) AS l_first_run_id, max(l_record_time_ms) AS l_record_time_ms,
-           max(l_sink_time_ms) AS l_sink_time_ms,
-           first(l_positions) FILTER (WHERE l_positions IS NOT NULL) AS l_pos_raw
-    FROM facts
-    GROUP BY message_id
-),
--- What each new sink row changed: its pair with the record at the message's first position.
-copies AS (
-    SELECT message_id, sink_key, arg_min(differs, ${POS}) AS differs
-    FROM general_joined WHERE "offset" IS NOT NULL AND sink_key IS NOT NULL
-    GROUP BY message_id, sink_key
-),
-changed_raw AS (
-    SELECT message_id, count(*) FILTER (WHERE array_length(differs) > 0) AS n_changed,
-           flatten(list(differs) FILTER (WHERE differs IS NOT NULL)) AS all_changed
-    FROM copies GROUP BY message_id
-),
--- The changed fields in declared order.
-changed AS (
-    SELECT message_id, n_changed,
-           list_filter(${COMPARED}, f -> list_contains(all_changed, f)) AS changed_fields
-    FROM changed_raw
-),
--- Where a pending ledger entry stands against this run's window, per position it was seen at.
-expiry AS (
-    SELECT x.message_id,
-           bool_and(coalesce(x.p."offset" < greatest(e.window_to, e.log_start), false)) AS behind,
-           bool_or(coalesce(x.p."offset" < e.log_start, false)) AS gone
-    FROM (SELECT message_id, unnest(positions) AS p FROM ledger
-          WHERE verdict = 'pending' AND message_id IN (SELECT message_id FROM general_ids)) x
-    LEFT JOIN partition_ends e ON e."partition" = x.p."partition"
-    GROUP BY x.message_id
-),
-flags AS (
-    SELECT g.*, coalesce(g.l_sink_count, 0) + g.n_new AS total,
-           -- the first sink row's time: of this run's rows, or of those a pending entry saw
-           CASE WHEN g.l_verdict_raw = 'pending' AND g.l_sink_time_ms IS NOT NULL
-                     AND (g.s_ms IS NULL OR g.l_sink_time_ms < g.s_ms)
-                THEN g.l_sink_time_ms ELSE g.s_ms END AS first_sink_ms,
-           coalesce(g.l_verdict_raw, '') AS l_verdict,
-           coalesce(g.l_pos_raw, ${EMPTY_POSITIONS}) AS l_pos,
-           array_length(g.w_pos) > 0 AS has_w, array_length(g.p_pos) > 0 AS has_p,
-           array_length(g.u_pos) > 0 AS has_u,
-           coalesce(x.behind, false) AS behind, coalesce(x.gone, false) AS gone,
-           coalesce(c.n_changed, 0) AS n_changed, c.changed_fields
-    FROM grouped g LEFT JOIN expiry x ON g.message_id = x.message_id
-    LEFT JOIN changed c ON g.message_id = c.message_id
-),
-states AS (
-    SELECT *, has_w OR (l_verdict IN ${JUDGED} AND n_new > 0) AS judged,
-           CASE WHEN has_w AND (n_new > 0 OR l_verdict = 'pending') THEN first_sink_ms - w_ms
-                WHEN l_verdict = 'lost' AND n_new > 0 THEN s_ms - l_record_time_ms END
-               AS latency_ms
-    FROM flags
-),
-states1 AS (
-    SELECT *, NOT judged AND NOT has_p AND l_verdict = 'pending' AND behind AS expired
-    FROM states
-),
-states2 AS (
-    SELECT *, NOT judged AND NOT expired AND (has_p OR l_verdict = 'pending') AS pending_now
-    FROM states1
-),
-classified AS (
-    SELECT *,
-        CASE WHEN judged AND total = 0 THEN 'lost'
-             WHEN judged AND total = 1 AND n_new = 1 AND n_changed > 0 THEN 'mismatched'
-             WHEN judged AND total = 1 AND coalesce(latency_ms > ${LATE_AFTER_MS}, false)
-                 THEN 'late'
-             WHEN judged AND total = 1 THEN 'delivered'
-             WHEN judged THEN 'duplicated'
-             WHEN pending_now THEN 'pending'
-             WHEN expired AND has_u THEN 'aborted_read'
-             WHEN expired AND gone THEN 'unverifiable'
-             WHEN expired THEN 'phantom'
-             WHEN n_new > 0 AND has_u THEN 'aborted_read'
-             WHEN n_new > 0 AND (SELECT count(*) > 0 FROM removed_ranges) THEN 'unverifiable'
-             WHEN n_new > 0 THEN 'phantom' END AS verdict,
-        CASE WHEN judged THEN list_sort(list_distinct(list_concat(w_pos, l_pos)))
-             WHEN pending_now THEN list_sort(list_distinct(list_concat(p_pos, l_pos)))
-             WHEN has_u THEN u_pos
-             WHEN expired THEN l_pos
-             ELSE ${EMPTY_POSITIONS} END AS positions
-    FROM states2
-),
--- How many of a judged message's positions hold a repair's replay. A replayed message also sits
--- at its first position (its ledger entry's), so only messages at several positions are looked
--- at: a big window's single-position messages are never unnested.
-replayed AS (
+-- The general path's verdicts (05_general_classified decided them) with their detail: whether a
+-- message sits at several positions that no repair replayed (topic_duplicate), and why the
+-- verdict, in words a person can act on.
+-- replayed: how many of a judged message's positions hold a repair's replay. A replayed message
+-- also sits at its first position (its ledger entry's), so only messages at several positions
+-- are looked at: a big window's single-position messages are never unnested.
+WITH replayed AS (
     SELECT x.message_id, count(*) AS n_replays
-    FROM (SELECT message_id, unnest(positions) AS p FROM classified
-          WHERE judged AND verdict IS NOT NULL AND array_length(positions) > 1) x
+    FROM (SELECT message_id, unnest(positions) AS p FROM general_classified
+          WHERE judged AND array_length(positions) > 1) x
     JOIN replays r ON r.topic = x.p.topic AND r."partition" = x.p."partition"
         AND r."offset" = x.p."offset"
     GROUP BY x.message_id
@@ -167,8 +19,7 @@ flagged AS (
            coalesce(c.l_first_run_id, '?') AS first_run,
            array_to_string(list_transform(list_slice(c.positions, 1, ${MAX_POSITIONS_IN_DETAIL}),
                q -> printf('%s/%d@%d', q.topic, q."partition", q."offset")), ', ') AS listed
-    FROM classified c LEFT JOIN replayed r ON c.message_id = r.message_id
-    WHERE c.verdict IS NOT NULL
+    FROM general_classified c LEFT JOIN replayed r ON c.message_id = r.message_id
 )
 SELECT verdict, message_id, positions[1].topic AS topic,
        positions[1]."partition" AS "partition",

@@ -83,6 +83,7 @@ VERDICT_STEPS: tuple[Step, ...] = (
     Step("03_fast_joined"),
     Step("03_general_ids", keep=True),
     Step("04_fast_verdicts"),
+    Step("05_general_classified", keep=True),
     Step("05_general_verdicts", keep=True),
 )
 
