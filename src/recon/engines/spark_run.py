@@ -195,7 +195,8 @@ class SparkRunIO:
 
         self.spark, self.cfg, self.record = spark, cfg, record
         self.data_dir, self.progress = data_dir, progress
-        self.rules = SparkRules(spark)
+        # The results are counted (07_verdict_counts), written and their discrepancies taken.
+        self.rules = SparkRules(spark, cached=frozenset({"results"}))
         self.entry_store = SparkEntryStore(spark, expected_ids=record.fact_bound)
         self._cached: list[DataFrame] = []
 
@@ -265,8 +266,7 @@ class SparkRunIO:
     def write_version(self, base_entries: list[str], has_ledger: bool) -> str:
         from recon.ledger.versions import write_version
 
-        # Read by the ledger version and the discrepancy rows: computed once.
-        results = self._cache(self.rules.relation("results"))
+        results = self.rules.relation("results")  # cached by the rules (see __init__)
         out = results_path(self.data_dir, self.cfg.name, self.record.run_id)
         here = is_local(out)
         # On a local file system, as the local engine does: the results are written once, into
