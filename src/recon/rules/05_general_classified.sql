@@ -4,8 +4,9 @@
 --   l  the message's ledger entry from earlier runs
 -- total = the ledger's sink count + this run's new sink rows.
 --   judged (a record in the window, or judged before and new sink rows): lost (total 0),
---     delivered (1) or duplicated (>1); topic_duplicate when it sits at more than one position
---     that no repair replayed (input replays: a replay is the same message again on purpose).
+--     delivered (1) or duplicated (>1); 05_general_verdicts then flags topic_duplicate when it
+--     sits at more than one position that no repair replayed (input replays: a replay is the
+--     same message again on purpose), and words the detail.
 --     A delivery with a record in the window and its sink row new in this run has a latency
 --     (its first sink row's time minus its first record's timestamp, when both are known), and
 --     so has one whose record an earlier run judged lost (from the record time its ledger entry
