@@ -129,7 +129,8 @@ class LocalStepOperator(_StepLineage, BaseOperator):
 
 def _step_in_process(op: Any, context: Any, spark: Any) -> dict[str, Any]:
     """Step ``op.step`` of ``op.pipeline``'s run in the task's own process, on ``spark`` (None:
-    the local engine; else a Spark Connect session): the connections through Airflow, a user's
+    the local engine, or a Spark engine's window read on the driver; else a Spark Connect
+    session): the connections through Airflow, a user's
     mistake failing the task without retries, a service that is down failing it for a retry.
     ``validate`` fails the task when the run broke its contract."""
     from recon import engine
@@ -169,7 +170,9 @@ class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
     """One Spark step of a run (``snapshot_topic``, ``reconcile`` or ``validate``) under
     spark-submit, on the master of the Spark connection (``local[*]`` or ``spark://host:port``);
     or, when ``RECON_SPARK_REMOTE`` names a Spark Connect server as the task runs, in the task's
-    own process as that server's client (no JVM, no spark-submit).
+    own process as that server's client (no JVM, no spark-submit). A ``snapshot_topic`` whose
+    window the driver reads (``recon.engine.snapshot_needs_spark``) runs in the task's own
+    process without Spark.
 
     The child process cannot ask Airflow for connections: the ones it needs are resolved here
     and handed over as ``AIRFLOW_CONN_*`` variables (Airflow masks their secrets in logs).
@@ -222,6 +225,11 @@ class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
         self.results_conn_id = results_conn_id
 
     def execute(self, context: Any) -> None:
+        if self.step == "snapshot_topic" and not self._snapshot_needs_spark(context):
+            # A small window is read by this process (recon.engine.snapshot_needs_spark): no
+            # JVM, no Spark Connect session for it.
+            _step_in_process(self, context, spark=None)
+            return
         remote = settings.spark_remote()
         if remote:
             # As under spark-submit, the step's outcome is in the results, not in XCom.
@@ -249,6 +257,20 @@ class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
             # The counts are the child's: read from what it committed, through Airflow.
             use_airflow_connections()
             emit_stored_run_metrics(cfg, context["run_id"], self.log)
+
+    def _snapshot_needs_spark(self, context: Any) -> bool:
+        from recon import engine
+        from recon.errors import ReconError, ServiceUnavailable
+        from recon_airflow.hooks import use_airflow_connections
+
+        use_airflow_connections()
+        try:
+            cfg = _load(self.pipeline, self.pipelines_file)
+            return engine.snapshot_needs_spark(cfg, context["run_id"])
+        except ServiceUnavailable as exc:
+            raise AirflowException(str(exc)) from None
+        except ReconError as exc:
+            raise AirflowFailException(str(exc)) from None
 
     def _step_on_server(self, context: Any, remote: str) -> None:
         """The step in this process as a client of the Spark Connect server at ``remote``: a

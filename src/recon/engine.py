@@ -4,7 +4,8 @@
    stored in ``recon.offset_snapshots`` / ``recon.runs``. A run id that already has a snapshot
    keeps it, so a retry reads exactly the same window, unless it never committed and another
    run committed since: then it takes a fresh one.
-2. :func:`snapshot_topic`: Spark reads the window (read_committed) and the pending records,
+2. :func:`snapshot_topic`: Spark reads the window (read_committed) and the pending records (the
+   driver reads a small window: ``recon.engines.spark_run.reads_on_driver``),
    extracts messageIds, writes Parquet under ``<data dir>/windows/<pipeline>/<run id>/``.
 3. :func:`reconcile_run`: window + the run's sink rows + the ledger version the run started from
    -> verdicts; a read_uncommitted pass only when phantoms appear; a new ledger version (the run's
@@ -82,7 +83,8 @@ def engine_for(cfg: PipelineConfig, spark: SparkSession | None) -> EngineSteps:
     by the engine (:func:`needs_spark`).
 
     :param spark: the Spark engine's session (None for ``engine: local``, which needs none and
-        never touches Spark: its validation reads the results Parquet into pandas).
+        never touches Spark: its validation reads the results Parquet into pandas; and for the
+        Spark engine's step 2 when :func:`snapshot_needs_spark` says it needs none).
     """
     if not needs_spark(cfg):
         from recon.engines import local_run as local_engine
@@ -93,12 +95,33 @@ def engine_for(cfg: PipelineConfig, spark: SparkSession | None) -> EngineSteps:
         )
     from recon.engines import spark_run
 
-    assert spark is not None, "the Spark engine needs a SparkSession"
+    if spark is None:
+        # Only step 2 of a window read on the driver runs without one (snapshot_needs_spark).
+        return EngineSteps(
+            functools.partial(spark_run.snapshot_topic, spark=None), _needs_session, _needs_session
+        )
     return EngineSteps(
         functools.partial(spark_run.snapshot_topic, spark=spark),
         functools.partial(spark_run.reconcile_run, spark=spark),
         functools.partial(_validate_on_spark, spark=spark),
     )
+
+
+def _needs_session(cfg: PipelineConfig, *args: Any, **kwargs: Any) -> Any:
+    raise ValueError(f"pipeline '{cfg.name}': the Spark engine needs a SparkSession")
+
+
+def snapshot_needs_spark(cfg: PipelineConfig, run_id: str, *, data_dir: str | None = None) -> bool:
+    """Whether step 2 of the run needs a SparkSession: the Spark engine's does, unless the
+    window is read on the driver (``recon.engines.spark_run.reads_on_driver``); a caller that
+    would start one for it (an Airflow task) then starts none.
+    """
+    if not needs_spark(cfg):
+        return False
+    from recon.engines import spark_run
+
+    record = require_record(cfg, run_id)
+    return not spark_run.reads_on_driver(record, data_dir or default_data_dir())
 
 
 # --- step 1 -------------------------------------------------------------------------------------

@@ -63,6 +63,13 @@ RECON_SPARK_REMOTE             unset: a Spark of its own      a Spark Connect se
                                                               (``scripts/spark-connect.sh``;
                                                               env.sh: the project's server;
                                                               empty: a Spark of its own)
+RECON_SPARK_DRIVER_READ        ``250000``                     a Spark engine's window of at most
+                                                              this many offsets is read by the
+                                                              driver on a thread (the local
+                                                              engine's reader), not by Spark tasks,
+                                                              when its data directory is on the
+                                                              driver's machine; ``0``: always by
+                                                              Spark tasks
 RECON_SPARK_POOL               ``default_pool``               the Airflow pool of the Spark steps
                                                               (env.sh: ``recon_spark``)
 RECON_LOCAL_READERS            one per core                   Kafka reader processes of the local
@@ -106,6 +113,7 @@ RECON_SPARK_JAVA_OPTIONS = "RECON_SPARK_JAVA_OPTIONS"
 RECON_SPARK_CLASS_ARCHIVE = "RECON_SPARK_CLASS_ARCHIVE"
 RECON_SPARK_POOL = "RECON_SPARK_POOL"
 RECON_SPARK_REMOTE = "RECON_SPARK_REMOTE"
+RECON_SPARK_DRIVER_READ = "RECON_SPARK_DRIVER_READ"
 RECON_LOCAL_READERS = "RECON_LOCAL_READERS"
 RECON_LOCAL_MEMORY_LIMIT = "RECON_LOCAL_MEMORY_LIMIT"
 RECON_APPLIED_BY = "RECON_APPLIED_BY"
@@ -271,6 +279,27 @@ def spark_remote() -> str | None:
     """``$RECON_SPARK_REMOTE``, else None: the Spark Connect server a run attaches to (None: the
     run starts a Spark of its own)."""
     return _set(RECON_SPARK_REMOTE)
+
+
+def spark_driver_read() -> int:
+    """``$RECON_SPARK_DRIVER_READ``, else the local engine's bound for a read on a thread
+    (``recon.read.kafka_local.pool.IN_PROCESS_OFFSETS``): the largest window, in offsets, that
+    the Spark engine's step 2 reads on the driver (``recon.engines.spark_run.reads_on_driver``).
+
+    :raises recon.errors.ConfigError: the variable is not a whole number, 0 or more.
+    """
+    configured = _set(RECON_SPARK_DRIVER_READ)
+    if not configured:
+        from recon.read.kafka_local.pool import IN_PROCESS_OFFSETS
+
+        return IN_PROCESS_OFFSETS
+    if not configured.strip().isdigit():
+        from recon.errors import ConfigError
+
+        raise ConfigError(
+            f"{RECON_SPARK_DRIVER_READ} must be a number of offsets, 0 or more, not {configured!r}"
+        )
+    return int(configured)
 
 
 def spark_pool() -> str:

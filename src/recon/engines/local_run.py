@@ -51,19 +51,17 @@ from recon.paths import (
 )
 from recon.read.kafka_local.pool import (
     Read,
-    ReaderLost,
+    collect,
     default_workers,
     read_in_process,
     read_ranges,
 )
-from recon.read.kafka_local.reader import KafkaReadFailed
 from recon.read.message_ids import write_empty_part
 from recon.read.ranges import part_ranges, window_ranges
 from recon.read.source import SourceTimes
 from recon.read.source_copy import copied_for, copy_source_rows, table_source_times
 from recon.rules.render import literal as _literal
 from recon.services import Progress, default_data_dir, noop, sink_db
-from recon.snapshot.offsets import KafkaAuthFailed
 from recon.snapshot.window import PartitionWindow
 
 PARTS = ("committed", "pending", "inflight", "sink")
@@ -82,15 +80,7 @@ def _wait(cfg: PipelineConfig, readers: Read, connection: str | None = None) -> 
 
     :param connection: the connection id they read with (default: the pipeline's topic's).
     """
-    kafka = kafka_connection(connection or cfg.kafka.connection)
-    try:
-        return readers.wait()
-    except KafkaAuthFailed as exc:
-        raise KafkaAuthFailed(kafka.failure(cfg.name, exc)) from None
-    except KafkaReadFailed as exc:
-        raise KafkaReadFailed(kafka.failure(cfg.name, exc)) from None
-    except ReaderLost as exc:
-        raise ReaderLost(f"pipeline '{cfg.name}': {exc}") from None
+    return collect(readers, cfg.name, kafka_connection(connection or cfg.kafka.connection))
 
 
 def _copy_sink(cfg: PipelineConfig, record: store.RunRecord, path: str) -> int:

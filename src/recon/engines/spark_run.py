@@ -1,8 +1,9 @@
 """Steps 2 and 3 of a run on Spark (``recon.engine`` says what each step does).
 
 :func:`snapshot_topic` reads the window's parts into Parquet with Spark tasks
-(``recon.read.kafka_spark.read_window``), while a thread of the driver copies a declared
-source's rows out of PostgreSQL (``recon.read.source_copy``);
+(``recon.read.kafka_spark.read_window``), a small one on the driver (:func:`reads_on_driver`),
+while a thread of the driver copies a declared source's rows out of PostgreSQL
+(``recon.read.source_copy``);
 :class:`SparkRunIO` is the run's IO on Spark for the one driver of step 3
 (``recon.engines.driver``): the rules run as Spark SQL (``recon.engines.spark``).
 """
@@ -11,11 +12,13 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import threading
+import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from recon import store
+from recon import settings, store
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection, postgres_connection
 from recon.ledger.versions import local_path
@@ -28,6 +31,7 @@ from recon.paths import (
     version_name,
     window_path,
 )
+from recon.read.kafka_local.pool import collect, read_ranges
 from recon.read.kafka_spark import read_window, reraise_read_failure
 from recon.read.message_ids import write_empty_part
 from recon.read.ranges import OffsetRange, part_ranges, window_ranges
@@ -61,39 +65,45 @@ def _read_records(
 def snapshot_topic(
     cfg: PipelineConfig,
     run_id: str,
-    spark: SparkSession,
+    spark: SparkSession | None,
     *,
     data_dir: str | None = None,
     progress: Progress = noop,
 ) -> dict[str, str]:
     """Read the run's window parts into Parquet (``recon.engine.snapshot_topic`` records a
-    failure on the run).
+    failure on the run): with Spark tasks, or on the driver (:func:`reads_on_driver`).
 
+    :param spark: the session; None only for a window read on the driver.
     :returns: the Parquet paths by part (``committed``, ``pending``).
     """
     record = require_record(cfg, run_id)
     data_dir = data_dir or default_data_dir()
+    on_driver = reads_on_driver(record, data_dir)
+    if spark is None and not on_driver:
+        raise ValueError(f"pipeline '{cfg.name}': Spark's tasks read this window: no session")
     copier = _SourceCopy.start(cfg, record, data_dir)
     paths = {}
     try:
         for part in PARTS:
             path = window_path(data_dir, cfg.name, run_id, part)
             ranges = part_ranges(record.windows, part)
+            isolation = "read_uncommitted" if part == "inflight" else "read_committed"
             if is_local(path) and all(r.end <= r.start for r in ranges):
                 # Nearly always the inflight part, often the pending one: a file of no rows
                 # written here costs no Spark job (step 3 plans such a part as empty); marked
                 # complete as Spark's writer marks the other parts.
                 write_empty_part(local_path(path))
                 open(os.path.join(local_path(path), "_SUCCESS"), "w").close()
-                paths[part] = path
-                continue
-            isolation = "read_uncommitted" if part == "inflight" else "read_committed"
-            records = _read_records(spark, cfg, ranges, isolation)
-            try:
-                records.write.mode("overwrite").parquet(path)
-            except Exception as exc:
-                reraise_read_failure(exc)
-                raise
+            elif on_driver:
+                _read_on_driver(cfg, ranges, isolation, local_path(path))
+            else:
+                assert spark is not None
+                records = _read_records(spark, cfg, ranges, isolation)
+                try:
+                    records.write.mode("overwrite").parquet(path)
+                except Exception as exc:
+                    reraise_read_failure(exc)
+                    raise
             paths[part] = path
     except BaseException:
         if copier is not None:
@@ -101,8 +111,47 @@ def snapshot_topic(
         raise
     copied = copier.wait() if copier is not None else None
     source = "" if copied is None else f" ({copied} source rows beside it)"
-    progress(f"run {run_id}: window written to {paths['committed']}{source}")
+    how = " (read by the driver)" if on_driver else ""
+    progress(f"run {run_id}: window written to {paths['committed']}{how}{source}")
     return paths
+
+
+def reads_on_driver(record: store.RunRecord, data_dir: str) -> bool:
+    """Whether step 2 reads the run's window on the driver with the local engine's reader
+    (``recon.read.kafka_local``) instead of Spark tasks: a window of at most
+    ``settings.spark_driver_read()`` offsets, written to the driver's own disk. Spark's Kafka
+    source pays a job per part whatever its size, and under Airflow the step then needs no
+    session: no JVM under spark-submit, no Spark Connect client (bench/engine_changes.md).
+    Both readers write the same columns; the rules read either.
+    """
+    offsets = sum(max(0, r.end - r.start) for r in window_ranges(record.windows))
+    return is_local(data_dir) and offsets <= settings.spark_driver_read()
+
+
+def _read_on_driver(
+    cfg: PipelineConfig, ranges: list[OffsetRange], isolation: str, directory: str
+) -> int:
+    """Read ``ranges`` into ``directory`` with the local engine's reader; readers of the part
+    see its old files or its new ones, never a mix."""
+    kafka = kafka_connection(cfg.kafka.connection)
+    staging = f"{directory}.tmp-{uuid.uuid4().hex[:8]}"
+    try:
+        read = read_ranges(
+            dict(kafka.config), [r for r in ranges if r.end > r.start], cfg.kafka.message_id,
+            staging, isolation_level=isolation, with_time=cfg.sink.time_column is not None,
+            payload=cfg.payload, order=cfg.order,
+        )  # fmt: skip
+        try:
+            n = collect(read, cfg.name, kafka)
+        finally:
+            read.stop()
+        open(os.path.join(staging, "_SUCCESS"), "w").close()
+        if os.path.exists(directory):
+            shutil.rmtree(directory)
+        os.rename(staging, directory)
+        return n
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 class _SourceCopy:

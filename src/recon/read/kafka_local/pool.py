@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from recon import settings
 from recon.config import MessageIdSpec, OrderSpec, PayloadSpec
+from recon.connections import KafkaConnection
 from recon.errors import ServiceUnavailable
 from recon.read.kafka_local.reader import KafkaReadFailed, read_task
 from recon.read.kafka_local.task import ReadTask, order_json, payload_json
@@ -79,6 +80,22 @@ class Read(Protocol):
     def stop(self) -> None:
         """End what is still reading (after another part failed, or on interruption)."""
         ...
+
+
+def collect(read: Read, pipeline: str, kafka: KafkaConnection) -> int:
+    """``read``'s record count; its failures name the pipeline and the connection it read with.
+
+    :param pipeline: the pipeline's name.
+    :param kafka: the connection the read used (its id, never its secrets, in the message).
+    """
+    try:
+        return read.wait()
+    except KafkaAuthFailed as exc:
+        raise KafkaAuthFailed(kafka.failure(pipeline, exc)) from None
+    except KafkaReadFailed as exc:
+        raise KafkaReadFailed(kafka.failure(pipeline, exc)) from None
+    except ReaderLost as exc:
+        raise ReaderLost(f"pipeline '{pipeline}': {exc}") from None
 
 
 class InProcessRead:
