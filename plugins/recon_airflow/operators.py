@@ -17,6 +17,7 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from recon import settings
+from recon.engines import DRIVER_STEPS
 
 SPARK_STEPS = ("snapshot_topic", "reconcile", "validate")
 
@@ -129,9 +130,9 @@ class LocalStepOperator(_StepLineage, BaseOperator):
 
 def _step_in_process(op: Any, context: Any, spark: Any) -> dict[str, Any]:
     """Step ``op.step`` of ``op.pipeline``'s run in the task's own process, on ``spark`` (None:
-    the local engine, or a Spark engine's window read on the driver; else a Spark Connect
-    session): the connections through Airflow, a user's
-    mistake failing the task without retries, a service that is down failing it for a retry.
+    the local engine, or a Spark engine's step that needs none; else a Spark Connect session):
+    the connections through Airflow, a user's mistake failing the task without retries, a
+    service that is down failing it for a retry.
     ``validate`` fails the task when the run broke its contract."""
     from recon import engine
     from recon.errors import ReconError, ServiceUnavailable
@@ -170,9 +171,9 @@ class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
     """One Spark step of a run (``snapshot_topic``, ``reconcile`` or ``validate``) under
     spark-submit, on the master of the Spark connection (``local[*]`` or ``spark://host:port``);
     or, when ``RECON_SPARK_REMOTE`` names a Spark Connect server as the task runs, in the task's
-    own process as that server's client (no JVM, no spark-submit). A ``snapshot_topic`` whose
-    window the driver reads (``recon.engine.snapshot_needs_spark``) runs in the task's own
-    process without Spark.
+    own process as that server's client (no JVM, no spark-submit). The ``snapshot_topic`` and
+    ``validate`` of a run small enough for the driver (``recon.engine.step_needs_spark``) run in
+    the task's own process without Spark.
 
     The child process cannot ask Airflow for connections: the ones it needs are resolved here
     and handed over as ``AIRFLOW_CONN_*`` variables (Airflow masks their secrets in logs).
@@ -225,9 +226,9 @@ class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
         self.results_conn_id = results_conn_id
 
     def execute(self, context: Any) -> None:
-        if self.step == "snapshot_topic" and not self._snapshot_needs_spark(context):
-            # A small window is read by this process (recon.engine.snapshot_needs_spark): no
-            # JVM, no Spark Connect session for it.
+        if self.step in DRIVER_STEPS and not self._needs_spark(context):
+            # A small run's window and results are read by this process
+            # (recon.engine.step_needs_spark): no JVM, no Spark Connect session for the step.
             _step_in_process(self, context, spark=None)
             return
         remote = settings.spark_remote()
@@ -258,7 +259,7 @@ class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
             use_airflow_connections()
             emit_stored_run_metrics(cfg, context["run_id"], self.log)
 
-    def _snapshot_needs_spark(self, context: Any) -> bool:
+    def _needs_spark(self, context: Any) -> bool:
         from recon import engine
         from recon.errors import ReconError, ServiceUnavailable
         from recon_airflow.hooks import use_airflow_connections
@@ -266,7 +267,7 @@ class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
         use_airflow_connections()
         try:
             cfg = _load(self.pipeline, self.pipelines_file)
-            return engine.snapshot_needs_spark(cfg, context["run_id"])
+            return engine.step_needs_spark(cfg, context["run_id"], self.step)
         except ServiceUnavailable as exc:
             raise AirflowException(str(exc)) from None
         except ReconError as exc:

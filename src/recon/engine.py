@@ -14,7 +14,8 @@
 
 Steps 2 and 3 and the validation belong to the pipeline's engine, chosen here and nowhere else
 (:func:`engine_for`, by :func:`needs_spark`): ``recon.engines.spark_run`` (Spark; Great
-Expectations on Spark) or ``recon.engines.local_run`` (DuckDB; Great Expectations on pandas; no
+Expectations on Spark; the driver reads a small run's window and validates its results itself:
+:func:`step_needs_spark`) or ``recon.engines.local_run`` (DuckDB; Great Expectations on pandas; no
 JVM).
 Step 3 is one driver for both (``recon.engines.driver``): an engine gives it only its IO.
 What both share lives in ``recon.services`` (connections, paths) and ``recon.outcome`` (the
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from recon import store
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection
+from recon.engines import DRIVER_STEPS as DRIVER_STEPS
 from recon.engines import needs_spark as needs_spark
 from recon.errors import first_line
 
@@ -72,19 +74,13 @@ class EngineSteps(NamedTuple):
     validate: Callable[[PipelineConfig, str, str], Any]
 
 
-def _validate_on_spark(cfg: PipelineConfig, run_id: str, path: str, *, spark: SparkSession) -> Any:
-    from recon.validation import validate_run
-
-    return validate_run(spark, spark.read.parquet(path), cfg, run_id)
-
-
 def engine_for(cfg: PipelineConfig, spark: SparkSession | None) -> EngineSteps:
     """Steps 2 and 3 and the validation of the pipeline's engine: the one place that chooses
     by the engine (:func:`needs_spark`).
 
     :param spark: the Spark engine's session (None for ``engine: local``, which needs none and
         never touches Spark: its validation reads the results Parquet into pandas; and for the
-        Spark engine's step 2 when :func:`snapshot_needs_spark` says it needs none).
+        Spark engine's steps that :func:`step_needs_spark` says need none).
     """
     if not needs_spark(cfg):
         from recon.engines import local_run as local_engine
@@ -95,29 +91,32 @@ def engine_for(cfg: PipelineConfig, spark: SparkSession | None) -> EngineSteps:
         )
     from recon.engines import spark_run
 
-    if spark is None:
-        # Only step 2 of a window read on the driver runs without one (snapshot_needs_spark).
-        return EngineSteps(
-            functools.partial(spark_run.snapshot_topic, spark=None), _needs_session, _needs_session
-        )
+    reconcile: Callable[..., RunSummary] = _needs_session
+    if spark is not None:
+        reconcile = functools.partial(spark_run.reconcile_run, spark=spark)
     return EngineSteps(
         functools.partial(spark_run.snapshot_topic, spark=spark),
-        functools.partial(spark_run.reconcile_run, spark=spark),
-        functools.partial(_validate_on_spark, spark=spark),
+        reconcile,
+        functools.partial(spark_run.validate, spark=spark),
     )
 
 
 def _needs_session(cfg: PipelineConfig, *args: Any, **kwargs: Any) -> Any:
-    raise ValueError(f"pipeline '{cfg.name}': the Spark engine needs a SparkSession")
+    raise ValueError(f"pipeline '{cfg.name}': the Spark engine's reconcile needs a SparkSession")
 
 
-def snapshot_needs_spark(cfg: PipelineConfig, run_id: str, *, data_dir: str | None = None) -> bool:
-    """Whether step 2 of the run needs a SparkSession: the Spark engine's does, unless the
-    window is read on the driver (``recon.engines.spark_run.reads_on_driver``); a caller that
-    would start one for it (an Airflow task) then starts none.
+def step_needs_spark(
+    cfg: PipelineConfig, run_id: str, step: str, *, data_dir: str | None = None
+) -> bool:
+    """Whether ``step`` of the run (``snapshot_topic``, ``reconcile`` or ``validate``) needs a
+    SparkSession: every step of the Spark engine does, except that the driver reads a small
+    run's window and validates its results itself (``recon.engines.spark_run.reads_on_driver``);
+    a caller that would start one for the step (an Airflow task) then starts none.
     """
     if not needs_spark(cfg):
         return False
+    if step not in DRIVER_STEPS:
+        return True
     from recon.engines import spark_run
 
     record = require_record(cfg, run_id)

@@ -281,18 +281,16 @@ def spark_remote() -> str | None:
     return _set(RECON_SPARK_REMOTE)
 
 
-def spark_driver_read() -> int:
-    """``$RECON_SPARK_DRIVER_READ``, else the local engine's bound for a read on a thread
-    (``recon.read.kafka_local.pool.IN_PROCESS_OFFSETS``): the largest window, in offsets, that
-    the Spark engine's step 2 reads on the driver (``recon.engines.spark_run.reads_on_driver``).
+def spark_driver_read() -> int | None:
+    """``$RECON_SPARK_DRIVER_READ``, else None (the local engine's bound for a read on a thread,
+    ``recon.read.kafka_local.pool.IN_PROCESS_OFFSETS``): the largest window, in offsets, whose
+    run the Spark engine's driver reads itself (``recon.engines.spark_run.reads_on_driver``).
 
     :raises recon.errors.ConfigError: the variable is not a whole number, 0 or more.
     """
     configured = _set(RECON_SPARK_DRIVER_READ)
     if not configured:
-        from recon.read.kafka_local.pool import IN_PROCESS_OFFSETS
-
-        return IN_PROCESS_OFFSETS
+        return None
     if not configured.strip().isdigit():
         from recon.errors import ConfigError
 

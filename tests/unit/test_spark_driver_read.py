@@ -1,7 +1,8 @@
-"""Which windows the Spark engine's step 2 reads on the driver (``RECON_SPARK_DRIVER_READ``,
-``recon.engines.spark_run.reads_on_driver``), and the Airflow task that then starts no Spark:
-no spark-submit, no Spark Connect session. That both readers give the same verdicts is checked
-on the real stack (tests/integration/test_engine_vs_workload.py, ``spark`` and ``spark-tasks``).
+"""Which runs the Spark engine's driver reads itself, their window (step 2) and their results
+(the validation): ``RECON_SPARK_DRIVER_READ``, ``recon.engines.spark_run.reads_on_driver``; and
+the Airflow task that then starts no Spark: no spark-submit, no Spark Connect session. That both
+readers give the same verdicts is checked on the real stack
+(tests/integration/test_engine_vs_workload.py, ``spark`` and ``spark-tasks``).
 """
 
 from __future__ import annotations
@@ -42,12 +43,16 @@ def _record(*sizes: int) -> RunRecord:
 
 
 def test_the_bound_defaults_to_the_local_engines_read_on_a_thread(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
-    monkeypatch.delenv("RECON_SPARK_DRIVER_READ", raising=False)
-    assert settings.spark_driver_read() == IN_PROCESS_OFFSETS
-    monkeypatch.setenv("RECON_SPARK_DRIVER_READ", "")
-    assert settings.spark_driver_read() == IN_PROCESS_OFFSETS
+    for unset in (None, ""):
+        if unset is None:
+            monkeypatch.delenv("RECON_SPARK_DRIVER_READ", raising=False)
+        else:
+            monkeypatch.setenv("RECON_SPARK_DRIVER_READ", unset)
+        assert settings.spark_driver_read() is None
+        assert reads_on_driver(_record(IN_PROCESS_OFFSETS), str(tmp_path))
+        assert not reads_on_driver(_record(IN_PROCESS_OFFSETS, 1), str(tmp_path))
     monkeypatch.setenv("RECON_SPARK_DRIVER_READ", "0")
     assert settings.spark_driver_read() == 0
 
@@ -77,14 +82,37 @@ def test_a_window_up_to_the_bound_is_read_on_the_driver_and_one_past_it_by_spark
 
 
 _PIPELINE = SimpleNamespace(
-    name="p1", kafka=SimpleNamespace(connection="kafka_default"),
+    name="p1", engine="spark", kafka=SimpleNamespace(connection="kafka_default"),
     sink=SimpleNamespace(connection="postgres_sink"),
 )  # fmt: skip
 
 
+def test_reconcile_always_needs_spark_the_others_only_for_a_large_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    import recon.engine
+
+    monkeypatch.setenv("RECON_SPARK_DRIVER_READ", "100")
+    records = {"small": _record(100), "large": _record(101)}
+    monkeypatch.setattr(recon.engine, "require_record", lambda cfg, run_id: records[run_id])
+    needs = {
+        (run, step): recon.engine.step_needs_spark(_PIPELINE, run, step, data_dir=str(tmp_path))
+        for run in records
+        for step in ("snapshot_topic", "reconcile", "validate")
+    }
+    assert needs == {
+        ("small", "snapshot_topic"): False, ("small", "reconcile"): True,
+        ("small", "validate"): False, ("large", "snapshot_topic"): True,
+        ("large", "reconcile"): True, ("large", "validate"): True,
+    }  # fmt: skip
+    local = SimpleNamespace(**{**vars(_PIPELINE), "engine": "local"})
+    assert not recon.engine.step_needs_spark(local, "large", "reconcile")
+
+
 @pytest.mark.parametrize("remote", ["", "sc://localhost:23999"])
-def test_a_snapshot_the_driver_reads_runs_in_the_task_without_spark(
-    monkeypatch: pytest.MonkeyPatch, remote: str
+@pytest.mark.parametrize("step", ["snapshot_topic", "validate"])
+def test_a_step_the_driver_does_runs_in_the_task_without_spark(
+    monkeypatch: pytest.MonkeyPatch, remote: str, step: str
 ) -> None:
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
@@ -98,7 +126,13 @@ def test_a_snapshot_the_driver_reads_runs_in_the_task_without_spark(
     monkeypatch.setattr(operators, "_load", lambda *_: _PIPELINE)
     monkeypatch.setattr(recon_airflow.hooks, "connections_env", lambda ids: {})
     needs: list[bool] = []
-    monkeypatch.setattr(recon.engine, "snapshot_needs_spark", lambda cfg, run_id: needs[0])
+    asked: list[str] = []
+
+    def step_needs_spark(cfg: Any, run_id: str, name: str) -> bool:
+        asked.append(name)
+        return needs[0]
+
+    monkeypatch.setattr(recon.engine, "step_needs_spark", step_needs_spark)
     steps: list[Any] = []
     monkeypatch.setattr(operators, "_step_in_process", lambda op, ctx, spark: steps.append(spark))
 
@@ -107,11 +141,11 @@ def test_a_snapshot_the_driver_reads_runs_in_the_task_without_spark(
 
     monkeypatch.setattr(recon.spark, "remote_session", no_spark)
     monkeypatch.setattr(SparkSubmitOperator, "execute", no_spark)
-    op = operators.ReconSparkSubmitOperator(task_id="t", pipeline="p1", step="snapshot_topic")
+    op = operators.ReconSparkSubmitOperator(task_id="t", pipeline="p1", step=step)
     needs.append(False)
     op.execute({"run_id": RUN_ID})
-    assert steps == [None]
-    # A window Spark reads: the task starts its Spark as before.
+    assert steps == [None] and asked == [step]
+    # A run Spark reads: the task starts its Spark as before.
     needs[0] = True
     with pytest.raises(AssertionError, match="a Spark was started"):
         op.execute({"run_id": RUN_ID})

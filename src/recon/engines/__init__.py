@@ -23,6 +23,11 @@ if TYPE_CHECKING:
     from recon.config import PipelineConfig
 
 
+#: The Spark engine's steps that its driver does itself for a small run, without Spark
+#: (``recon.engine.step_needs_spark``); ``reconcile`` always runs the rules on Spark.
+DRIVER_STEPS = ("snapshot_topic", "validate")
+
+
 def needs_spark(cfg: PipelineConfig) -> bool:
     """Whether the pipeline's engine runs on Spark (``engine: spark``, the default) rather than
     in the calling process without a JVM (``engine: local``: DuckDB and pandas).

@@ -31,7 +31,7 @@ from recon.paths import (
     version_name,
     window_path,
 )
-from recon.read.kafka_local.pool import collect, read_ranges
+from recon.read.kafka_local.pool import IN_PROCESS_OFFSETS, collect, read_ranges
 from recon.read.kafka_spark import read_window, reraise_read_failure
 from recon.read.message_ids import write_empty_part
 from recon.read.ranges import OffsetRange, part_ranges, window_ranges
@@ -116,16 +116,34 @@ def snapshot_topic(
     return paths
 
 
-def reads_on_driver(record: store.RunRecord, data_dir: str) -> bool:
-    """Whether step 2 reads the run's window on the driver with the local engine's reader
-    (``recon.read.kafka_local``) instead of Spark tasks: a window of at most
-    ``settings.spark_driver_read()`` offsets, written to the driver's own disk. Spark's Kafka
-    source pays a job per part whatever its size, and under Airflow the step then needs no
-    session: no JVM under spark-submit, no Spark Connect client (bench/engine_changes.md).
-    Both readers write the same columns; the rules read either.
+def reads_on_driver(record: store.RunRecord, where: str) -> bool:
+    """Whether the driver reads the run's window (step 2: the local engine's reader,
+    ``recon.read.kafka_local``, instead of Spark tasks) and its results (the validation: pandas,
+    as for ``engine: local``) itself: a window of at most ``settings.spark_driver_read()``
+    offsets (default: ``IN_PROCESS_OFFSETS``) whose files (``where``: the data folder, or a file
+    in it) are on the driver's own disk. Spark pays a job per part or metric whatever its size,
+    and under Airflow those steps then need no session: no JVM under spark-submit, no Spark
+    Connect client (bench/engine_changes.md). Both readers write the same columns, and the
+    suites run alike on both (tests/unit/test_suites.py); the rules still run on Spark.
     """
     offsets = sum(max(0, r.end - r.start) for r in window_ranges(record.windows))
-    return is_local(data_dir) and offsets <= settings.spark_driver_read()
+    bound = settings.spark_driver_read()
+    return is_local(where) and offsets <= (IN_PROCESS_OFFSETS if bound is None else bound)
+
+
+def validate(cfg: PipelineConfig, run_id: str, path: str, *, spark: SparkSession | None) -> Any:
+    """Validate the run's results Parquet at ``path`` with the pipeline's suite: on Spark, or
+    on pandas for a run whose files the driver reads (:func:`reads_on_driver`).
+
+    :returns: the ``recon.validation.ValidationOutcome``.
+    """
+    from recon.validation import validate_results_file, validate_run
+
+    if reads_on_driver(require_record(cfg, run_id), path):
+        return validate_results_file(cfg, run_id, path)
+    if spark is None:
+        raise ValueError(f"pipeline '{cfg.name}': Spark validates this run: no session")
+    return validate_run(spark, spark.read.parquet(path), cfg, run_id)
 
 
 def _read_on_driver(
