@@ -63,13 +63,13 @@ RECON_SPARK_REMOTE             unset: a Spark of its own      a Spark Connect se
                                                               (``scripts/spark-connect.sh``;
                                                               env.sh: the project's server;
                                                               empty: a Spark of its own)
-RECON_SPARK_DRIVER_READ        ``250000``                     a Spark engine's window of at most
-                                                              this many offsets is read by the
-                                                              driver on a thread (the local
-                                                              engine's reader), not by Spark tasks,
-                                                              when its data directory is on the
-                                                              driver's machine; ``0``: always by
-                                                              Spark tasks
+RECON_SPARK_DRIVER_READ        ``250000``                     a Spark engine's run whose window
+                                                              holds at most this many offsets,
+                                                              its data directory on the driver's
+                                                              machine, is read by the driver (the
+                                                              local engine's reader) and validated
+                                                              on pandas, not by Spark tasks; ``0``:
+                                                              no run with records
 RECON_SPARK_POOL               ``default_pool``               the Airflow pool of the Spark steps
                                                               (env.sh: ``recon_spark``)
 RECON_LOCAL_READERS            one per core                   Kafka reader processes of the local
