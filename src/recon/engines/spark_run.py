@@ -31,7 +31,7 @@ from recon.paths import (
     version_name,
     window_path,
 )
-from recon.read.kafka_local.pool import IN_PROCESS_OFFSETS, collect, read_ranges
+from recon.read.kafka_local.pool import IN_PROCESS_OFFSETS, collect, offsets_in, read_ranges
 from recon.read.kafka_spark import read_window, reraise_read_failure
 from recon.read.message_ids import write_empty_part
 from recon.read.ranges import OffsetRange, part_ranges, window_ranges
@@ -126,8 +126,8 @@ def reads_on_driver(record: store.RunRecord, where: str) -> bool:
     Connect client (bench/engine_changes.md). Both readers write the same columns, and the
     suites run alike on both (tests/unit/test_suites.py); the rules still run on Spark.
     """
-    offsets = sum(max(0, r.end - r.start) for r in window_ranges(record.windows))
     bound = settings.spark_driver_read()
+    offsets = offsets_in(window_ranges(record.windows))
     return is_local(where) and offsets <= (IN_PROCESS_OFFSETS if bound is None else bound)
 
 

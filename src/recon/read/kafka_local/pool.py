@@ -51,9 +51,14 @@ def spread(ranges: Sequence[OffsetRange], workers: int) -> list[list[OffsetRange
     return [g for g in groups if g]
 
 
+def offsets_in(ranges: Sequence[OffsetRange]) -> int:
+    """How many offsets ``ranges`` span (an empty or inverted range spans none)."""
+    return sum(max(0, r.end - r.start) for r in ranges)
+
+
 def read_in_process(ranges: Sequence[OffsetRange]) -> bool:
     """Whether :func:`read_ranges` reads ``ranges`` on a thread (a small window)."""
-    return sum(max(0, r.end - r.start) for r in ranges) <= IN_PROCESS_OFFSETS
+    return offsets_in(ranges) <= IN_PROCESS_OFFSETS
 
 
 def default_workers() -> int:
