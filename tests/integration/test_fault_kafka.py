@@ -56,6 +56,7 @@ def test_broker_killed(
     kafka_config: dict[str, str],
     pg_kwargs: dict[str, Any],
     request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The re-run and the control of a Spark window read run on the test session's Spark (no
     # driver JVM of their own), those of the offset snapshot on the local engine (below); the
@@ -68,41 +69,51 @@ def test_broker_killed(
     n = 100_000 if engine == "spark" else IN_PROCESS_OFFSETS + 50_000
     if phase == "offset_snapshot":
         n = 2_000
+    if on_spark:
+        # Spark's tasks read the window, as they read any window past the driver's bound: the
+        # driver reads one this small with the local engine's reader (its frozen read is the
+        # local variant's), in about a second, before the freeze takes hold.
+        monkeypatch.setenv("RECON_SPARK_DRIVER_READ", "0")
     with synthetic(kafka_config, pg_kwargs, n, name, control, pending=40) as s:
         pipelines = tmp_path / "pipelines.yaml"
         pipelines.write_text(s.pipelines_yaml(name, control, engine=engine))
         data = tmp_path / "data"
         window_done = data / "windows" / name / "r1" / "committed" / "_SUCCESS"
         victim = start_recon_run(pipelines, name, "r1", data)
-        if phase == "offset_snapshot":
-            # Past the pre-flight checks the run starts Spark, then takes the snapshot.
-            wait_for("Spark to start", lambda: victim.said("Spark's default log4j"), alive=victim)
-            pid = freeze_kafka()
-            try:
-                wait_for("the Spark session", lambda: victim.said("setLogLevel"), alive=victim)
-                # The run now asks a frozen broker for offsets: no snapshot can be recorded.
-                time.sleep(3)
-                assert victim.poll() is None
-                assert not snapshot_recorded(name, "r1")
-            finally:
-                kill_kafka(pid)
-        else:
-            if engine == "local":
-                # The readers fetch 300k records in about two seconds: freeze as one starts.
-                wait_for("a Kafka reader process",
-                         lambda: local_reader_pid(victim.proc.pid) is not None,
-                         alive=victim)  # fmt: skip
+        try:
+            if phase == "offset_snapshot":
+                # Past the pre-flight checks the run starts Spark, then takes the snapshot.
+                wait_for(
+                    "Spark to start", lambda: victim.said("Spark's default log4j"), alive=victim
+                )
+                pid = freeze_kafka()
+                try:
+                    wait_for("the Spark session", lambda: victim.said("setLogLevel"), alive=victim)
+                    # The run now asks a frozen broker for offsets: no snapshot can be recorded.
+                    time.sleep(3)
+                    assert victim.poll() is None
+                    assert not snapshot_recorded(name, "r1")
+                finally:
+                    kill_kafka(pid)
             else:
-                wait_for("the run's snapshot", lambda: snapshot_recorded(name, "r1"),
-                         alive=victim)  # fmt: skip
-            pid = freeze_kafka()
-            try:
-                assert not window_done.exists(), "the window was read before the broker froze"
-                time.sleep(5)
-                assert not window_done.exists()
-            finally:
-                kill_kafka(pid)
-        start_kafka()
+                if engine == "local":
+                    # The readers fetch 300k records in about two seconds: freeze as one starts.
+                    wait_for("a Kafka reader process",
+                             lambda: local_reader_pid(victim.proc.pid) is not None,
+                             alive=victim)  # fmt: skip
+                else:
+                    wait_for("the run's snapshot", lambda: snapshot_recorded(name, "r1"),
+                             alive=victim)  # fmt: skip
+                pid = freeze_kafka()
+                try:
+                    assert not window_done.exists(), "the window was read before the broker froze"
+                    time.sleep(5)
+                    assert not window_done.exists()
+                finally:
+                    kill_kafka(pid)
+        finally:
+            # Whatever failed above, the broker every later test shares comes back.
+            start_kafka()
         finished = _finished_after_fault(victim, name)
         if phase == "offset_snapshot":
             # The disturbed step is the one both engines share: the re-run and the control go
