@@ -79,7 +79,7 @@ def verdicts(results: dict[str, Any]) -> list[str]:
 
 
 def product_steps(results: dict[str, Any]) -> list[str]:
-    lines = ["| window | engine | JVM + session | offsets | topic (and, local, sink) -> Parquet "
+    lines = ["| window | engine | JVM + session | offsets | topic and sink -> Parquet "
              "| reconcile + commit |", "|---|---|---|---|---|---|"]  # fmt: skip
     for row in results.get("p1", []):
         for engine, name in ENGINES:

@@ -347,7 +347,8 @@ def _gap(results: dict[str, Any]) -> list[str]:
     lines += [
         f"The Spark engine spends {step('product', 'session'):.1f} s starting the JVM, "
         f"{step('product', 'snapshot_topic'):.1f} s turning the topic into Parquet with "
-        f"Spark tasks and {step('product', 'reconcile'):.1f} s reconciling and "
+        "Spark tasks (the sink rows copied out of PostgreSQL beside them, as the local engine's "
+        f"are) and {step('product', 'reconcile'):.1f} s reconciling and "
         "committing: Spark's local mode pays for what lets the same job run on a cluster (P4): "
         "rows serialised between operators, a shuffle to group by messageId, every step in a "
         "fresh, cold JVM.",

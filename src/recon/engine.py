@@ -5,7 +5,7 @@
    keeps it, so a retry reads exactly the same window, unless it never committed and another
    run committed since: then it takes a fresh one.
 2. :func:`snapshot_topic`: Spark reads the window (read_committed) and the pending records (the
-   driver reads a small window: ``recon.engines.spark_run.reads_on_driver``),
+   driver reads a small window: ``recon.engines.spark_snapshot.reads_on_driver``),
    extracts messageIds, writes Parquet under ``<data dir>/windows/<pipeline>/<run id>/``.
 3. :func:`reconcile_run`: window + the run's sink rows + the ledger version the run started from
    -> verdicts; a read_uncommitted pass only when phantoms appear; a new ledger version (the run's
@@ -13,7 +13,8 @@
    results, watermarks and the ledger pointer.
 
 Steps 2 and 3 and the validation belong to the pipeline's engine, chosen here and nowhere else
-(:func:`engine_for`, by :func:`needs_spark`): ``recon.engines.spark_run`` (Spark; Great
+(:func:`engine_for`, by :func:`needs_spark`): ``recon.engines.spark_snapshot`` and
+``recon.engines.spark_run`` (Spark; Great
 Expectations on Spark; the driver reads a small run's window and validates its results itself:
 :func:`step_needs_spark`) or ``recon.engines.local_run`` (DuckDB; Great Expectations on pandas; no
 JVM).
@@ -89,13 +90,13 @@ def engine_for(cfg: PipelineConfig, spark: SparkSession | None) -> EngineSteps:
         return EngineSteps(
             local_engine.snapshot_topic, local_engine.reconcile_run, validate_results_file
         )
-    from recon.engines import spark_run
+    from recon.engines import spark_run, spark_snapshot
 
     reconcile: Callable[..., RunSummary] = _needs_session
     if spark is not None:
         reconcile = functools.partial(spark_run.reconcile_run, spark=spark)
     return EngineSteps(
-        functools.partial(spark_run.snapshot_topic, spark=spark),
+        functools.partial(spark_snapshot.snapshot_topic, spark=spark),
         reconcile,
         functools.partial(spark_run.validate, spark=spark),
     )
@@ -110,17 +111,18 @@ def step_needs_spark(
 ) -> bool:
     """Whether ``step`` of the run (``snapshot_topic``, ``reconcile`` or ``validate``) needs a
     SparkSession: every step of the Spark engine does, except that the driver reads a small
-    run's window and validates its results itself (``recon.engines.spark_run.reads_on_driver``);
-    a caller that would start one for the step (an Airflow task) then starts none.
+    run's window and validates its results itself
+    (``recon.engines.spark_snapshot.reads_on_driver``); a caller that would start one for the
+    step (an Airflow task) then starts none.
     """
     if not needs_spark(cfg):
         return False
     if step not in DRIVER_STEPS:
         return True
-    from recon.engines import spark_run
+    from recon.engines import spark_snapshot
 
     record = require_record(cfg, run_id)
-    return not spark_run.reads_on_driver(record, data_dir or default_data_dir())
+    return not spark_snapshot.reads_on_driver(record, data_dir or default_data_dir())
 
 
 # --- step 1 -------------------------------------------------------------------------------------

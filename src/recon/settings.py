@@ -284,7 +284,7 @@ def spark_remote() -> str | None:
 def spark_driver_read() -> int | None:
     """``$RECON_SPARK_DRIVER_READ``, else None (the local engine's bound for a read on a thread,
     ``recon.read.kafka_local.pool.IN_PROCESS_OFFSETS``): the largest window, in offsets, whose
-    run the Spark engine's driver reads itself (``recon.engines.spark_run.reads_on_driver``).
+    run the Spark engine's driver reads itself (``recon.engines.spark_snapshot.reads_on_driver``).
 
     :raises recon.errors.ConfigError: the variable is not a whole number, 0 or more.
     """

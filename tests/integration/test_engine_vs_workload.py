@@ -29,6 +29,9 @@ from fixtures.workload_runs import query
 
 from recon.config import load_pipelines
 from recon.engine import results_db, run_pipeline, window_path
+from recon.engines import spark_run
+from recon.ledger.versions import local_path
+from recon.read.sink_copy import is_copied
 from recon.store import forget_pipeline
 from recon_workload import SCENARIOS, ScenarioResult, remove_run, run_scenario
 
@@ -64,9 +67,11 @@ RERUN_ON_SPARK = ("broken_exactly_once", "bad_records")
 #: A Spark run of a scenario costs 15-45 s of the suite's 30-minute budget.
 BOTH_ENGINES = ("at_least_once", "broken_exactly_once", "bad_records", "outbox_relay")
 #: The Spark engine reads a window this small on the driver, with the local engine's reader
-#: (``recon.engines.spark_run.reads_on_driver``); ``spark-tasks`` runs it with
-#: ``RECON_SPARK_DRIVER_READ=0``: Spark's Kafka source, as a large window is read. Each reader
-#: meets bad records; Spark's own, the aborted transactions and a source beside it.
+#: (``recon.engines.spark_snapshot.reads_on_driver``), and the sink rows from the copy step 2
+#: made (``recon.read.sink_copy``); ``spark-tasks`` runs it with ``RECON_SPARK_DRIVER_READ=0``:
+#: Spark's Kafka source, as a large window is read, and the sink rows over JDBC, as where the
+#: data directory is not on the driver's machine. Each reader meets bad records; Spark's own,
+#: the aborted transactions and a source beside it.
 SPARK_READERS = {
     "spark": ("at_least_once", "bad_records"),
     "spark-tasks": ("broken_exactly_once", "bad_records", "outbox_relay"),
@@ -162,6 +167,9 @@ def test_every_verdict_equals_the_ground_truth(
     reader = engine
     if engine == "spark-tasks":
         monkeypatch.setenv("RECON_SPARK_DRIVER_READ", "0")
+        # As on a data directory off the driver's machine (no such file system here): step 3
+        # reads the sink over JDBC, whatever step 2 copied.
+        monkeypatch.setattr(spark_run, "is_copied", lambda directory: False)
         engine = "spark"
     yaml_path = tmp_path / "pipelines.yaml"
     yaml_path.write_text(
@@ -186,6 +194,7 @@ def test_every_verdict_equals_the_ground_truth(
             assert_local_layout(data_dir, name, "run-1")
         else:
             assert _window_reader(data_dir, name) == reader
+            assert is_copied(local_path(window_path(data_dir, name, "run-1", "sink")))
         expected = expected_verdicts(pg_kwargs, truth.scenario_run)
         actual, invalid_sink_positions = actual_verdicts(
             spark, data_dir, name, "run-1", pg_kwargs, truth.sink_table

@@ -1,7 +1,8 @@
 """The sink side of ``payload`` on a real PostgreSQL: each column type travels as the text its
-kind compares (the ``COPY`` path of the local engine and the JDBC path of the Spark engine read
-the same lists), the kinds come from the catalog, and a column no kind fits is refused naming the
-pipeline and the column."""
+kind compares (the ``COPY`` path both engines read where the data directory is local, as DuckDB
+and as Spark read it, and the JDBC path of the Spark engine elsewhere give the same rows), the
+kinds come from the catalog, and a column no kind fits is refused naming the pipeline and the
+column."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from recon.connections import postgres_connection
 from recon.errors import SinkTableError
 from recon.read.sink import inspect_sink, read_sink_rows, sink_query
 from recon.read.sink_arrow import copy_sink_rows, sink_rows_sql
+from recon.read.sink_copy import ROWS_FILE, read_sink_copy
 
 pytestmark = pytest.mark.integration
 
@@ -89,6 +91,29 @@ def test_copy_and_jdbc_read_the_same_texts(
     frame = read_sink_rows(spark, postgres_connection("postgres_sink"), query, None, None)
     read = {r["message_id"]: r["payload"] for r in frame.collect()}
     assert read == copied
+
+
+def test_spark_reads_the_copy_as_it_reads_jdbc(
+    table: str, pg_kwargs: dict[str, Any], tmp_path: Path, spark: Any
+) -> None:
+    """Every column the rules read, with a time, compared fields and an upsert's order declared:
+    the Spark engine's read of step 2's copy (``recon.read.sink_copy``) and its JDBC read."""
+    order = OrderSpec(MessageIdSpec("key"), "note", "pos")
+    spec = SinkSpec("postgres_sink", table, "message_id", time_column="at")
+    with psycopg2.connect(**pg_kwargs) as pg:
+        inspected = inspect_sink(pg, spec, "p", FIELDS, order)
+        (tmp_path / "copy").mkdir()
+        copy_sink_rows(pg, spec, inspected, None, str(tmp_path / "copy" / ROWS_FILE), FIELDS, order)
+        query = sink_query(pg, spec, inspected, None, FIELDS, order)
+    columns = ["sink_key", "message_id", "sink_time", "payload", "order_key", "order_position"]
+    copied = read_sink_copy(spark, str(tmp_path / "copy")).select(*columns)
+    jdbc = read_sink_rows(spark, postgres_connection("postgres_sink"), query, None, None)
+    types = [(f.name, f.dataType) for f in copied.schema]
+    assert types == [(f.name, f.dataType) for f in jdbc.select(*columns).schema]
+    read = {r["message_id"]: r.asDict() for r in copied.collect()}
+    assert read == {r["message_id"]: r.asDict() for r in jdbc.select(*columns).collect()}
+    assert read["m1"]["payload"] == EXPECTED
+    assert (read["m1"]["order_key"], read["m1"]["order_position"]) == ("it's", 41)
 
 
 @pytest.mark.parametrize("column", ["at", "naive"])

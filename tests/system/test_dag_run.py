@@ -104,7 +104,7 @@ def test_dags_test_runs_every_task_and_commits_the_verdicts(
             output = _dags_test(name, env)
             assert ("Spark-Submit cmd" in output) == (engine == "spark")
         # 150 messages: the Spark engine's snapshot_topic and validate tasks read the window and
-        # the results themselves, starting no Spark (recon.engines.spark_run.reads_on_driver).
+        # the results themselves, starting no Spark (recon.engines.spark_snapshot.reads_on_driver).
         assert ("(read by the driver)" in output) == (engine == "spark")
 
         kwargs = postgres_connection("postgres_recon").psycopg2_kwargs()

@@ -1,5 +1,5 @@
 """Which runs the Spark engine's driver reads itself, their window (step 2) and their results
-(the validation): ``RECON_SPARK_DRIVER_READ``, ``recon.engines.spark_run.reads_on_driver``; and
+(the validation): ``RECON_SPARK_DRIVER_READ``, ``recon.engines.spark_snapshot.reads_on_driver``; and
 the Airflow task that then starts no Spark: no spark-submit, no Spark Connect session. That both
 readers give the same verdicts is checked on the real stack
 (tests/integration/test_engine_vs_workload.py, ``spark`` and ``spark-tasks``).
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from recon import settings
-from recon.engines.spark_run import reads_on_driver
+from recon.engines.spark_snapshot import reads_on_driver
 from recon.errors import ConfigError
 from recon.read.kafka_local.pool import IN_PROCESS_OFFSETS
 from recon.snapshot.window import PartitionWindow

@@ -6,8 +6,9 @@ under the rules' names, runs each rule statement, and hands its outputs on.
 * :mod:`recon.engines.driver` is step 3 of a run, one driver for both engines: an engine gives
   it only its IO;
 * :mod:`recon.engines.spark` and :mod:`recon.engines.duckdb` run the rules;
-* :mod:`recon.engines.spark_run` is a run's IO on Spark, :mod:`recon.engines.local_run` on one
-  machine without a JVM (``engine: local``: confluent-kafka readers, ``COPY``, DuckDB);
+* :mod:`recon.engines.spark_snapshot` is step 2 on Spark, :mod:`recon.engines.spark_run` a run's
+  IO on Spark; :mod:`recon.engines.local_run` is both on one machine without a JVM
+  (``engine: local``: confluent-kafka readers, ``COPY``, DuckDB);
 * :mod:`recon.engines.pending` carries the messages the base run left ``pending`` into a run.
 
 :func:`needs_spark` is the one test of ``cfg.engine``: ``recon.engine`` picks the steps and the

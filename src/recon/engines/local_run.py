@@ -58,10 +58,11 @@ from recon.read.kafka_local.pool import (
 )
 from recon.read.message_ids import write_empty_part
 from recon.read.ranges import part_ranges, window_ranges
+from recon.read.sink_copy import copy_sink_rows_for_run
 from recon.read.source import SourceTimes
 from recon.read.source_copy import copied_for, copy_source_rows, table_source_times
 from recon.rules.render import literal as _literal
-from recon.services import Progress, default_data_dir, noop, sink_db
+from recon.services import Progress, default_data_dir, noop
 from recon.snapshot.window import PartitionWindow
 
 PARTS = ("committed", "pending", "inflight", "sink")
@@ -81,22 +82,6 @@ def _wait(cfg: PipelineConfig, readers: Read, connection: str | None = None) -> 
     :param connection: the connection id they read with (default: the pipeline's topic's).
     """
     return collect(readers, cfg.name, kafka_connection(connection or cfg.kafka.connection))
-
-
-def _copy_sink(cfg: PipelineConfig, record: store.RunRecord, path: str) -> int:
-    from recon.read.sink import inspect_sink
-    from recon.read.sink_arrow import copy_sink_rows, sink_schema
-
-    with sink_db(cfg) as pg:
-        table = inspect_sink(pg, cfg.sink, cfg.name, cfg.payload, cfg.order)
-        rows = record.sink_range if cfg.sink.ingest_seq_column else None
-        if rows is not None and rows.seq_to is None:
-            import pyarrow.parquet as pq
-
-            # The table was empty at snapshot time: nothing to read for this run.
-            pq.write_table(sink_schema(len(table.payload_kinds)).empty_table(), path)
-            return 0
-        return copy_sink_rows(pg, cfg.sink, table, rows, path, cfg.payload, cfg.order)
 
 
 def snapshot_topic(
@@ -127,7 +112,7 @@ def snapshot_topic(
     how = "in this process" if in_process else f"with {workers} Kafka reader processes"
     progress(f"run {run_id}: reading {offsets} offsets {how}")
     # The sink rows (and a source's rows) stream out of PostgreSQL while the readers read Kafka.
-    copies = {"sink": functools.partial(_copy_sink, cfg, record, f"{staging}/sink/part-0.parquet")}
+    copies = {"sink": functools.partial(copy_sink_rows_for_run, cfg, record, f"{staging}/sink")}
     times = table_source_times(cfg, record)
     if times is not None:
         copies["source"] = functools.partial(copy_source_rows, cfg, times, f"{staging}/source")
@@ -143,7 +128,7 @@ def snapshot_topic(
             copy_errors.append(exc)
 
     try:
-        os.makedirs(f"{staging}/sink")
+        os.makedirs(staging)
         copiers = [threading.Thread(target=copy, args=(what,), name=f"recon-{what}-copy")
                    for what in copies]  # fmt: skip
         readers = {}

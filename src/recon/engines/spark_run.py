@@ -1,26 +1,24 @@
-"""Steps 2 and 3 of a run on Spark (``recon.engine`` says what each step does).
-
-:func:`snapshot_topic` reads the window's parts into Parquet with Spark tasks
-(``recon.read.kafka_spark.read_window``), a small one on the driver (:func:`reads_on_driver`),
-while a thread of the driver copies a declared source's rows out of PostgreSQL
-(``recon.read.source_copy``);
-:class:`SparkRunIO` is the run's IO on Spark for the one driver of step 3
-(``recon.engines.driver``): the rules run as Spark SQL (``recon.engines.spark``).
+"""Steps 3 and 4 of a run on Spark (``recon.engine`` says what each step does; step 2 is
+``recon.engines.spark_snapshot``): :class:`SparkRunIO` is the run's IO on Spark for the one
+driver of step 3 (``recon.engines.driver``): the rules run as Spark SQL
+(``recon.engines.spark``); :func:`validate` checks the results with the pipeline's suite.
 """
 
 from __future__ import annotations
 
 import functools
-import os
-import shutil
-import threading
-import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from recon import settings, store
+from recon import store
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection, postgres_connection
+from recon.engines.spark_snapshot import (
+    read_records,
+    reads_on_driver,
+    sink_copy_dir,
+    source_copy_dir,
+)
 from recon.ledger.versions import local_path
 from recon.outcome import RunSummary, require_record
 from recon.paths import (
@@ -31,104 +29,19 @@ from recon.paths import (
     version_name,
     window_path,
 )
-from recon.read.kafka_local.pool import IN_PROCESS_OFFSETS, collect, offsets_in, read_ranges
-from recon.read.kafka_spark import read_window, reraise_read_failure
-from recon.read.message_ids import write_empty_part
-from recon.read.ranges import OffsetRange, part_ranges, window_ranges
+from recon.read.kafka_spark import read_window
+from recon.read.ranges import window_ranges
 from recon.read.sink import inspect_sink, read_sink_rows, sink_query
+from recon.read.sink_copy import is_copied, read_sink_copy
 from recon.read.source import SourceTimes
-from recon.read.source_copy import ROWS_FILE, copied_for, copy_source_rows, table_source_times
-from recon.services import Progress, default_data_dir, noop, sink_db, source_db
+from recon.read.source_copy import ROWS_FILE as SOURCE_ROWS_FILE
+from recon.read.source_copy import copied_for, copy_source_rows
+from recon.services import Progress, noop, sink_db, source_db
 from recon.snapshot.window import PartitionWindow
 from recon.spark import persist
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-#: The parts step 2 reads (``recon.read.ranges.part_ranges`` says which offsets each holds).
-PARTS = ("committed", "pending", "inflight")
-
-
-def _read_records(
-    spark: SparkSession,
-    cfg: PipelineConfig,
-    ranges: list[OffsetRange],
-    isolation_level: str = "read_committed",
-) -> DataFrame:
-    return read_window(
-        spark, kafka_connection(cfg.kafka.connection), ranges, cfg.kafka.message_id,
-        isolation_level=isolation_level, with_time=cfg.sink.time_column is not None,
-        payload=cfg.payload, order=cfg.order,
-    )  # fmt: skip
-
-
-def snapshot_topic(
-    cfg: PipelineConfig,
-    run_id: str,
-    spark: SparkSession | None,
-    *,
-    data_dir: str | None = None,
-    progress: Progress = noop,
-) -> dict[str, str]:
-    """Read the run's window parts into Parquet (``recon.engine.snapshot_topic`` records a
-    failure on the run): with Spark tasks, or on the driver (:func:`reads_on_driver`).
-
-    :param spark: the session; None only for a window read on the driver.
-    :returns: the Parquet paths by part (``committed``, ``pending``).
-    """
-    record = require_record(cfg, run_id)
-    data_dir = data_dir or default_data_dir()
-    on_driver = reads_on_driver(record, data_dir)
-    if spark is None and not on_driver:
-        raise ValueError(f"pipeline '{cfg.name}': Spark's tasks read this window: no session")
-    copier = _SourceCopy.start(cfg, record, data_dir)
-    paths = {}
-    try:
-        for part in PARTS:
-            path = window_path(data_dir, cfg.name, run_id, part)
-            ranges = part_ranges(record.windows, part)
-            isolation = "read_uncommitted" if part == "inflight" else "read_committed"
-            if is_local(path) and all(r.end <= r.start for r in ranges):
-                # Nearly always the inflight part, often the pending one: a file of no rows
-                # written here costs no Spark job (step 3 plans such a part as empty); marked
-                # complete as Spark's writer marks the other parts.
-                write_empty_part(local_path(path))
-                open(os.path.join(local_path(path), "_SUCCESS"), "w").close()
-            elif on_driver:
-                _read_on_driver(cfg, ranges, isolation, local_path(path))
-            else:
-                assert spark is not None
-                records = _read_records(spark, cfg, ranges, isolation)
-                try:
-                    records.write.mode("overwrite").parquet(path)
-                except Exception as exc:
-                    reraise_read_failure(exc)
-                    raise
-            paths[part] = path
-    except BaseException:
-        if copier is not None:
-            copier.thread.join()  # the window's failure is the one reported
-        raise
-    copied = copier.wait() if copier is not None else None
-    source = "" if copied is None else f" ({copied} source rows beside it)"
-    how = " (read by the driver)" if on_driver else ""
-    progress(f"run {run_id}: window written to {paths['committed']}{how}{source}")
-    return paths
-
-
-def reads_on_driver(record: store.RunRecord, where: str) -> bool:
-    """Whether the driver reads the run's window (step 2: the local engine's reader,
-    ``recon.read.kafka_local``, instead of Spark tasks) and its results (the validation: pandas,
-    as for ``engine: local``) itself: a window of at most ``settings.spark_driver_read()``
-    offsets (default: ``IN_PROCESS_OFFSETS``) whose files (``where``: the data folder, or a file
-    in it) are on the driver's own disk. Spark pays a job per part or metric whatever its size,
-    and under Airflow those steps then need no session: no JVM under spark-submit, no Spark
-    Connect client (bench/engine_changes.md). Both readers write the same columns, and the
-    suites run alike on both (tests/unit/test_suites.py); the rules still run on Spark.
-    """
-    bound = settings.spark_driver_read()
-    offsets = offsets_in(window_ranges(record.windows))
-    return is_local(where) and offsets <= (IN_PROCESS_OFFSETS if bound is None else bound)
 
 
 def validate(cfg: PipelineConfig, run_id: str, path: str, *, spark: SparkSession | None) -> Any:
@@ -146,68 +59,6 @@ def validate(cfg: PipelineConfig, run_id: str, path: str, *, spark: SparkSession
     return validate_run(spark, spark.read.parquet(path), cfg, run_id)
 
 
-def _read_on_driver(
-    cfg: PipelineConfig, ranges: list[OffsetRange], isolation: str, directory: str
-) -> int:
-    """Read ``ranges`` into ``directory`` with the local engine's reader; readers of the part
-    see its old files or its new ones, never a mix."""
-    kafka = kafka_connection(cfg.kafka.connection)
-    staging = f"{directory}.tmp-{uuid.uuid4().hex[:8]}"
-    try:
-        read = read_ranges(
-            dict(kafka.config), [r for r in ranges if r.end > r.start], cfg.kafka.message_id,
-            staging, isolation_level=isolation, with_time=cfg.sink.time_column is not None,
-            payload=cfg.payload, order=cfg.order,
-        )  # fmt: skip
-        try:
-            n = collect(read, cfg.name, kafka)
-        finally:
-            read.stop()
-        open(os.path.join(staging, "_SUCCESS"), "w").close()
-        if os.path.exists(directory):
-            shutil.rmtree(directory)
-        os.rename(staging, directory)
-        return n
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
-class _SourceCopy:
-    """A declared source's rows for the run copied into Parquet (``recon.read.source_copy``)
-    by a thread of the driver while Spark's tasks read the window; on a data directory that is
-    not on this machine, none: step 3 reads the source over JDBC."""
-
-    def __init__(self, cfg: PipelineConfig, times: SourceTimes, directory: str) -> None:
-        self.copied: int | None = None
-        self.failure: BaseException | None = None
-        self.thread = threading.Thread(
-            target=self._copy, args=(cfg, times, directory), name="recon-source-copy"
-        )
-
-    @classmethod
-    def start(
-        cls, cfg: PipelineConfig, record: store.RunRecord, data_dir: str
-    ) -> _SourceCopy | None:
-        times = table_source_times(cfg, record) if is_local(data_dir) else None
-        if times is None:
-            return None
-        copy = cls(cfg, times, _source_dir(data_dir, cfg.name, record.run_id))
-        copy.thread.start()
-        return copy
-
-    def _copy(self, cfg: PipelineConfig, times: SourceTimes, directory: str) -> None:
-        try:
-            self.copied = copy_source_rows(cfg, times, directory)
-        except BaseException as exc:  # re-raised in the caller's thread
-            self.failure = exc
-
-    def wait(self) -> int | None:
-        self.thread.join()
-        if self.failure is not None:
-            raise self.failure
-        return self.copied
-
-
 def _without_rows(directory: str) -> bool:
     """Whether the Parquet files Spark wrote into ``directory`` hold no row (their footers say;
     False when there is none to ask)."""
@@ -217,10 +68,6 @@ def _without_rows(directory: str) -> bool:
 
     files = glob.glob(f"{glob.escape(directory)}/*.parquet")
     return bool(files) and all(pq.read_metadata(f).num_rows == 0 for f in files)
-
-
-def _source_dir(data_dir: str, pipeline: str, run_id: str) -> str:
-    return local_path(window_path(data_dir, pipeline, run_id, "source"))
 
 
 def _sink_rows_for_run(
@@ -282,6 +129,12 @@ class SparkRunIO:
         return self.spark.read.parquet(path)
 
     def sink_rows(self) -> DataFrame:
+        if is_local(self.data_dir):
+            directory = sink_copy_dir(self.data_dir, self.cfg.name, self.record.run_id)
+            if is_copied(directory):
+                # Parquet on this disk: read again where read twice, never cached.
+                return read_sink_copy(self.spark, directory)
+        # Over JDBC: read once.
         return self._cache(_sink_rows_for_run(self.spark, self.cfg, self.record))
 
     def source_rows(self, times: SourceTimes) -> DataFrame:
@@ -291,14 +144,14 @@ class SparkRunIO:
         if self.cfg.source.is_topic:
             return self._topic_source_rows(times)
         if is_local(self.data_dir):
-            directory = _source_dir(self.data_dir, self.cfg.name, self.record.run_id)
+            directory = source_copy_dir(self.data_dir, self.cfg.name, self.record.run_id)
             if not copied_for(directory, times):
                 # A window read before the pipeline declared its source.
                 n = copy_source_rows(self.cfg, times, directory)
                 self.progress(
                     f"run {self.record.run_id}: {n} rows of source {self.cfg.source.name}"
                 )
-            return self.spark.read.parquet(f"{directory}/{ROWS_FILE}")
+            return self.spark.read.parquet(f"{directory}/{SOURCE_ROWS_FILE}")
         with source_db(self.cfg) as pg:
             query = source_query(pg, self.cfg, times, inspect_source(pg, self.cfg))
         conn = postgres_connection(self.cfg.source.connection)
@@ -328,7 +181,7 @@ class SparkRunIO:
 
     def read_every(self, windows: list[PartitionWindow]) -> DataFrame:
         ranges = window_ranges(windows)
-        return _read_records(self.spark, self.cfg, ranges, isolation_level="read_uncommitted")
+        return read_records(self.spark, self.cfg, ranges, isolation_level="read_uncommitted")
 
     def write_version(self, base_entries: list[str], has_ledger: bool) -> str:
         from recon.ledger.versions import write_version

@@ -1,0 +1,202 @@
+"""Step 2 of a run on Spark (``recon.engine`` says what each step does): the window's parts
+read into Parquet with Spark tasks (``recon.read.kafka_spark.read_window``), a small one by the
+driver (:func:`reads_on_driver`), while threads of the driver copy the run's sink rows and a
+declared source's rows out of PostgreSQL (``recon.read.sink_copy``,
+``recon.read.source_copy``) where the data directory is on the driver's disk. Step 3 reads them
+all (``recon.engines.spark_run``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from recon import settings, store
+from recon.config import PipelineConfig
+from recon.connections import kafka_connection
+from recon.ledger.versions import local_path
+from recon.outcome import require_record
+from recon.paths import is_local, window_path
+from recon.read.kafka_local.pool import IN_PROCESS_OFFSETS, collect, offsets_in, read_ranges
+from recon.read.kafka_spark import read_window, reraise_read_failure
+from recon.read.message_ids import write_empty_part
+from recon.read.ranges import OffsetRange, part_ranges, window_ranges
+from recon.read.sink_copy import copy_sink_rows_for_run
+from recon.read.source_copy import copy_source_rows, table_source_times
+from recon.services import Progress, default_data_dir, noop
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+#: The parts step 2 reads (``recon.read.ranges.part_ranges`` says which offsets each holds).
+PARTS = ("committed", "pending", "inflight")
+
+
+def read_records(
+    spark: SparkSession,
+    cfg: PipelineConfig,
+    ranges: list[OffsetRange],
+    isolation_level: str = "read_committed",
+) -> DataFrame:
+    """The records of ``ranges`` of the pipeline's topic, read by Spark's tasks, as the rules
+    read a window part."""
+    return read_window(
+        spark, kafka_connection(cfg.kafka.connection), ranges, cfg.kafka.message_id,
+        isolation_level=isolation_level, with_time=cfg.sink.time_column is not None,
+        payload=cfg.payload, order=cfg.order,
+    )  # fmt: skip
+
+
+def snapshot_topic(
+    cfg: PipelineConfig,
+    run_id: str,
+    spark: SparkSession | None,
+    *,
+    data_dir: str | None = None,
+    progress: Progress = noop,
+) -> dict[str, str]:
+    """Read the run's window parts into Parquet (``recon.engine.snapshot_topic`` records a
+    failure on the run): with Spark tasks, or on the driver (:func:`reads_on_driver`).
+
+    :param spark: the session; None only for a window read on the driver.
+    :returns: the Parquet paths by part (``committed``, ``pending``).
+    """
+    record = require_record(cfg, run_id)
+    data_dir = data_dir or default_data_dir()
+    on_driver = reads_on_driver(record, data_dir)
+    if spark is None and not on_driver:
+        raise ValueError(f"pipeline '{cfg.name}': Spark's tasks read this window: no session")
+    copies = _DriverCopies.start(cfg, record, data_dir)
+    paths = {}
+    try:
+        for part in PARTS:
+            path = window_path(data_dir, cfg.name, run_id, part)
+            ranges = part_ranges(record.windows, part)
+            isolation = "read_uncommitted" if part == "inflight" else "read_committed"
+            if is_local(path) and all(r.end <= r.start for r in ranges):
+                # Nearly always the inflight part, often the pending one: a file of no rows
+                # written here costs no Spark job (step 3 plans such a part as empty); marked
+                # complete as Spark's writer marks the other parts.
+                write_empty_part(local_path(path))
+                open(os.path.join(local_path(path), "_SUCCESS"), "w").close()
+            elif on_driver:
+                _read_on_driver(cfg, ranges, isolation, local_path(path))
+            else:
+                assert spark is not None
+                records = read_records(spark, cfg, ranges, isolation)
+                try:
+                    records.write.mode("overwrite").parquet(path)
+                except Exception as exc:
+                    reraise_read_failure(exc)
+                    raise
+            paths[part] = path
+    except BaseException:
+        copies.join()  # the window's failure is the one reported
+        raise
+    copied = copies.wait()
+    beside = [f"{copied[what]} {what} rows" for what in ("sink", "source") if what in copied]
+    how = " (read by the driver)" if on_driver else ""
+    also = f" ({' and '.join(beside)} beside it)" if beside else ""
+    progress(f"run {run_id}: window written to {paths['committed']}{how}{also}")
+    return paths
+
+
+def reads_on_driver(record: store.RunRecord, where: str) -> bool:
+    """Whether the driver reads the run's window (step 2: the local engine's reader,
+    ``recon.read.kafka_local``, instead of Spark tasks) and its results (the validation: pandas,
+    as for ``engine: local``) itself: a window of at most ``settings.spark_driver_read()``
+    offsets (default: ``IN_PROCESS_OFFSETS``) whose files (``where``: the data folder, or a file
+    in it) are on the driver's own disk. Spark pays a job per part or metric whatever its size,
+    and under Airflow those steps then need no session: no JVM under spark-submit, no Spark
+    Connect client (bench/engine_changes.md). Both readers write the same columns, and the
+    suites run alike on both (tests/unit/test_suites.py); the rules still run on Spark.
+    """
+    bound = settings.spark_driver_read()
+    offsets = offsets_in(window_ranges(record.windows))
+    return is_local(where) and offsets <= (IN_PROCESS_OFFSETS if bound is None else bound)
+
+
+def _read_on_driver(
+    cfg: PipelineConfig, ranges: list[OffsetRange], isolation: str, directory: str
+) -> int:
+    """Read ``ranges`` into ``directory`` with the local engine's reader; readers of the part
+    see its old files or its new ones, never a mix."""
+    kafka = kafka_connection(cfg.kafka.connection)
+    staging = f"{directory}.tmp-{uuid.uuid4().hex[:8]}"
+    try:
+        read = read_ranges(
+            dict(kafka.config), [r for r in ranges if r.end > r.start], cfg.kafka.message_id,
+            staging, isolation_level=isolation, with_time=cfg.sink.time_column is not None,
+            payload=cfg.payload, order=cfg.order,
+        )  # fmt: skip
+        try:
+            n = collect(read, cfg.name, kafka)
+        finally:
+            read.stop()
+        open(os.path.join(staging, "_SUCCESS"), "w").close()
+        if os.path.exists(directory):
+            shutil.rmtree(directory)
+        os.rename(staging, directory)
+        return n
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+class _DriverCopies:
+    """The run's sink rows, and a declared source's, copied into Parquet
+    (``recon.read.sink_copy``, ``recon.read.source_copy``) by threads of the driver while the
+    window is read; none on a data directory that is not on this machine: step 3 reads them
+    over JDBC there."""
+
+    def __init__(self, copies: dict[str, Callable[[], int]]) -> None:
+        self.copied: dict[str, int] = {}
+        self.failures: list[BaseException] = []
+        self.threads = [
+            threading.Thread(target=self._copy, args=(what, copy), name=f"recon-{what}-copy")
+            for what, copy in copies.items()
+        ]
+
+    @classmethod
+    def start(cls, cfg: PipelineConfig, record: store.RunRecord, data_dir: str) -> _DriverCopies:
+        copies: dict[str, Callable[[], int]] = {}
+        if is_local(data_dir):
+            name, run_id = cfg.name, record.run_id
+            sink = sink_copy_dir(data_dir, name, run_id)
+            copies["sink"] = functools.partial(copy_sink_rows_for_run, cfg, record, sink)
+            times = table_source_times(cfg, record)
+            if times is not None:
+                source = source_copy_dir(data_dir, name, run_id)
+                copies["source"] = functools.partial(copy_source_rows, cfg, times, source)
+        started = cls(copies)
+        for thread in started.threads:
+            thread.start()
+        return started
+
+    def _copy(self, what: str, copy: Callable[[], int]) -> None:
+        try:
+            self.copied[what] = copy()
+        except BaseException as exc:  # re-raised in the caller's thread
+            self.failures.append(exc)
+
+    def join(self) -> None:
+        for thread in self.threads:
+            thread.join()
+
+    def wait(self) -> dict[str, int]:
+        self.join()
+        if self.failures:
+            raise self.failures[0]
+        return self.copied
+
+
+def source_copy_dir(data_dir: str, pipeline: str, run_id: str) -> str:
+    return local_path(window_path(data_dir, pipeline, run_id, "source"))
+
+
+def sink_copy_dir(data_dir: str, pipeline: str, run_id: str) -> str:
+    return local_path(window_path(data_dir, pipeline, run_id, "sink"))
