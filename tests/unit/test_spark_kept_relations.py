@@ -57,25 +57,6 @@ def test_an_empty_kept_relation_is_planned_as_empty(spark: SparkSession) -> None
     assert "Join" not in optimized, optimized
 
 
-def test_a_relation_read_several_times_is_computed_once(spark: SparkSession) -> None:
-    """A run's results are counted, written and their discrepancies taken: the first read
-    stores them, the later ones read the stored rows, and a redefinition releases them."""
-    rules = SparkRules(spark, cached=frozenset({"results"}))
-    rules.define("results", "SELECT id, id % 3 AS v FROM range(1000)")
-    rules.define("counts", "SELECT v, count(*) AS n FROM results GROUP BY v", keep=True)
-    counted = spark.table("results")._jdf.queryExecution().executedPlan().toString()
-    assert "InMemoryTableScan" in str(counted), counted
-    first = spark.table("results")
-    assert first.storageLevel.useMemory
-    rules.define("results", "SELECT id, id % 5 AS v FROM range(10)")
-    assert not first.storageLevel.useMemory  # the earlier rows released
-    rules.release()
-    assert not spark.table("results").storageLevel.useMemory
-    plain = SparkRules(spark)
-    plain.define("results", "SELECT id FROM range(10)")
-    assert not spark.table("results").storageLevel.useMemory
-
-
 def test_a_window_part_without_rows_is_known_from_its_footers(
     spark: SparkSession, tmp_path: Path
 ) -> None:

@@ -35,20 +35,14 @@ class SparkRules:
     """:class:`recon.rules.run.RuleEngine` over one SparkSession.
 
     :param spark: the session; the rules' relations are its temporary views.
-    :param cached: relations that are not kept but that the run reads whole more than once
-        after the rules (its results: counted, then written, then their discrepancies taken):
-        cached when defined, so that the first of them fills the cache and the others read it.
     """
 
     dialect = "spark"
 
-    def __init__(
-        self, spark: Any, *, owns_session: bool = False, cached: frozenset[str] = frozenset()
-    ) -> None:
+    def __init__(self, spark: Any, *, owns_session: bool = False) -> None:
         self.spark = spark
         self._kept: dict[str, Any] = {}
         self._owns_session = owns_session
-        self._cached = cached
 
     def define(self, name: str, statement: str, *, keep: bool = False) -> None:
         frame = self.spark.sql(statement)
@@ -61,9 +55,6 @@ class SparkRules:
             # The hint, or the empty relation, only stands in for the view: the stored rows are
             # released through ``kept``.
             frame = self._sized(kept)
-        elif name in self._cached:
-            # Lazily: the first step that reads it stores it.
-            kept = frame = persist(frame)
         frame.createOrReplaceTempView(name)
         old = self._kept.pop(name, None)
         if kept is not None:

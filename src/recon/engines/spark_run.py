@@ -109,8 +109,10 @@ class SparkRunIO:
 
         self.spark, self.cfg, self.record = spark, cfg, record
         self.data_dir, self.progress = data_dir, progress
-        # The results are counted (07_verdict_counts), written and their discrepancies taken.
-        self.rules = SparkRules(spark, cached=frozenset({"results"}))
+        # The results are counted (07_verdict_counts), written and their discrepancies taken,
+        # each computing them: the counts read three of their columns, the discrepancies 1% of
+        # their rows, and keeping all of them cost more (bench/engine_changes.md).
+        self.rules = SparkRules(spark)
         self.entry_store = SparkEntryStore(spark, expected_ids=record.fact_bound)
         self._cached: list[DataFrame] = []
 
@@ -186,7 +188,7 @@ class SparkRunIO:
     def write_version(self, base_entries: list[str], has_ledger: bool) -> str:
         from recon.ledger.versions import write_version
 
-        results = self.rules.relation("results")  # cached by the rules (see __init__)
+        results = self.rules.relation("results")
         out = results_path(self.data_dir, self.cfg.name, self.record.run_id)
         here = is_local(out)
         # On a local file system, as the local engine does: the results are written once, into
