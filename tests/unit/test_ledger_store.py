@@ -198,6 +198,24 @@ def test_spark_entries_carry_the_index_and_a_run_looks_them_up(
     assert looked_up == [scanned if without_index else []]
 
 
+@pytest.mark.parametrize("order", ["sorted", "reversed"])
+def test_spark_results_are_indexed_however_the_plan_left_them(
+    spark: SparkSession, tmp_path: Path, order: str
+) -> None:
+    """Rows are written as Spark's plan leaves them (a run's come out of its sort-merge join in
+    messageId order) and sorted only when the index finds a file out of order: either way
+    every file ends sorted, with its index, and nothing else is left beside it."""
+    ids = [f"m{i:03d}" for i in range(200)]
+    rows = [(m, "delivered") for m in (ids if order == "sorted" else reversed(ids))]
+    frame = spark.createDataFrame(rows, "message_id string, verdict string").coalesce(1)
+    directory = tmp_path / "run-1.results"
+    SparkEntryStore(spark).write_results(SparkRules(spark), frame, str(directory))
+    assert (directory / membership.HEADER).is_file()
+    (part,) = directory.glob("part-*.parquet")
+    assert pq.read_table(part, columns=["message_id"]).column(0).to_pylist() == ids
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run-1.results"]
+
+
 def test_compaction_folds_the_entries_into_one_sorted_segment(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,13 +9,15 @@ scanned, never shuffled.
 
 Why every entry is indexed here and not only segments: scanning one stored entry's hashes costs
 Spark about 2.8 s per million rows (DuckDB 0.1 s), so a version's up to ``COMPACT_AFTER`` hot
-entries were most of a Spark run's ledger time; sorting an entry within its files and writing
-its index costs about 1.6 s per million rows when it is written, once
-(``bench/engine_changes.md``).
+entries were most of a Spark run's ledger time; writing an entry's index costs about 0.4 s per
+million rows when it is written, once (and sorting its files where Spark's plan left them out of
+order, about 1 s more: ``bench/engine_changes.md``).
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from typing import TYPE_CHECKING, Any
 
 from recon.duckdb_connection import connect
@@ -163,17 +165,32 @@ def _write_indexed(rows: DataFrame, directory: str, sort_files: bool = False) ->
     ids read back and hashed by DuckDB, which Spark's hash is not). Returns the rows indexed;
     None when not indexed.
 
-    :param sort_files: sort each file by messageId (within the partitions, no shuffle), as the
-        index needs; off for ``rows`` already sorted, and where no index is written."""
-    if sort_files and is_local(directory):
-        rows = rows.sortWithinPartitions("message_id")
-    rows.write.option("parquet.block.size", SEGMENT_ROW_GROUP_BYTES).mode("error").parquet(
-        directory
-    )
+    :param sort_files: the index needs each file sorted by messageId. Spark's plan nearly always
+        leaves them so already (a run's rows come out of the sort-merge join of records and
+        sink rows in messageId order), which it cannot know: they are written as they come,
+        and only when the index finds a file out of order are the files sorted (within each,
+        no shuffle) and written again. Sorting every time cost 10 s of a 10M run.
+    """
+    _write(rows, directory)
     if not is_local(directory):
         return None
     with connect() as con:
+        indexed = local_segments.write_index(con, local_path(directory))
+    if indexed is not None or not sort_files:
+        return indexed
+    spark = rows.sparkSession
+    unsorted = f"{directory.rstrip('/')}.unsorted"
+    os.rename(local_path(directory), local_path(unsorted))
+    _write(spark.read.parquet(unsorted).sortWithinPartitions("message_id"), directory)
+    shutil.rmtree(local_path(unsorted))
+    with connect() as con:
         return local_segments.write_index(con, local_path(directory))
+
+
+def _write(rows: DataFrame, directory: str) -> None:
+    rows.write.option("parquet.block.size", SEGMENT_ROW_GROUP_BYTES).mode("error").parquet(
+        directory
+    )
 
 
 def _as_entries(results: DataFrame, run_id: str, place: int) -> DataFrame:
