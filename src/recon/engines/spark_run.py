@@ -1,6 +1,6 @@
-"""Steps 3 and 4 of a run on Spark (``recon.engine`` says what each step does; step 2 is
-``recon.engines.spark_snapshot``): :class:`SparkRunIO` is the run's IO on Spark for the one
-driver of step 3 (``recon.engines.driver``): the rules run as Spark SQL
+"""Step 3 of a run on Spark and its validation (``recon.engine`` says what each step does;
+step 2 is ``recon.engines.spark_snapshot``): :class:`SparkRunIO` is the run's IO on Spark for
+the one driver of step 3 (``recon.engines.driver``): the rules run as Spark SQL
 (``recon.engines.spark``); :func:`validate` checks the results with the pipeline's suite.
 """
 
@@ -90,8 +90,8 @@ def _sink_rows_for_run(
 
 class SparkRunIO:
     """:class:`recon.engines.driver.RunIO` on Spark: the window's parts from Parquet, the sink
-    rows over JDBC, a source's rows from the copy step 2 made (over JDBC where the data
-    directory is not on this machine), the ledger versions through ``recon.ledger.spark``, the
+    rows and a source's rows from the copies step 2 made (over JDBC where the data directory is
+    not on this machine), the ledger versions through ``recon.ledger.spark``, the
     read_uncommitted pass with Spark tasks (``recon.read.kafka_spark.read_window``), the
     discrepancy rows streamed to the driver row by row.
     """
@@ -136,7 +136,8 @@ class SparkRunIO:
             if is_copied(directory):
                 # Parquet on this disk: read again where read twice, never cached.
                 return read_sink_copy(self.spark, directory)
-        # Over JDBC: read once.
+        # A data directory off this machine (or a window read before step 2 copied the sink
+        # rows): over JDBC, read once.
         return self._cache(_sink_rows_for_run(self.spark, self.cfg, self.record))
 
     def source_rows(self, times: SourceTimes) -> DataFrame:

@@ -10,8 +10,8 @@ scanned, never shuffled.
 Why every entry is indexed here and not only segments: scanning one stored entry's hashes costs
 Spark about 2.8 s per million rows (DuckDB 0.1 s), so a version's up to ``COMPACT_AFTER`` hot
 entries were most of a Spark run's ledger time; writing an entry's index costs about 0.4 s per
-million rows when it is written, once (and sorting its files where Spark's plan left them out of
-order, about 1 s more: ``bench/engine_changes.md``).
+million rows when it is written, once (and its files are sorted again only where Spark's plan
+left them out of order: ``bench/engine_changes.md``).
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ def _write_indexed(rows: DataFrame, directory: str, sort_files: bool = False) ->
         leaves them so already (a run's rows come out of the sort-merge join of records and
         sink rows in messageId order), which it cannot know: they are written as they come,
         and only when the index finds a file out of order are the files sorted (within each,
-        no shuffle) and written again. Sorting every time cost 10 s of a 10M run.
+        no shuffle) and written again. Sorting every time cost about 5 s of a 10M run.
     """
     _write(rows, directory)
     if not is_local(directory):
