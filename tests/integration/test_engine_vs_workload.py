@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,10 +28,18 @@ from fixtures.pipelines import WORKLOAD_PIPELINE
 from fixtures.verdicts import actual_verdicts, assert_local_layout, expected_verdicts
 from fixtures.workload_runs import query
 
-from recon.config import load_pipelines
-from recon.engine import results_db, run_pipeline, window_path
-from recon.engines import spark_run
+from recon.config import PipelineConfig, load_pipelines
+from recon.engine import (
+    reconcile_run,
+    results_db,
+    run_pipeline,
+    snapshot_offsets,
+    snapshot_topic,
+    validate_step,
+    window_path,
+)
 from recon.ledger.versions import local_path
+from recon.outcome import RunSummary
 from recon.read.sink_copy import is_copied
 from recon.store import forget_pipeline
 from recon_workload import SCENARIOS, ScenarioResult, remove_run, run_scenario
@@ -112,6 +121,21 @@ def _window_reader(data_dir: str, name: str) -> str:
     return "spark-tasks"
 
 
+def _run(cfg: PipelineConfig, spark: Any, data_dir: str, *, sink_over_jdbc: bool) -> RunSummary:
+    """Run ``run-1`` as ``recon run`` does; with ``sink_over_jdbc``, step by step, without the
+    copy of the sink rows step 2 made: step 3 then reads them over JDBC, as it does where the
+    data directory is not on the driver's machine (no such file system here) or for a window
+    read before step 2 copied them."""
+    if not sink_over_jdbc:
+        return run_pipeline(cfg, "run-1", spark, data_dir=data_dir)
+    snapshot_offsets(cfg, "run-1")
+    snapshot_topic(cfg, "run-1", spark, data_dir=data_dir)
+    shutil.rmtree(local_path(window_path(data_dir, cfg.name, "run-1", "sink")))
+    summary = reconcile_run(cfg, "run-1", spark, data_dir=data_dir)
+    validate_step(cfg, "run-1", spark, data_dir=data_dir)
+    return summary
+
+
 @pytest.fixture(scope="module")
 def workload() -> Iterator[Callable[[str], ScenarioResult]]:
     """The scenario's workload run, made on first use and shared by both engines' tests; every
@@ -167,9 +191,6 @@ def test_every_verdict_equals_the_ground_truth(
     reader = engine
     if engine == "spark-tasks":
         monkeypatch.setenv("RECON_SPARK_DRIVER_READ", "0")
-        # As on a data directory off the driver's machine (no such file system here): step 3
-        # reads the sink over JDBC, whatever step 2 copied.
-        monkeypatch.setattr(spark_run, "is_copied", lambda directory: False)
         engine = "spark"
     yaml_path = tmp_path / "pipelines.yaml"
     yaml_path.write_text(
@@ -189,12 +210,13 @@ def test_every_verdict_equals_the_ground_truth(
     assert cfg.engine == engine
     data_dir = str(tmp_path / "data")
     try:
-        summary = run_pipeline(cfg, "run-1", spark, data_dir=data_dir)
+        summary = _run(cfg, spark, data_dir, sink_over_jdbc=reader == "spark-tasks")
         if engine == "local":
             assert_local_layout(data_dir, name, "run-1")
         else:
             assert _window_reader(data_dir, name) == reader
-            assert is_copied(local_path(window_path(data_dir, name, "run-1", "sink")))
+            copied = is_copied(local_path(window_path(data_dir, name, "run-1", "sink")))
+            assert copied == (reader == "spark")
         expected = expected_verdicts(pg_kwargs, truth.scenario_run)
         actual, invalid_sink_positions = actual_verdicts(
             spark, data_dir, name, "run-1", pg_kwargs, truth.sink_table
@@ -223,7 +245,7 @@ def test_every_verdict_equals_the_ground_truth(
         if engine == "spark" and scenario not in RERUN_ON_SPARK:
             return
         before = _discrepancy_rows(name, "run-1")
-        again = run_pipeline(cfg, "run-1", spark, data_dir=data_dir)
+        again = _run(cfg, spark, data_dir, sink_over_jdbc=reader == "spark-tasks")
         assert again.counts == summary.counts
         assert _discrepancy_rows(name, "run-1") == before
     finally:
