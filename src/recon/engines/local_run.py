@@ -25,11 +25,9 @@ Nothing here imports pyspark or Airflow.
 
 from __future__ import annotations
 
-import functools
 import glob
 import os
 import shutil
-import threading
 import time
 import uuid
 from typing import Any
@@ -58,9 +56,9 @@ from recon.read.kafka_local.pool import (
 )
 from recon.read.message_ids import write_empty_part
 from recon.read.ranges import part_ranges, window_ranges
-from recon.read.sink_copy import copy_sink_rows_for_run
+from recon.read.row_copies import RowCopies
 from recon.read.source import SourceTimes
-from recon.read.source_copy import copied_for, copy_source_rows, table_source_times
+from recon.read.source_copy import copied_for, copy_source_rows
 from recon.rules.render import literal as _literal
 from recon.services import Progress, default_data_dir, noop
 from recon.snapshot.window import PartitionWindow
@@ -112,25 +110,9 @@ def snapshot_topic(
     how = "in this process" if in_process else f"with {workers} Kafka reader processes"
     progress(f"run {run_id}: reading {offsets} offsets {how}")
     # The sink rows (and a source's rows) stream out of PostgreSQL while the readers read Kafka.
-    copies = {"sink": functools.partial(copy_sink_rows_for_run, cfg, record, f"{staging}/sink")}
-    times = table_source_times(cfg, record)
-    if times is not None:
-        copies["source"] = functools.partial(copy_source_rows, cfg, times, f"{staging}/source")
-    copied: dict[str, int] = {}
-    copy_errors: list[BaseException] = []
-    took: dict[str, float] = {}
-
-    def copy(what: str) -> None:
-        try:
-            copied[what] = copies[what]()
-            took[what] = time.monotonic() - started
-        except BaseException as exc:  # re-raised in the caller's thread
-            copy_errors.append(exc)
-
+    copies = RowCopies.for_run(cfg, record, f"{staging}/sink", f"{staging}/source")
     try:
         os.makedirs(staging)
-        copiers = [threading.Thread(target=copy, args=(what,), name=f"recon-{what}-copy")
-                   for what in copies]  # fmt: skip
         readers = {}
         for part, isolation in _ISOLATION.items():
             ranges = [r for r in part_ranges(record.windows, part) if r.end > r.start]
@@ -146,31 +128,28 @@ def snapshot_topic(
                 order=cfg.order, in_process=in_process,
             )  # fmt: skip
         try:
-            for copier in copiers:
-                copier.start()
+            copies.start()
             read = dict.fromkeys(_ISOLATION, 0) | {p: _wait(cfg, r) for p, r in readers.items()}
-            took["records"] = time.monotonic() - started
+            records_took = time.monotonic() - started
         finally:
             for r in readers.values():
                 r.stop()
-            for copier in copiers:
-                if copier.is_alive():
-                    copier.join()
-        if copy_errors:
-            raise copy_errors[0]
+            copies.join()
+        copied = copies.wait()
         open(f"{staging}/_SUCCESS", "w").close()
         if os.path.exists(final):
             shutil.rmtree(final)
         os.rename(staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    took = copies.took
     source = (
         f", {copied['source']} source rows ({took['source']:.1f} s)" if "source" in copied else ""
     )
     progress(
         f"run {run_id}: {read['committed']} records, {read['pending']} pending, "
         f"{read['inflight']} in flight and {copied.get('sink', 0)} sink rows written to {final} in "
-        f"{time.monotonic() - started:.1f} s (records {took['records']:.1f} s, sink rows "
+        f"{time.monotonic() - started:.1f} s (records {records_took:.1f} s, sink rows "
         f"{took.get('sink', 0):.1f} s{source}, side by side)"
     )
     return {part: f"{final}/{part}" for part in PARTS}

@@ -32,7 +32,7 @@ from recon.paths import (
 from recon.read.kafka_spark import read_window
 from recon.read.ranges import window_ranges
 from recon.read.sink import inspect_sink, read_sink_rows, sink_query
-from recon.read.sink_copy import is_copied, read_sink_copy
+from recon.read.sink_copy import is_copied, read_sink_copy, run_sink_range
 from recon.read.source import SourceTimes
 from recon.read.source_copy import ROWS_FILE as SOURCE_ROWS_FILE
 from recon.read.source_copy import copied_for, copy_source_rows
@@ -74,12 +74,11 @@ def _sink_rows_for_run(
     spark: SparkSession, cfg: PipelineConfig, record: store.RunRecord
 ) -> DataFrame:
     conn = postgres_connection(cfg.sink.connection)
-    rows = record.sink_range if cfg.sink.ingest_seq_column else None
+    rows, empty = run_sink_range(cfg, record)
     with sink_db(cfg) as pg:
         table = inspect_sink(pg, cfg.sink, cfg.name, cfg.payload, cfg.order)
         query = sink_query(pg, cfg.sink, table, rows, cfg.payload, cfg.order)
-    if rows is not None and rows.seq_to is None:
-        # The table was empty at snapshot time: nothing to read for this run.
+    if empty:
         from recon import schemas
 
         return spark.createDataFrame([], schemas.SINK_ROWS)

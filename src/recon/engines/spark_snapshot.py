@@ -8,12 +8,9 @@ all (``recon.engines.spark_run``).
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
-import threading
 import uuid
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from recon import settings, store
@@ -26,8 +23,7 @@ from recon.read.kafka_local.pool import IN_PROCESS_OFFSETS, collect, offsets_in,
 from recon.read.kafka_spark import read_window, reraise_read_failure
 from recon.read.message_ids import write_empty_part
 from recon.read.ranges import OffsetRange, part_ranges, window_ranges
-from recon.read.sink_copy import copy_sink_rows_for_run
-from recon.read.source_copy import copy_source_rows, table_source_times
+from recon.read.row_copies import RowCopies
 from recon.services import Progress, default_data_dir, noop
 
 if TYPE_CHECKING:
@@ -71,7 +67,13 @@ def snapshot_topic(
     on_driver = reads_on_driver(record, data_dir)
     if spark is None and not on_driver:
         raise ValueError(f"pipeline '{cfg.name}': Spark's tasks read this window: no session")
-    copies = _DriverCopies.start(cfg, record, data_dir)
+    copies = RowCopies({})
+    if is_local(data_dir):  # elsewhere step 3 reads them over JDBC
+        copies = RowCopies.for_run(
+            cfg, record, sink_copy_dir(data_dir, cfg.name, run_id),
+            source_copy_dir(data_dir, cfg.name, run_id),
+        )  # fmt: skip
+    copies.start()
     paths = {}
     try:
         for part in PARTS:
@@ -145,53 +147,6 @@ def _read_on_driver(
         return n
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-
-
-class _DriverCopies:
-    """The run's sink rows, and a declared source's, copied into Parquet
-    (``recon.read.sink_copy``, ``recon.read.source_copy``) by threads of the driver while the
-    window is read; none on a data directory that is not on this machine: step 3 reads them
-    over JDBC there."""
-
-    def __init__(self, copies: dict[str, Callable[[], int]]) -> None:
-        self.copied: dict[str, int] = {}
-        self.failures: list[BaseException] = []
-        self.threads = [
-            threading.Thread(target=self._copy, args=(what, copy), name=f"recon-{what}-copy")
-            for what, copy in copies.items()
-        ]
-
-    @classmethod
-    def start(cls, cfg: PipelineConfig, record: store.RunRecord, data_dir: str) -> _DriverCopies:
-        copies: dict[str, Callable[[], int]] = {}
-        if is_local(data_dir):
-            name, run_id = cfg.name, record.run_id
-            sink = sink_copy_dir(data_dir, name, run_id)
-            copies["sink"] = functools.partial(copy_sink_rows_for_run, cfg, record, sink)
-            times = table_source_times(cfg, record)
-            if times is not None:
-                source = source_copy_dir(data_dir, name, run_id)
-                copies["source"] = functools.partial(copy_source_rows, cfg, times, source)
-        started = cls(copies)
-        for thread in started.threads:
-            thread.start()
-        return started
-
-    def _copy(self, what: str, copy: Callable[[], int]) -> None:
-        try:
-            self.copied[what] = copy()
-        except BaseException as exc:  # re-raised in the caller's thread
-            self.failures.append(exc)
-
-    def join(self) -> None:
-        for thread in self.threads:
-            thread.join()
-
-    def wait(self) -> dict[str, int]:
-        self.join()
-        if self.failures:
-            raise self.failures[0]
-        return self.copied
 
 
 def source_copy_dir(data_dir: str, pipeline: str, run_id: str) -> str:

@@ -19,12 +19,21 @@ from recon.config import PipelineConfig
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from recon.snapshot.sink_position import SinkRange
     from recon.store import RunRecord
 
 #: The Parquet file of the copied rows inside the copy's directory.
 ROWS_FILE = "part-0.parquet"
 #: Written last beside it: a copy that stopped half way is never taken for a whole one.
 DONE_FILE = "_SUCCESS"
+
+
+def run_sink_range(cfg: PipelineConfig, record: RunRecord) -> tuple[SinkRange | None, bool]:
+    """The ingest-sequence range of the sink rows a run reads (None: the whole table, for a sink
+    without an ingest sequence), and whether it reads none (the table was empty when step 1 took
+    the sink's position), for both engines and both ways of reading."""
+    rows = record.sink_range if cfg.sink.ingest_seq_column else None
+    return rows, rows is not None and rows.seq_to is None
 
 
 def copy_sink_rows_for_run(cfg: PipelineConfig, record: RunRecord, directory: str) -> int:
@@ -44,9 +53,8 @@ def copy_sink_rows_for_run(cfg: PipelineConfig, record: RunRecord, directory: st
     path = f"{directory}/{ROWS_FILE}"
     with sink_db(cfg) as pg:
         table = inspect_sink(pg, cfg.sink, cfg.name, cfg.payload, cfg.order)
-        rows = record.sink_range if cfg.sink.ingest_seq_column else None
-        if rows is not None and rows.seq_to is None:
-            # The table was empty at snapshot time: nothing to read for this run.
+        rows, empty = run_sink_range(cfg, record)
+        if empty:
             pq.write_table(sink_schema(len(table.payload_kinds)).empty_table(), path)
             n = 0
         else:
