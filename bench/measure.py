@@ -10,6 +10,12 @@ from another counts every page of its parent again: pyspark's Python workers (fo
 daemon), and any child a JVM starts, which until its ``exec`` has the JVM's whole memory. One
 such child (a Spark thread starting a command) was caught by the sampler in two of three 1M
 Spark runs on 2026-11-28 and counted the 1.8 GB JVM twice (4.4-4.5 GB instead of 2.7 GB).
+
+A process's PSS is not read every 100 ms (:class:`PssSampler`): the kernel walks every page
+table of the process to sum it, and for the Spark Connect server's JVM (2.7 GB resident) a read
+of ``smaps_rollup`` took 46 ms (2026-11-30, during a bench), so ten a second kept one of the two
+cores about half busy with the measurement and held the JVM's memory-map lock while its own
+threads faulted pages in.
 """
 
 from __future__ import annotations
@@ -47,8 +53,8 @@ def _tree(pid: int) -> list[psutil.Process]:
 
 
 def _pss_bytes(p: psutil.Process) -> int:
-    """The process's PSS (``/proc/<pid>/smaps_rollup``: one line, cheap to read every 100 ms);
-    its RSS where the kernel has no such file."""
+    """The process's PSS (``/proc/<pid>/smaps_rollup``: one line, but the kernel walks the
+    process's page tables to sum it); its RSS where the kernel has no such file."""
     try:
         with open(f"/proc/{p.pid}/smaps_rollup", encoding="ascii") as fh:
             for line in fh:
@@ -59,12 +65,44 @@ def _pss_bytes(p: psutil.Process) -> int:
     return int(p.memory_info().rss)
 
 
-def _memory(procs: list[psutil.Process]) -> tuple[float, float]:
-    """The processes' memory (:func:`_pss_bytes`) in MiB: the JVMs', the others'."""
+#: A process's PSS is read again once its RSS moved by more than this fraction since the last
+#: read, or this many seconds passed; in between it is its RSS (``/proc/<pid>/statm``, read in
+#: microseconds) times the last read's PSS/RSS ratio.
+REREAD_CHANGE = 0.03
+REREAD_SECONDS = 2.0
+
+
+class PssSampler:
+    """Each process's PSS at every sample, read from the kernel only when it may have changed:
+    a process first seen is read at once (a child forked from a JVM shares the JVM's pages: its
+    RSS would count them again), then again when its RSS moved by more than
+    :data:`REREAD_CHANGE` or :data:`REREAD_SECONDS` passed."""
+
+    def __init__(self) -> None:
+        #: pid -> (when read, RSS then, PSS/RSS then)
+        self._read: dict[int, tuple[float, int, float]] = {}
+        #: How many times the kernel's sum was read (for the tests).
+        self.reads = 0
+
+    def pss_bytes(self, p: psutil.Process) -> float:
+        rss = int(p.memory_info().rss)
+        now = time.monotonic()
+        last = self._read.get(p.pid)
+        if (last is not None and now - last[0] < REREAD_SECONDS
+                and abs(rss - last[1]) <= REREAD_CHANGE * last[1]):  # fmt: skip
+            return rss * last[2]
+        pss = _pss_bytes(p)
+        self.reads += 1
+        self._read[p.pid] = (now, rss, pss / rss if rss else 1.0)
+        return float(pss)
+
+
+def _memory(procs: list[psutil.Process], sampler: PssSampler) -> tuple[float, float]:
+    """The processes' memory (:meth:`PssSampler.pss_bytes`) in MiB: the JVMs', the others'."""
     jvm = other = 0.0
     for p in procs:
         try:
-            size = _pss_bytes(p)
+            size = sampler.pss_bytes(p)
             if p.name() == "java":
                 jvm += size
             else:
@@ -101,11 +139,12 @@ def run(cmd: Sequence[str], watch: Sequence[int] = (), env: dict[str, str] | Non
     )  # fmt: skip
     peaks = {"all": 0.0, "jvm": 0.0, "py": 0.0, "watched": 0.0, "spill": 0.0}
     done = threading.Event()
+    pss = PssSampler()
 
     def sample() -> None:
         while not done.is_set():
-            jvm, py = _memory(_tree(proc.pid))
-            watched = sum(_memory([q for w in watch for q in _tree(w)]))
+            jvm, py = _memory(_tree(proc.pid), pss)
+            watched = sum(_memory([q for w in watch for q in _tree(w)], pss))
             peaks["all"] = max(peaks["all"], jvm + py)
             peaks["jvm"] = max(peaks["jvm"], jvm)
             peaks["py"] = max(peaks["py"], py)
