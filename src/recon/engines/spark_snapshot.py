@@ -67,12 +67,11 @@ def snapshot_topic(
     on_driver = reads_on_driver(record, data_dir)
     if spark is None and not on_driver:
         raise ValueError(f"pipeline '{cfg.name}': Spark's tasks read this window: no session")
-    copies = RowCopies({})
-    if is_local(data_dir):  # elsewhere step 3 reads them over JDBC
-        copies = RowCopies.for_run(
-            cfg, record, sink_copy_dir(data_dir, cfg.name, run_id),
-            source_copy_dir(data_dir, cfg.name, run_id),
-        )  # fmt: skip
+    # Elsewhere than on the driver's disk, step 3 reads the sink and source rows over JDBC.
+    copies = RowCopies.for_run(
+        cfg, record, sink_copy_dir(data_dir, cfg.name, run_id),
+        source_copy_dir(data_dir, cfg.name, run_id),
+    ) if is_local(data_dir) else RowCopies({})  # fmt: skip
     copies.start()
     paths = {}
     try:

@@ -36,12 +36,11 @@ class RowCopies:
         #: Seconds from :meth:`start` to the end of each copy that ended.
         self.took: dict[str, float] = {}
         self._failures: list[BaseException] = []
-        self._started = 0.0
+        self._started: float | None = None
         self._threads = [
             threading.Thread(target=self._copy, args=(what, copy), name=f"recon-{what}-copy")
             for what, copy in copies.items()
         ]
-        self._running: list[threading.Thread] = []
 
     @classmethod
     def for_run(
@@ -61,19 +60,20 @@ class RowCopies:
         self._started = time.monotonic()
         for thread in self._threads:
             thread.start()
-            self._running.append(thread)
         return self
 
     def _copy(self, what: str, copy: Callable[[], int]) -> None:
         try:
             self.copied[what] = copy()
-            self.took[what] = time.monotonic() - self._started
+            self.took[what] = time.monotonic() - (self._started or 0.0)
         except BaseException as exc:  # re-raised in the caller's thread by wait()
             self._failures.append(exc)
 
     def join(self) -> None:
-        """Wait for the started copies to end, whatever they did."""
-        for thread in self._running:
+        """Wait for the copies to end, whatever they did (none to wait for before :meth:`start`)."""
+        if self._started is None:
+            return
+        for thread in self._threads:
             thread.join()
 
     def wait(self) -> dict[str, int]:
