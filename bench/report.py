@@ -159,8 +159,12 @@ def write(results: dict[str, Any], root: str | None = None) -> str:
         "- **I/O floor** (`bench/floor.py`): a plain consume of the window (values touched, not "
         "parsed) plus a `COPY` of the sink's ids to a byte counter; the sum of the two.",
         "- **Memory**: peak proportional set size (PSS: pages shared between processes "
-        "counted once) of the process tree, sampled every 100 ms; runs before 2026-11-28 "
-        "reported the resident set (RSS), which counts a forked process's shared pages again.",
+        "counted once) of the process tree, sampled every 100 ms: each process's PSS read "
+        "when first seen and again when its resident set moved by 3% or 2 s passed, its "
+        "resident set scaled by the last ratio between (reading PSS walks a process's page "
+        "tables: 46 ms for the Spark Connect server, `bench.measure.PssSampler`); runs before "
+        "2026-11-28 reported the resident set (RSS), which counts a forked process's shared "
+        "pages again.",
         "",
         "### The data",
         "",
