@@ -29,8 +29,13 @@ start() {
   local built="$dir/server.command"
   "$RECON_VENV/bin/python" -c '
 import os, sys
+from recon.errors import ConfigError
 from recon.spark import connect_server_command
-sys.stdout.write("\0".join(connect_server_command(int(os.environ["RECON_SPARK_CONNECT_PORT"]))))' \
+try:
+    command = connect_server_command(int(os.environ["RECON_SPARK_CONNECT_PORT"]))
+except ConfigError as exc:
+    sys.exit(f"recon: {exc}")
+sys.stdout.write("\0".join(command))' \
     > "$built" || die "could not build the Spark Connect server's command line (above)"
   mapfile -d '' command < "$built"
   mkdir -p "$dir/conf"

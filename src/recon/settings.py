@@ -70,6 +70,11 @@ RECON_SPARK_DRIVER_READ        ``250000``                     a Spark engine's r
                                                               local engine's reader) and validated
                                                               on pandas, not by Spark tasks; ``0``:
                                                               no run with records
+RECON_SPARK_PYTHON_IDLE        ``60``                         seconds a Python daemon of the Spark
+                                                              Connect server stays without a
+                                                              worker before it exits
+                                                              (``recon.spark_daemon``; ``make
+                                                              test``: ``5``)
 RECON_SPARK_POOL               ``default_pool``               the Airflow pool of the Spark steps
                                                               (env.sh: ``recon_spark``)
 RECON_LOCAL_READERS            one per core                   Kafka reader processes of the local
@@ -114,6 +119,7 @@ RECON_SPARK_CLASS_ARCHIVE = "RECON_SPARK_CLASS_ARCHIVE"
 RECON_SPARK_POOL = "RECON_SPARK_POOL"
 RECON_SPARK_REMOTE = "RECON_SPARK_REMOTE"
 RECON_SPARK_DRIVER_READ = "RECON_SPARK_DRIVER_READ"
+RECON_SPARK_PYTHON_IDLE = "RECON_SPARK_PYTHON_IDLE"
 RECON_LOCAL_READERS = "RECON_LOCAL_READERS"
 RECON_LOCAL_MEMORY_LIMIT = "RECON_LOCAL_MEMORY_LIMIT"
 RECON_APPLIED_BY = "RECON_APPLIED_BY"
@@ -298,6 +304,28 @@ def spark_driver_read() -> int | None:
             f"{RECON_SPARK_DRIVER_READ} must be a number of offsets, 0 or more, not {configured!r}"
         )
     return int(configured)
+
+
+def spark_python_idle() -> float:
+    """``$RECON_SPARK_PYTHON_IDLE``, else 60: seconds a Python daemon of the Spark Connect server
+    (``recon.spark_daemon``) stays without a worker before it exits.
+
+    :raises recon.errors.ConfigError: the variable is not a number of seconds, 0 or more.
+    """
+    configured = _set(RECON_SPARK_PYTHON_IDLE)
+    if not configured:
+        return 60.0
+    try:
+        seconds = float(configured)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:  # also NaN
+        from recon.errors import ConfigError
+
+        raise ConfigError(
+            f"{RECON_SPARK_PYTHON_IDLE} must be a number of seconds, 0 or more, not {configured!r}"
+        )
+    return seconds
 
 
 def spark_pool() -> str:

@@ -249,11 +249,14 @@ def connect_server_command(port: int, master: str | None = None) -> list[str]:
     a command line that ``ps`` shows."""
     from recon.spark_jars import spark_jar_settings
 
+    settings.spark_python_idle()  # its daemons read it: a bad value stops the start, not a task
     confs = {
         **spark_jar_settings(),
         **spark_settings(),
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(int(port)),
+        # A daemon per session, which Spark 4.1 keeps until the server stops (recon.spark_daemon).
+        "spark.python.daemon.module": "recon.spark_daemon",
     }
     command = ["spark-submit", "--class", CONNECT_SERVER_CLASS, "--name", "recon-connect",
                "--master", master or settings.spark_master()]  # fmt: skip

@@ -2,8 +2,10 @@
 ``scripts/spark-connect.sh``) instead of a JVM of their own: ``recon run`` judges every message as
 the test wrote it, the run is a session of the server's, a client the server refuses stops at
 once with one line that names the server, a server killed mid-run is named as the lost driver
-(nothing committed, the re-run gives the undisturbed verdicts), and a ledger compacted on the
-server (in a second session of its own, stopped after) still knows every earlier message."""
+(nothing committed, the re-run gives the undisturbed verdicts), a ledger compacted on the
+server (in a second session of its own, stopped after) still knows every earlier message, and
+a session's Python processes leave the server once idle (``recon.spark_daemon``) while the
+session can still run Python."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,7 @@ from faultkit import (
     wait_for,
 )
 from fixtures.spark_connect import restart, running_server, server_pid, sessions
+from proc_tree import find_process
 
 pytestmark = pytest.mark.integration
 
@@ -165,3 +169,54 @@ def test_a_server_killed_mid_run_is_named_and_nothing_is_committed(
         # A re-run of the same run id giving the undisturbed verdicts is test_fault_spark.py's
         # (the classic driver killed): the run and its commit are the same code.
         assert_nothing_committed(name)
+
+
+#: A client of the server that runs Python in it (an Arrow map: the server's Python worker and
+#: daemon) when told to on its stdin, twice, in one session.
+PYTHON_IN_THE_SERVER = (
+    "import os, sys\n"
+    "import pyarrow as pa\n"
+    "from recon.spark import remote_session\n"
+    "def double(batches):\n"
+    "    for b in batches:\n"
+    "        yield pa.RecordBatch.from_pydict({'n': [v * 2 for v in b.column(0).to_pylist()]})\n"
+    "session = remote_session('python-idle', os.environ['RECON_SPARK_REMOTE'])\n"
+    "for line in sys.stdin:\n"
+    "    rows = session.range(5).mapInArrow(double, 'n long').collect()\n"
+    "    print(sorted(r.n for r in rows), flush=True)\n"
+    "session.stop()\n"
+)
+
+
+def _python_below(pid: int) -> int | None:
+    return find_process(pid, lambda argv: b"python" in argv[0].rsplit(b"/", 1)[-1])
+
+
+def test_a_sessions_python_processes_leave_the_server_once_idle(
+    connect_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RECON_SPARK_PYTHON_IDLE", "2")
+    restart()
+    monkeypatch.setenv("RECON_SPARK_REMOTE", connect_server)
+    client = subprocess.Popen(
+        [sys.executable, "-c", PYTHON_IN_THE_SERVER], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert client.stdin is not None and client.stdout is not None
+    try:
+        client.stdin.write("go\n")
+        client.stdin.flush()
+        assert client.stdout.readline().strip() == "[0, 2, 4, 6, 8]"
+        assert _python_below(server_pid()) is not None  # the session's daemon, its worker
+        # Spark closes a factory's idle workers after a minute; the daemon follows in 2 s.
+        wait_for("the server's Python processes to leave",
+                 lambda: _python_below(server_pid()) is None, timeout=150)  # fmt: skip
+        # The same session again: Spark finds its daemon gone and starts another.
+        client.stdin.write("again\n")
+        client.stdin.flush()
+        assert client.stdout.readline().strip() == "[0, 2, 4, 6, 8]"
+        client.stdin.close()
+        assert client.wait(timeout=60) == 0, client.stderr.read()[-3000:] if client.stderr else ""
+    finally:
+        client.kill()
+        client.wait()

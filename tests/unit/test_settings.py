@@ -217,6 +217,7 @@ def test_connection_ids_urls_and_spark_defaults(clean_env: pytest.MonkeyPatch) -
     assert settings.spark_shuffle_partitions() == "8"
     assert settings.spark_driver_memory() == "2g"
     assert settings.spark_pool() == "default_pool"
+    assert settings.spark_python_idle() == 60.0
     assert settings.local_readers() == max(1, os.cpu_count() or 1)
 
 
@@ -227,6 +228,8 @@ def test_overrides_are_read_at_call_time(clean_env: pytest.MonkeyPatch) -> None:
     clean_env.setenv("RECON_SPARK_MASTER", "spark://h:7077")
     clean_env.setenv("RECON_SPARK_POOL", "recon_spark")
     clean_env.setenv("RECON_LOCAL_READERS", "3")
+    clean_env.setenv("RECON_SPARK_PYTHON_IDLE", "2.5")
+    assert settings.spark_python_idle() == 2.5
     assert settings.results_conn_id() == "pg_other"
     assert settings.alert_smtp_conn_id() == "smtp_other"
     assert settings.airflow_base_url() == "http://af:8080/"

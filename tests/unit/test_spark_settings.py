@@ -100,9 +100,22 @@ def test_the_connect_server_runs_every_drivers_settings_on_loopback(
         **spark_settings(),
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": "23999",
+        "spark.python.daemon.module": "recon.spark_daemon",
     }
     # The server reads its token from its environment: `ps` shows command lines to every user.
     assert not any(token in arg for arg in command)
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "nan"])
+def test_a_connect_server_with_a_bad_idle_time_for_its_daemons_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    from recon.errors import ConfigError
+    from recon.spark import connect_server_command
+
+    monkeypatch.setenv("RECON_SPARK_PYTHON_IDLE", value)
+    with pytest.raises(ConfigError, match=f"RECON_SPARK_PYTHON_IDLE .*{value!r}"):
+        connect_server_command(23999)
 
 
 def test_a_run_told_of_a_server_that_is_not_there_stops_at_once_naming_it() -> None:
