@@ -73,8 +73,7 @@ RECON_SPARK_DRIVER_READ        ``250000``                     a Spark engine's r
 RECON_SPARK_PYTHON_IDLE        ``60``                         seconds a Python daemon of the Spark
                                                               Connect server stays without a
                                                               worker before it exits
-                                                              (``recon.spark_daemon``; ``make
-                                                              test``: ``5``)
+                                                              (``recon.spark_daemon``)
 RECON_SPARK_POOL               ``default_pool``               the Airflow pool of the Spark steps
                                                               (env.sh: ``recon_spark``)
 RECON_LOCAL_READERS            one per core                   Kafka reader processes of the local

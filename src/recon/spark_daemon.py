@@ -4,8 +4,8 @@
 Spark starts one daemon per Python worker factory, and on a Connect server each session has a
 factory of its own (its key holds the session's ``SPARK_JOB_ARTIFACT_UUID``). Spark 4.1 never
 stops a factory before the server stops (SPARK-54055): its idle workers it closes after a minute,
-but its daemon, a Python process of about 40 MB, stays. A server that Airflow runs attach to for
-weeks gathered one or two daemons per run (twelve after one ``make bench``).
+but its daemon, a Python process of some 55 MB, stays. A server that Airflow runs attach to for
+weeks gathers one or two daemons per run (sixteen, 868 MB, after one ``make bench``).
 
 This daemon, once no worker of its own has lived for :func:`recon.settings.spark_python_idle`
 seconds, closes its listening socket and exits. A session that later needs a worker finds the

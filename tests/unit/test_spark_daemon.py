@@ -6,6 +6,7 @@ daemon), never accepted and dropped."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import struct
 import subprocess
@@ -82,7 +83,7 @@ def test_has_children_sees_a_live_child_only() -> None:
     parent = subprocess.Popen(
         [sys.executable, "-c", "import subprocess, sys; subprocess.Popen(['sleep', '30']);"
          "sys.stdin.read()"],
-        stdin=subprocess.PIPE,
+        stdin=subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 10
@@ -90,7 +91,7 @@ def test_has_children_sees_a_live_child_only() -> None:
             assert time.monotonic() < deadline, "the child never showed"
             time.sleep(0.05)
     finally:
-        parent.kill()
+        os.killpg(parent.pid, signal.SIGKILL)  # the parent and its sleeping child
         parent.wait()
     lone = subprocess.Popen(["sleep", "30"])
     try:
