@@ -36,7 +36,7 @@ class RowCopies:
         #: Seconds from :meth:`start` to the end of each copy that ended.
         self.took: dict[str, float] = {}
         self._failures: list[BaseException] = []
-        self._started: float | None = None
+        self._started = 0.0
         self._threads = [
             threading.Thread(target=self._copy, args=(what, copy), name=f"recon-{what}-copy")
             for what, copy in copies.items()
@@ -65,16 +65,15 @@ class RowCopies:
     def _copy(self, what: str, copy: Callable[[], int]) -> None:
         try:
             self.copied[what] = copy()
-            self.took[what] = time.monotonic() - (self._started or 0.0)
+            self.took[what] = time.monotonic() - self._started
         except BaseException as exc:  # re-raised in the caller's thread by wait()
             self._failures.append(exc)
 
     def join(self) -> None:
-        """Wait for the copies to end, whatever they did (none to wait for before :meth:`start`)."""
-        if self._started is None:
-            return
+        """Wait for the started copies to end, whatever they did."""
         for thread in self._threads:
-            thread.join()
+            if thread.ident is not None:  # started: one never started cannot be joined
+                thread.join()
 
     def wait(self) -> dict[str, int]:
         """Wait for the copies; the rows each copied.
