@@ -19,6 +19,18 @@ if TYPE_CHECKING:
 #: block and an OutOfMemoryError in a 2 GiB driver (P6, 2026-11-26).
 CACHE_LEVEL = "MEMORY_AND_DISK_DESER"
 
+#: The storage level of a kept rule step (a local checkpoint), by its ``pyspark.StorageLevel``
+#: name: local disk only, streamed back from the page cache at each read. Spark's default for a
+#: local checkpoint (memory and disk, deserialised) held a 10M window's joined rows as 1.4 GB of
+#: objects in the 2 GiB heap's storage share: the join's sorts and the aggregations after it
+#: spilled and the collector ran (a 10M run's rule steps 92-106 s -> 79-86 s on the Connect
+#: server; bench/engine_changes.md). A disk-only block is never read back as one buffer (the
+#: serialised level's OutOfMemoryError, :data:`CACHE_LEVEL`).
+CHECKPOINT_LEVEL = "DISK_ONLY"
+
+#: AQE's target of shuffled bytes per partition (``spark_settings``).
+ADVISORY_PARTITION_SIZE = "16m"
+
 #: The JVM options of every Spark driver and executor of the product (and, after them,
 #: ``settings.spark_java_options()``).
 JVM_OPTIONS = "-XX:+UseParallelGC"
@@ -29,6 +41,14 @@ def persist(frame: DataFrame) -> DataFrame:
     from pyspark import StorageLevel
 
     return frame.persist(getattr(StorageLevel, CACHE_LEVEL))
+
+
+def checkpoint(frame: DataFrame) -> DataFrame:
+    """``frame`` computed now and kept at :data:`CHECKPOINT_LEVEL`, its plan cut (a local
+    checkpoint; the caller unpersists it)."""
+    from pyspark import StorageLevel
+
+    return frame.localCheckpoint(eager=True, storageLevel=getattr(StorageLevel, CHECKPOINT_LEVEL))
 
 
 def spark_settings() -> dict[str, str]:
@@ -48,12 +68,22 @@ def spark_settings() -> dict[str, str]:
         "spark.ui.enabled": settings.spark_ui(),
         "spark.sql.shuffle.partitions": settings.spark_shuffle_partitions(),
         "spark.sql.adaptive.enabled": "true",
+        # AQE merges shuffle partitions up to this much shuffled (compressed) data: at its 64 MB
+        # a 10M window's join ran in 4 partitions whose sorts spilled in a 2 GiB heap (117 MB);
+        # at 16 MB in 8, without spilling (the join's stage 15.4 s -> 11.6 s). Small windows
+        # are merged as before: 1M shuffles about 22 MB.
+        "spark.sql.adaptive.advisoryPartitionSizeInBytes": ADVISORY_PARTITION_SIZE,
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
         # Kafka SASL credentials travel as a JAAS option: keep them out of plans, logs and UI.
         "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas",
         "spark.sql.redaction.options.regex": "(?i)url|jaas|password|secret",
         "spark.driver.memory": settings.spark_driver_memory(),
+        # A local checkpoint's blocks (a kept rule step's rows, on disk: CHECKPOINT_LEVEL) go
+        # when the collector finds them unreferenced, at the latest at this interval's forced
+        # collection (Spark's default: 30 minutes): a Spark Connect server that runs 10M
+        # windows would keep 1.4 GB of files per run until then.
+        "spark.cleaner.periodicGC.interval": "2min",
         # The throughput collector: a run is a batch job, and G1's concurrent work competes
         # for the two cores (10M window: 137 s -> 125 s, peak memory 3.4 -> 3.3 GB; tried
         # and left: C1 only, which saved 1.6 s at 1M and cost 52 s at 10M).
@@ -113,6 +143,7 @@ def _quiet_accumulator_server(session: SparkSession) -> None:
 SESSION_SETTINGS = (
     "spark.sql.shuffle.partitions",
     "spark.sql.adaptive.enabled",
+    "spark.sql.adaptive.advisoryPartitionSizeInBytes",
     "spark.sql.session.timeZone",
     "spark.sql.redaction.options.regex",
 )

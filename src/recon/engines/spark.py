@@ -22,7 +22,7 @@ from recon.rules.run import (
     judge_inputs,
     register_empty,
 )
-from recon.spark import persist
+from recon.spark import checkpoint, persist
 
 #: A kept relation of at most this many rows is broadcast to every join that reads it. Spark
 #: knows no size of a checkpoint's rows, so it shuffled both sides of a join with one: the
@@ -51,7 +51,7 @@ class SparkRules:
             # A second session of a Spark Connect server cannot read its local checkpoints
             # back (4.1.1: "No DataFrame with id ... is found in the session"); its few steps
             # (a ledger compaction's) are cached instead.
-            kept = persist(frame) if self._owns_session else frame.localCheckpoint(eager=True)
+            kept = persist(frame) if self._owns_session else checkpoint(frame)
             # The hint, or the empty relation, only stands in for the view: the stored rows are
             # released through ``kept``.
             frame = self._sized(kept)

@@ -31,6 +31,7 @@ from recon.ledger.versions import (
 )
 from recon.paths import is_local
 from recon.rules.run import RuleEngine
+from recon.spark import checkpoint
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -105,10 +106,8 @@ class SparkEntryStore:
         if hashes is not None:
             # The picked entries are few and the rules read them more than once: history is
             # scanned once, here.
-            ledger_stored = None if ledger_stored is None else ledger_stored.localCheckpoint(True)
-            ledger_results = (
-                None if ledger_results is None else ledger_results.localCheckpoint(True)
-            )
+            ledger_stored = None if ledger_stored is None else checkpoint(ledger_stored)
+            ledger_results = None if ledger_results is None else checkpoint(ledger_results)
         rules.use("ledger_stored", ledger_stored)
         rules.use("ledger_results", ledger_results)
         return True
