@@ -45,7 +45,9 @@ def persist(frame: DataFrame) -> DataFrame:
 
 def checkpoint(frame: DataFrame) -> DataFrame:
     """``frame`` computed now and kept at :data:`CHECKPOINT_LEVEL`, its plan cut (a local
-    checkpoint; the caller unpersists it)."""
+    checkpoint). ``unpersist()`` does not release its blocks: Spark's cleaner does once nothing
+    references it (the session's views gone), at the latest at :func:`spark_settings`' forced
+    collection."""
     from pyspark import StorageLevel
 
     return frame.localCheckpoint(eager=True, storageLevel=getattr(StorageLevel, CHECKPOINT_LEVEL))

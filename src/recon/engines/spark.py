@@ -53,7 +53,8 @@ class SparkRules:
             # (a ledger compaction's) are cached instead.
             kept = persist(frame) if self._owns_session else checkpoint(frame)
             # The hint, or the empty relation, only stands in for the view: the stored rows are
-            # released through ``kept``.
+            # released through ``kept`` (a cache; a checkpoint's once unreferenced:
+            # recon.spark.checkpoint).
             frame = self._sized(kept)
         frame.createOrReplaceTempView(name)
         old = self._kept.pop(name, None)
