@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from recon import spark_daemon
 from recon.spark_daemon import IdleExit, has_children
 
 pytestmark = pytest.mark.unit
@@ -79,7 +80,21 @@ def test_a_live_worker_or_a_ready_socket_restarts_the_idle_time(
         idle.select([listening], [], [], 0)
 
 
-def test_has_children_sees_a_live_child_only() -> None:
+@pytest.mark.parametrize("children_files", [True, False], ids=["children-files", "scan"])
+def test_has_children_sees_a_live_child_only(
+    children_files: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the kernel's children files, and without them (a kernel built without
+    CONFIG_PROC_CHILDREN: every process's parent read instead)."""
+    if not children_files:
+        read = spark_daemon._read
+
+        def no_children_files(path: str) -> str:
+            if path.endswith("/children"):
+                raise FileNotFoundError(path)
+            return read(path)
+
+        monkeypatch.setattr(spark_daemon, "_read", no_children_files)
     parent = subprocess.Popen(
         [sys.executable, "-c", "import subprocess, sys; subprocess.Popen(['sleep', '30']);"
          "sys.stdin.read()"],
