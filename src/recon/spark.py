@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 #: The storage level of every DataFrame the product caches, by its ``pyspark.StorageLevel`` name
-#: (resolved at use: importing this module starts no pyspark). Deserialised, as Spark keeps a
-#: local checkpoint: pyspark's MEMORY_AND_DISK is the serialised level, whose blocks that spilled
+#: (resolved at use: importing this module starts no pyspark). Deserialised: pyspark's
+#: MEMORY_AND_DISK is the serialised level, whose blocks that spilled
 #: are read back as one buffer of the whole block: at 10M sink rows with payloads, 509 MiB per
 #: block and an OutOfMemoryError in a 2 GiB driver (P6, 2026-11-26).
 CACHE_LEVEL = "MEMORY_AND_DISK_DESER"
@@ -27,9 +27,6 @@ CACHE_LEVEL = "MEMORY_AND_DISK_DESER"
 #: server; bench/engine_changes.md). A disk-only block is never read back as one buffer (the
 #: serialised level's OutOfMemoryError, :data:`CACHE_LEVEL`).
 CHECKPOINT_LEVEL = "DISK_ONLY"
-
-#: AQE's target of shuffled bytes per partition (``spark_settings``).
-ADVISORY_PARTITION_SIZE = "16m"
 
 #: The JVM options of every Spark driver and executor of the product (and, after them,
 #: ``settings.spark_java_options()``).
@@ -74,7 +71,7 @@ def spark_settings() -> dict[str, str]:
         # a 10M window's join ran in 4 partitions whose sorts spilled in a 2 GiB heap (117 MB);
         # at 16 MB in 8, without spilling (the join's stage 15.4 s -> 11.6 s). Small windows
         # are merged as before: 1M shuffles about 22 MB.
-        "spark.sql.adaptive.advisoryPartitionSizeInBytes": ADVISORY_PARTITION_SIZE,
+        "spark.sql.adaptive.advisoryPartitionSizeInBytes": "16m",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
         # Kafka SASL credentials travel as a JAAS option: keep them out of plans, logs and UI.
