@@ -122,7 +122,9 @@ RESULT = StructType(
         StructField("sink_keys", ArrayType(StringType()), False),
         StructField("topic_duplicate", BooleanType(), False),
         StructField("detail", StringType(), True),
-        StructField("positions", POSITIONS, False),
+        # only for a message at more than one position (they may span partitions); null when
+        # topic, partition and offsets say where the message is
+        StructField("positions", POSITIONS, True),
         # sink row time minus record timestamp, when the run knows both (sink.time_column)
         StructField("latency_ms", LongType(), True),
         # a lost message's record timestamp, and a pending message's first sink row time (ms

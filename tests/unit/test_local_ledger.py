@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from fixtures.engines import duckdb_ledger
 from fixtures.relations import ARROW_LEDGER, arrow_table, as_read, judge, plain, row_key, rows
-from fixtures.scenarios import SCENARIOS
+from fixtures.scenarios import SCENARIOS, T
 
 from recon.engines.duckdb import DuckDBRules
 from recon.engines.spark import SparkRules
@@ -169,3 +169,26 @@ def test_a_version_or_entry_gone_from_disk_stops_the_run(tmp_path: Path) -> None
     shutil.rmtree(v1)
     with pytest.raises(LedgerMissing, match=f"ledger version {v1} is missing"):
         LOCAL.read_manifest(v1)
+
+
+def test_results_keep_positions_only_for_a_message_at_several_and_entries_derive_the_rest(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A run's results store ``positions`` only for a message at more than one position (m1
+    twice in partition 0, m3 in partitions 0 and 1); read back as ledger entries, by either
+    engine, every message has its positions: m2's derived from its offset, m3's across both
+    partitions (which its topic, partition and offsets alone could not say)."""
+    con, results = judge(SCENARIOS["topic_duplicate"]())
+    stored = {r["message_id"]: r["positions"] for r in rows(con, results)}
+    pos = [{"topic": T, "partition": p, "offset": o} for p, o in ((0, 0), (0, 2))]
+    across = [{"topic": T, "partition": p, "offset": o} for p, o in ((0, 3), (1, 0))]
+    assert stored == {"m1": pos, "m2": None, "m3": across}
+
+    manifest, _ = _write(con, str(tmp_path / "ledger"), "run-1", [], None, ("results", "run-1"))
+    want = {"m1": pos, "m2": [{"topic": T, "partition": 0, "offset": 1}], "m3": across}
+    merged = _newest(con, LOCAL.read_manifest(manifest), "merged")
+    assert {r["message_id"]: plain(r["positions"]) for r in rows(con, merged)} == want
+    store = SparkEntryStore(spark)
+    read = versions.read_newest(SparkRules(spark), store, store.read_manifest(manifest))
+    assert read is not None
+    assert {r["message_id"]: plain(r["positions"]) for r in read.collect()} == want

@@ -10,6 +10,10 @@
 -- sink_time_ms: a pending message's first sink row time, for the run that judges it (both kept
 -- only there by 05_*_judged). The fast and general paths' verdicts are read as judged (05_*_judged:
 -- with an upsert sink's order applied; the verdicts themselves otherwise).
+-- positions: only for a message at more than one position (the general path's, which may span
+-- partitions); null for every other row, whose topic, partition and offsets say where it is
+-- (a reader derives them, as recon.rules.run.conform_sql does). Writing them for every message
+-- was a third of the results write.
 SELECT verdict, message_id, topic, "partition",
        CASE WHEN "offset" IS NOT NULL THEN ["offset"] ELSE CAST([] AS BIGINT[]) END AS offsets,
        "offset" AS first_offset,
@@ -23,18 +27,20 @@ SELECT verdict, message_id, topic, "partition",
             WHEN 'lost' THEN 'no sink row for a committed record'
             WHEN 'unverifiable' THEN ${NOT_FOUND_REMOVED}
             ELSE ${PHANTOM} END AS detail,
-       CASE WHEN "offset" IS NOT NULL THEN [${POS}] ELSE ${EMPTY_POSITIONS} END AS positions,
-       latency_ms, record_time_ms, CAST(NULL AS BIGINT) AS sink_time_ms
+       ${NO_POSITIONS} AS positions, latency_ms, record_time_ms,
+       CAST(NULL AS BIGINT) AS sink_time_ms
 FROM fast_judged
 UNION ALL
 SELECT verdict, message_id, topic, "partition", offsets, first_offset, sink_count, sink_keys,
-       topic_duplicate, detail, positions, latency_ms, record_time_ms, sink_time_ms
+       topic_duplicate, detail,
+       CASE WHEN array_length(positions) > 1 THEN positions END AS positions,
+       latency_ms, record_time_ms, sink_time_ms
 FROM general_judged
 UNION ALL
 SELECT 'invalid' AS verdict, message_id, topic, "partition", ["offset"] AS offsets,
        "offset" AS first_offset, CAST(0 AS BIGINT) AS sink_count,
        CAST([] AS VARCHAR[]) AS sink_keys, false AS topic_duplicate,
-       coalesce(invalid_reason, 'missing message id') AS detail, [${POS}] AS positions,
+       coalesce(invalid_reason, 'missing message id') AS detail, ${NO_POSITIONS} AS positions,
        ${NO_TIMES}
 FROM checked_records WHERE NOT ok
 UNION ALL
@@ -42,7 +48,7 @@ SELECT 'invalid' AS verdict, message_id, CAST(NULL AS VARCHAR) AS topic,
        CAST(NULL AS INTEGER) AS "partition", CAST([] AS BIGINT[]) AS offsets,
        CAST(NULL AS BIGINT) AS first_offset, CAST(1 AS BIGINT) AS sink_count,
        [sink_key] AS sink_keys, false AS topic_duplicate,
-       'sink row without a message id' AS detail, ${EMPTY_POSITIONS} AS positions,
+       'sink row without a message id' AS detail, ${NO_POSITIONS} AS positions,
        ${NO_TIMES}
 FROM checked_sink_rows WHERE NOT ok
 UNION ALL
@@ -52,7 +58,7 @@ SELECT 'unverifiable' AS verdict, CAST(NULL AS VARCHAR) AS message_id, topic,
        CAST([] AS VARCHAR[]) AS sink_keys, false AS topic_duplicate,
        printf('offsets %d to %d were removed (retention or compaction) before they were read',
               from_offset, log_start_offset - 1) AS detail,
-       ${EMPTY_POSITIONS} AS positions, ${NO_TIMES}
+       ${NO_POSITIONS} AS positions, ${NO_TIMES}
 FROM removed_ranges
 UNION ALL
 SELECT 'unpublished' AS verdict, message_id, CAST(NULL AS VARCHAR) AS topic,
@@ -60,7 +66,7 @@ SELECT 'unpublished' AS verdict, message_id, CAST(NULL AS VARCHAR) AS topic,
        CAST(NULL AS BIGINT) AS first_offset, CAST(0 AS BIGINT) AS sink_count,
        CAST([] AS VARCHAR[]) AS sink_keys, false AS topic_duplicate,
        printf(${UNPUBLISHED_DETAIL}, source_key, n_rows) AS detail,
-       ${EMPTY_POSITIONS} AS positions, ${NO_TIMES}
+       ${NO_POSITIONS} AS positions, ${NO_TIMES}
 FROM source_judged
 UNION ALL
 SELECT 'invalid' AS verdict, message_id, CAST(NULL AS VARCHAR) AS topic,
@@ -68,5 +74,5 @@ SELECT 'invalid' AS verdict, message_id, CAST(NULL AS VARCHAR) AS topic,
        CAST(NULL AS BIGINT) AS first_offset, CAST(0 AS BIGINT) AS sink_count,
        CAST([] AS VARCHAR[]) AS sink_keys, false AS topic_duplicate,
        printf(${SOURCE_WITHOUT_ID}, coalesce(source_key, '(unnamed)')) AS detail,
-       ${EMPTY_POSITIONS} AS positions, ${NO_TIMES}
+       ${NO_POSITIONS} AS positions, ${NO_TIMES}
 FROM source_invalid

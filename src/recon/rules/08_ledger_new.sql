@@ -14,6 +14,6 @@ UNION ALL
 SELECT message_id, topic, "partition", "offset" AS first_offset,
        CAST(NULL AS BIGINT[]) AS offsets,
        CAST(CASE WHEN sink_key IS NOT NULL THEN 1 ELSE 0 END AS BIGINT) AS sink_count,
-       ${RUN_ID} AS first_run_id, verdict, CAST(NULL AS ${POSITION_TYPE}[]) AS positions,
+       ${RUN_ID} AS first_run_id, verdict, ${NO_POSITIONS} AS positions,
        record_time_ms, CAST(NULL AS BIGINT) AS sink_time_ms
 FROM fast_judged

@@ -209,8 +209,9 @@ _LEDGER = (
 
 #: The inputs holding ledger entries: ``positions`` may be absent (a ledger written before they
 #: were kept), and an entry of a message at one position may store no lists
-#: (``recon.rules.run.conform_sql`` derives them).
-LEDGER_INPUTS = ("ledger", "ledger_all", "ledger_stored")
+#: (``recon.rules.run.conform_sql`` derives them). A run's results read as entries
+#: (``ledger_results``) store ``positions`` only for a message at several.
+LEDGER_INPUTS = ("ledger", "ledger_all", "ledger_stored", "ledger_results")
 
 #: The columns an input may have: a source without one reads it as null.
 OPTIONAL_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -232,7 +233,7 @@ OPTIONAL_COLUMNS["inflight"] = OPTIONAL_COLUMNS["every"] = OPTIONAL_COLUMNS["rec
 OPTIONAL_COLUMNS["sink_all"] = OPTIONAL_COLUMNS["sink_rows"]
 # A lost message's record time, a pending one's sink row time (schemas.RESULT): entries written
 # before they were kept have neither.
-for _name in (*LEDGER_INPUTS, "ledger_results"):
+for _name in LEDGER_INPUTS:
     OPTIONAL_COLUMNS[_name] = (("record_time_ms", "BIGINT"), ("sink_time_ms", "BIGINT"))
 
 #: The columns each input must have, in DuckDB's types (the Spark engine renders them).

@@ -51,6 +51,7 @@ def _vocabulary() -> dict[str, str]:
         "POS": f"CAST({position} AS {POSITION_TYPE})",
         "NULL_POS": f"CAST(NULL AS {POSITION_TYPE})",
         "EMPTY_POSITIONS": f"CAST([] AS {POSITION_TYPE}[])",
+        "NO_POSITIONS": f"CAST(NULL AS {POSITION_TYPE}[])",
         "NO_LEDGER": (
             "CAST(NULL AS BIGINT) AS l_sink_count, CAST(NULL AS VARCHAR) AS l_verdict, "
             f"CAST(NULL AS VARCHAR) AS l_first_run_id, CAST(NULL AS {POSITION_TYPE}[]) "
