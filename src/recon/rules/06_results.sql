@@ -12,8 +12,8 @@
 -- with an upsert sink's order applied; the verdicts themselves otherwise).
 -- positions: only for a message at more than one position (the general path's, which may span
 -- partitions); null for every other row, whose topic, partition and offsets say where it is
--- (a reader derives them, as recon.rules.run.conform_sql does). Writing them for every message
--- was a third of the results write.
+-- (a reader derives them, as recon.rules.run.conform_sql does): one list per message would
+-- repeat those columns in every row of the results file.
 SELECT verdict, message_id, topic, "partition",
        CASE WHEN "offset" IS NOT NULL THEN ["offset"] ELSE CAST([] AS BIGINT[]) END AS offsets,
        "offset" AS first_offset,
