@@ -14,9 +14,9 @@ if TYPE_CHECKING:
 
 #: The storage level of every DataFrame the product caches, by its ``pyspark.StorageLevel`` name
 #: (resolved at use: importing this module starts no pyspark). Deserialised: pyspark's
-#: MEMORY_AND_DISK is the serialised level, whose blocks that spilled
-#: are read back as one buffer of the whole block: at 10M sink rows with payloads, 509 MiB per
-#: block and an OutOfMemoryError in a 2 GiB driver (P6, 2026-11-26).
+#: MEMORY_AND_DISK is the serialised level, whose blocks that spilled are read back as one
+#: buffer of the whole block: at 10M sink rows with payloads, 509 MiB per block and an
+#: OutOfMemoryError in a 2 GiB driver (P6, 2026-11-26).
 CACHE_LEVEL = "MEMORY_AND_DISK_DESER"
 
 #: The storage level of a kept rule step (a local checkpoint), by its ``pyspark.StorageLevel``

@@ -46,16 +46,17 @@ def in_list(values: Sequence[str]) -> str:
 
 def _vocabulary() -> dict[str, str]:
     position = "{'topic': topic, 'partition': \"partition\", 'offset': \"offset\"}"
+    no_positions = f"CAST(NULL AS {POSITION_TYPE}[])"
     return {
         "POSITION_TYPE": POSITION_TYPE,
         "POS": f"CAST({position} AS {POSITION_TYPE})",
         "NULL_POS": f"CAST(NULL AS {POSITION_TYPE})",
         "EMPTY_POSITIONS": f"CAST([] AS {POSITION_TYPE}[])",
-        "NO_POSITIONS": f"CAST(NULL AS {POSITION_TYPE}[])",
+        "NO_POSITIONS": no_positions,
         "NO_LEDGER": (
             "CAST(NULL AS BIGINT) AS l_sink_count, CAST(NULL AS VARCHAR) AS l_verdict, "
-            f"CAST(NULL AS VARCHAR) AS l_first_run_id, CAST(NULL AS {POSITION_TYPE}[]) "
-            "AS l_positions, CAST(NULL AS BIGINT) AS l_record_time_ms, "
+            f"CAST(NULL AS VARCHAR) AS l_first_run_id, {no_positions} AS l_positions, "
+            "CAST(NULL AS BIGINT) AS l_record_time_ms, "
             "CAST(NULL AS BIGINT) AS l_sink_time_ms"
         ),
         "NO_TIME": "CAST(NULL AS TIMESTAMPTZ) AS at_time",
