@@ -47,6 +47,8 @@ def test_no_value_ever_reaches_the_detail(spark: Any, engine: str) -> None:
         ("number", "12.50", "12.5", True),
         ("number", "7", "7.000", True),
         ("number", "7", "8", False),
+        ("number", "-0", "0", True),
+        ("number", "1e400", "7", False),
         ("number", "seven", "7", False),
         ("text", "007", "7", False),
         ("boolean", "true", "t", True),
@@ -115,6 +117,11 @@ def test_the_comparison_is_built_once_per_field_in_declared_order() -> None:
     params = Judging(compared=("b", "a"), kinds=("text", "number")).params()
     diff = params["PAYLOAD_DIFF"]
     assert diff.index("'b'") < diff.index("'a'")
-    assert "TRY_CAST(record_payload[2] AS DOUBLE)" in diff
+    assert "record_payload[2]" in diff
+    digests = params["PAYLOAD_DIGESTS"]
+    assert "hash(payload[1])" in digests
+    assert "TRY_CAST(payload[2] AS DOUBLE)" in digests
+    assert "payload[3]" not in digests
     assert params["COMPARED"] == "['b', 'a']"
     assert Judging().params()["PAYLOAD_DIFF"] == "CAST(NULL AS VARCHAR[])"
+    assert Judging().params()["PAYLOAD_DIGESTS"] == "CAST(NULL AS BIGINT[])"

@@ -3,8 +3,8 @@
 -- and no record, is decided from its joined row alone (the fast path, 04_fast_verdicts.sql).
 -- The record's Kafka timestamp and the sink row's time ride along (null unless the pipeline
 -- declares sink.time_column): a delivery's latency is the one minus the other. Each pair's
--- payloads are compared here, where they meet (${PAYLOAD_DIFF}: the fields the sink row changed,
--- null unless the pipeline declares payload), and only the differing names are kept.
+-- payload digests are compared here, where they meet (${PAYLOAD_DIFF}: the fields the sink row
+-- changed, null unless the pipeline declares payload), and only the differing names are kept.
 SELECT coalesce(w.message_id, s.message_id) AS message_id, w.topic, w."partition", w."offset",
        s.sink_key, w.record_time, s.sink_time, ${PAYLOAD_DIFF} AS differs
 FROM (SELECT message_id, topic, "partition", "offset", "timestamp" AS record_time,
