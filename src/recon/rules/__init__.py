@@ -28,8 +28,9 @@ record's Kafka timestamp) and ``sink_rows.sink_time`` (``sink.time_column``); wi
 message has a delivery latency, and ``${LATE_AFTER_MS}`` (the pipeline's bound, null when it
 declares none) turns the slow deliveries into ``late``. Both may carry a ``payload`` (the
 compared content, as text, in the pipeline's order; null when it declares no ``payload``):
-``${PAYLOAD_DIFF}`` (``recon.rules.judging``) names the fields a sink row changed, which makes a
-delivery ``mismatched``. And both may carry ``order_key`` and ``order_position`` (an upsert sink's
+``${PAYLOAD_DIGESTS}`` (``recon.rules.judging``) turns it into one digest per field before the
+join, and ``${PAYLOAD_DIFF}`` names the fields a sink row changed, which makes a delivery
+``mismatched``. And both may carry ``order_key`` and ``order_position`` (an upsert sink's
 key and position, ``order`` declared), judged against input ``sink_all`` (the sink as a whole) by
 :data:`ORDER_STEPS`.
 
