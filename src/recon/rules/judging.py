@@ -108,13 +108,9 @@ def _digest(i: int, kind: str) -> str:
     """The digest of field ``i`` (1-based) of ``payload``: the hash of its canonical value, or
     of its text when it has none (a hash of NULL is not NULL: Spark's is its seed)."""
     text = f"payload[{i}]"
-    if kind not in _CANONICAL:
-        return f"CASE WHEN {text} IS NULL THEN NULL ELSE hash({text}) END"
-    value = _CANONICAL[kind].format(text)
-    return (
-        f"CASE WHEN {text} IS NULL THEN NULL WHEN {value} IS NOT NULL THEN hash({value}) "
-        f"ELSE hash({text}) END"
-    )
+    value = _CANONICAL[kind].format(text) if kind in _CANONICAL else None
+    typed = f"WHEN {value} IS NOT NULL THEN hash({value}) " if value else ""
+    return f"CASE WHEN {text} IS NULL THEN NULL {typed}ELSE hash({text}) END"
 
 
 def _differs(i: int) -> str:
