@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench import progress
+from bench import disk, progress
 
 PARTITIONS = 8
 #: The layout of a stored dataset: a dataset of another layout is generated again.
@@ -191,6 +191,9 @@ def append_chunk(ds: Dataset, messages: int) -> dict[str, int]:
     """
     from confluent_kafka import Producer
 
+    needs = disk.Needs()
+    needs.messages(messages, f"data {ds.name}")
+    disk.require(needs)
     start = time.monotonic()
     chunk = len(ds.chunks)
     prefix = f"{ds.name}-c{chunk}"

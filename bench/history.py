@@ -28,6 +28,19 @@ from recon.duckdb_connection import connect
 SIMULATION_MEMORY = "4GB"
 
 
+def _segment_path(directory: str, rows: int, i: int) -> str:
+    return os.path.join(directory, f"sim-{rows}-{i}")
+
+
+def _written(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, "_SUCCESS"))
+
+
+def missing_entries(directory: str, segments: int, rows: int) -> int:
+    """How many of the entries :func:`simulate` would write are not written yet."""
+    return rows * sum(not _written(_segment_path(directory, rows, i)) for i in range(segments))
+
+
 def simulate(directory: str, segments: int, rows: int) -> list[str]:
     """``segments`` level-1 segments of ``rows`` entries each under ``directory`` (reused when a
     previous bench wrote them); their manifest entries, oldest first."""
@@ -45,8 +58,8 @@ def simulate(directory: str, segments: int, rows: int) -> list[str]:
     con = connect(memory_limit=SIMULATION_MEMORY, temp_directory=os.path.join(directory, "tmp"))
     store = LocalEntryStore()
     for i in range(segments):
-        path = os.path.join(directory, f"sim-{rows}-{i}")
-        if not os.path.isfile(os.path.join(path, "_SUCCESS")):
+        path = _segment_path(directory, rows, i)
+        if not _written(path):
             progress(f"P2: simulating history, segment {i + 1}/{segments} ({rows:,} entries)")
             con.execute(
                 "CREATE OR REPLACE TEMP VIEW sim AS SELECT "

@@ -25,11 +25,11 @@ from typing import Any
 
 import yaml
 
-from bench import generate, history, progress, storage
+from bench import disk, generate, history, progress, storage
+from bench.checks import check_counts, same_verdicts
 from bench.connect import Server
 from bench.measure import Measured, run
 
-PEER_VERDICTS = ("delivered", "lost", "duplicated", "phantom", "topic_duplicate", "invalid")
 INCREMENTAL_RUNS = 6
 INCREMENTAL_SIZE = int(os.environ.get("RECON_BENCH_INC_SIZE", "1000000"))
 #: P2's simulated history: this many top-level segments (``MERGE_MAX_ROWS`` entries each), and
@@ -108,7 +108,7 @@ class Bench:
                     )  # fmt: skip
                 if size == self.sizes[0]:  # P4 compares its cluster run with this one
                     self.local_reference = (pipeline, f"p1-{label}-{rep}", measured["product"])
-                _check_counts(label, ds.expected, measured)
+                check_counts(label, ds.expected, measured)
                 for k, m in measured.items():
                     runs.setdefault(k, []).append(m)
                 progress(f"P1 {tag}: " + "  ".join(f"{k} {m.seconds:.1f}s"
@@ -201,7 +201,7 @@ class Bench:
         local = self.declare(f"bench_p3_{label.lower()}_local", ds, engine="local")
         m = self.product(local, f"p3-{label}", fresh=True,
                          spill=spill_dir(settings.data_dir()))  # fmt: skip
-        _check_counts(label, ds.expected, {"local": m})
+        check_counts(label, ds.expected, {"local": m})
         progress(f"P3 {label}, local engine: {m.seconds:.1f} s, peak {m.peak_rss_mb:,.0f} MB, "
                  f"spilled at most {m.peak_spill_mb:,.0f} MB")  # fmt: skip
         self.results["p3"] = {"size": size, "label": label, "local": asdict(m)}
@@ -223,7 +223,7 @@ class Bench:
                 remote, "p4-cluster", fresh=True, env={"RECON_SPARK_MASTER": c.master_url},
                 watch=tuple(c.worker_pids),
             )  # fmt: skip
-        same = _same_verdicts(local, local_run, remote, "p4-cluster")
+        same = same_verdicts(local, local_run, remote, "p4-cluster")
         if not same or m_local.output.get("counts") != m_cluster.output.get("counts"):
             raise SystemExit("P4: the cluster's verdicts differ from local mode's")
         progress(f"P4: local {m_local.seconds:.1f} s, cluster {m_cluster.seconds:.1f} s, "
@@ -260,40 +260,34 @@ class Bench:
                      f"{self.results['p5_connect']['seconds']:.1f} s")  # fmt: skip
 
 
-def _check_counts(label: str, expected: dict[str, int], measured: dict[str, Measured]) -> None:
-    """Both engines must find the planted faults, and each peer exactly the product's counts."""
-    want = {v: expected.get(v, 0) for v in PEER_VERDICTS}
-    for engine in ("product", "local", "connect"):
-        if engine not in measured:
-            continue
-        found = measured[engine].output.get("counts", {})
-        got = {v: found.get(v, 0) for v in PEER_VERDICTS}
-        if got != want:
-            raise SystemExit(f"P1 {label}: {engine} counts {got} differ from the planted {want}")
-    for peer in ("python", "duckdb"):
-        if peer not in measured:
-            continue
-        counts = measured[peer].output.get("counts", {})
-        theirs = {v: counts.get(v, 0) for v in PEER_VERDICTS}
-        if theirs != got:
-            raise SystemExit(f"P1 {label}: {peer} peer counts {theirs} != product {got}")
+def planned_needs(sizes: list[int], only: set[str]) -> disk.Needs:
+    """What the figures in ``only`` will write that is not there yet: the datasets they generate
+    (one a reused dataset lacks), P7's outbox and P2's simulated history."""
+    needs = disk.Needs()
+    p1 = sizes if only & {"P1", "P4"} else sizes[-1:] if only & {"P6", "P7"} else []
+    for size in p1:
+        _unless_there(needs, f"p1-{generate.label(size).lower()}", size)
+    if "P7" in only:
+        needs.outbox(sizes[-1], "P7")
+    if "P2" in only:
+        needs.messages((INCREMENTAL_RUNS + 2 * HISTORY_PAIRS) * INCREMENTAL_SIZE, "P2")
+        from recon.ledger.versions import MERGE_MAX_ROWS
+
+        directory = os.path.join(generate.state_dir(), "history")
+        missing = history.missing_entries(directory, HISTORY_SEGMENTS, MERGE_MAX_ROWS)
+        needs.ledger(missing, directory, "P2's simulated history")
+    if "P3" in only:
+        size = SCALE_FACTOR * sizes[-1]
+        _unless_there(needs, f"p3-{generate.label(size).lower()}", size)
+    if "P5" in only:
+        _unless_there(needs, "p5-100k", LATENCY_SIZE)
+    return needs
 
 
-def _same_verdicts(a: str, run_a: str, b: str, run_b: str) -> bool:
-    """Both runs' discrepancy rows, compared as (verdict, messageId, offsets, sink count)."""
-    from recon.engine import results_db
-
-    query = (
-        "SELECT md5(string_agg(verdict || '|' || coalesce(message_id, '') || '|' || "
-        "offsets::text || '|' || sink_count, ',' ORDER BY verdict, message_id, offsets)) "
-        "FROM recon.discrepancies WHERE pipeline = %s AND run_id = %s"
-    )
-    with results_db() as pg, pg.cursor() as cur:
-        cur.execute(query, (a, run_a))
-        left = cur.fetchone()[0]
-        cur.execute(query, (b, run_b))
-        right = cur.fetchone()[0]
-    return bool(left) and left == right
+def _unless_there(needs: disk.Needs, name: str, size: int) -> None:
+    ds = generate.load(name)
+    if ds is None or ds.chunks != [size]:
+        needs.messages(size, f"data {name}")
 
 
 def _machine() -> dict[str, Any]:
@@ -345,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         again = {name: {"at": time.time()} for names, _ in steps for name in names if name in only}
         bench.results = {**kept, "remeasured": {**kept.get("remeasured", {}), **again}}
 
+    disk.require(planned_needs(sizes, only))
     with contextlib.ExitStack() as stack:
         if only & {"P1", "P2", "P5"}:
             bench.connect = stack.enter_context(connect.server())
