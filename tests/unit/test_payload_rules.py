@@ -117,7 +117,7 @@ def test_the_comparison_is_built_once_per_field_in_declared_order() -> None:
     params = Judging(compared=("b", "a"), kinds=("text", "number")).params()
     diff = params["PAYLOAD_DIFF"]
     assert diff.index("'b'") < diff.index("'a'")
-    assert "record_payload[2]" in diff
+    assert "record_digests[2]" in diff
     digests = params["PAYLOAD_DIGESTS"]
     assert "hash(payload[1])" in digests
     assert "TRY_CAST(payload[2] AS DOUBLE)" in digests

@@ -4,7 +4,7 @@
 -- a space is trimmed. The compared payload goes on as one digest per field (${PAYLOAD_DIGESTS},
 -- recon.rules.judging): the join carries 8 bytes a field, not the text.
 SELECT message_id, topic, "partition", "offset", invalid_reason, "timestamp",
-       ${PAYLOAD_DIGESTS} AS payload,
+       ${PAYLOAD_DIGESTS} AS payload_digests,
        order_key, order_position,
        CASE WHEN invalid_reason IS NOT NULL THEN false
             WHEN message_id IS NULL OR message_id = '' THEN false

@@ -8,8 +8,8 @@
 SELECT coalesce(w.message_id, s.message_id) AS message_id, w.topic, w."partition", w."offset",
        s.sink_key, w.record_time, s.sink_time, ${PAYLOAD_DIFF} AS differs
 FROM (SELECT message_id, topic, "partition", "offset", "timestamp" AS record_time,
-             payload AS record_payload
+             payload_digests AS record_digests
       FROM checked_records WHERE ok) w
-FULL OUTER JOIN (SELECT message_id, sink_key, sink_time, payload AS sink_payload
+FULL OUTER JOIN (SELECT message_id, sink_key, sink_time, payload_digests AS sink_digests
                  FROM checked_sink_rows WHERE ok) s
 ON w.message_id = s.message_id

@@ -5,7 +5,7 @@ comparison, as the parameters the rule files name.
 relation's ``payload`` (``records.payload``, ``sink_rows.payload``: the compared fields as text)
 giving one 64-bit digest per field of its canonical value, which ``01_checked_*`` carry to the
 join instead of the text. ``${PAYLOAD_DIFF}`` is an expression over the columns
-``record_payload`` and ``sink_payload`` (the two sides' digests, where ``02_joined`` pairs them)
+``record_digests`` and ``sink_digests`` (the two sides' digests, where ``02_joined`` pairs them)
 giving the names of the compared fields whose digests differ, in declared order: an empty list
 when none does, NULL when either side has no payload (nothing was compared). ``${COMPARED}`` is
 the list of every compared field's name, in that order. Each field is compared by its kind
@@ -98,8 +98,8 @@ class Judging:
         # it, and only the others are compared field by field (an engine that does not call
         # lists with NULLs in the same places equal sends those the long way: same answer).
         return (
-            "CASE WHEN record_payload IS NULL OR sink_payload IS NULL THEN CAST(NULL AS VARCHAR[]) "
-            "WHEN record_payload = sink_payload THEN CAST([] AS VARCHAR[]) "
+            "CASE WHEN record_digests IS NULL OR sink_digests IS NULL THEN CAST(NULL AS VARCHAR[]) "
+            "WHEN record_digests = sink_digests THEN CAST([] AS VARCHAR[]) "
             f"ELSE list_filter([{named}], f -> f IS NOT NULL) END"
         )
 
@@ -114,8 +114,8 @@ def _digest(i: int, kind: str) -> str:
 
 
 def _differs(i: int) -> str:
-    """Whether field ``i`` (1-based) differs between ``record_payload`` and ``sink_payload``."""
-    r, s = f"record_payload[{i}]", f"sink_payload[{i}]"
+    """Whether field ``i`` (1-based) differs between ``record_digests`` and ``sink_digests``."""
+    r, s = f"record_digests[{i}]", f"sink_digests[{i}]"
     return (
         f"(CASE WHEN {r} IS NULL OR {s} IS NULL THEN NOT ({r} IS NULL AND {s} IS NULL) "
         f"ELSE {r} <> {s} END)"
