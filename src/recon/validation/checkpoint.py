@@ -23,6 +23,9 @@ from recon.config import PipelineConfig
 from recon.validation.suites import ValidationError, load_suite, suite_parameters
 
 log = logging.getLogger(__name__)
+# GX logs, at INFO, each of its API functions it leaves out of its docs while it is imported:
+# 214 lines of "Skipping registering function" at the top of every validate task's log.
+logging.getLogger("great_expectations._docs_decorators").setLevel(logging.WARNING)
 
 #: The kinds of GX data source a run's results are validated in.
 SourceKind = Literal["spark", "pandas"]
