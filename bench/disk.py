@@ -25,8 +25,9 @@ HEADROOM = 2 * 2**30
 
 #: What frees space a bench's machine often lacks, named in the error.
 HINT = (
-    "Free space there first: `scripts/clean.sh --orphan-clusters` removes PostgreSQL clusters "
-    "of checkouts that are gone, and `make clean` in an old checkout removes its state."
+    "Free space there first: `scripts/clean.sh --orphan-clusters` removes the PostgreSQL "
+    "clusters of checkouts that are gone (a whole bench leaves about 13 GB in one); a checkout "
+    "you no longer need holds its topics in its `.state/kafka`."
 )
 
 
