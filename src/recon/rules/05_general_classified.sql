@@ -24,30 +24,33 @@
 --   only new sink rows: aborted_read, else unverifiable (this run lost records to retention),
 --     else phantom.
 --   judged before and nothing new: no row.
+-- A joined row pairs a record with a sink row (or stands alone): a message at two positions with
+-- two sink rows has four. Every aggregate below takes distinct positions and keys, so the joined
+-- rows go in as they are (a DISTINCT of each kind was one shuffle more in Spark).
 WITH facts AS (
-    SELECT DISTINCT message_id, 'w' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
-           record_time AS at_time, ${NO_LEDGER}
+    SELECT message_id, 'w' AS src, ${POS} AS pos, sink_key, record_time AS at_time, differs,
+           ${NO_LEDGER}
     FROM general_joined WHERE "offset" IS NOT NULL
     UNION ALL
-    SELECT DISTINCT message_id, 's' AS src, ${NULL_POS} AS pos, sink_key, sink_time AS at_time,
-           ${NO_LEDGER}
+    SELECT message_id, 's' AS src, ${NULL_POS} AS pos, sink_key, sink_time AS at_time,
+           ${NO_DIFFERS}, ${NO_LEDGER}
     FROM general_joined WHERE sink_key IS NOT NULL
     UNION ALL
     SELECT message_id, 'p' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
-           ${NO_TIME}, ${NO_LEDGER}
+           ${NO_TIME}, ${NO_DIFFERS}, ${NO_LEDGER}
     FROM pending
     WHERE invalid_reason IS NULL AND message_id IS NOT NULL AND trim(message_id) <> ''
       AND message_id IN (SELECT message_id FROM general_ids)
     UNION ALL
     SELECT message_id, 'u' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
-           ${NO_TIME}, ${NO_LEDGER}
+           ${NO_TIME}, ${NO_DIFFERS}, ${NO_LEDGER}
     FROM uncommitted
     WHERE message_id IS NOT NULL AND trim(message_id) <> ''
       AND message_id IN (SELECT message_id FROM general_ids)
     UNION ALL
     SELECT message_id, 'l' AS src, ${NULL_POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
-           ${NO_TIME}, CAST(sink_count AS BIGINT) AS l_sink_count, verdict AS l_verdict,
-           first_run_id AS l_first_run_id, positions AS l_positions,
+           ${NO_TIME}, ${NO_DIFFERS}, CAST(sink_count AS BIGINT) AS l_sink_count,
+           verdict AS l_verdict, first_run_id AS l_first_run_id, positions AS l_positions,
            record_time_ms AS l_record_time_ms, sink_time_ms AS l_sink_time_ms
     FROM ledger WHERE message_id IN (SELECT message_id FROM general_ids)
 ),
@@ -59,9 +62,10 @@ grouped AS (
                     ${EMPTY_POSITIONS}) AS p_pos,
            coalesce(list_sort(list_distinct(list(pos) FILTER (WHERE src = 'u'))),
                     ${EMPTY_POSITIONS}) AS u_pos,
-           count(*) FILTER (WHERE src = 's') AS n_new,
-           coalesce(list_sort(list(sink_key) FILTER (WHERE src = 's' AND sink_key IS NOT NULL)),
+           coalesce(list_sort(list_distinct(list(sink_key) FILTER (WHERE src = 's'))),
                     CAST([] AS VARCHAR[])) AS new_keys,
+           list({'pos': pos, 'sink_key': sink_key, 'differs': differs})
+               FILTER (WHERE src = 'w' AND sink_key IS NOT NULL) AS pairs,
            epoch_ms(min(at_time) FILTER (WHERE src = 's')) AS s_ms,
            epoch_ms(min(at_time) FILTER (WHERE src = 'w')) AS w_ms,
            max(l_sink_count) AS l_sink_count, max(l_verdict) AS l_verdict_raw,
@@ -71,22 +75,20 @@ grouped AS (
     FROM facts
     GROUP BY message_id
 ),
--- What each new sink row changed: its pair with the record at the message's first position.
-copies AS (
-    SELECT message_id, sink_key, arg_min(differs, ${POS}) AS differs
-    FROM general_joined WHERE "offset" IS NOT NULL AND sink_key IS NOT NULL
-    GROUP BY message_id, sink_key
+-- What each new sink row changed: the fields its pair with the record at the message's first
+-- position differs in (02_joined compared each pair); then how many changed and which fields,
+-- in declared order.
+copied AS (
+    SELECT *, array_length(new_keys) AS n_new,
+           list_transform(new_keys,
+               k -> list_sort(list_filter(pairs, x -> x.sink_key = k))[1].differs) AS copy_differs
+    FROM grouped
 ),
-changed_raw AS (
-    SELECT message_id, count(*) FILTER (WHERE array_length(differs) > 0) AS n_changed,
-           flatten(list(differs) FILTER (WHERE differs IS NOT NULL)) AS all_changed
-    FROM copies GROUP BY message_id
-),
--- The changed fields in declared order.
 changed AS (
-    SELECT message_id, n_changed,
-           list_filter(${COMPARED}, f -> list_contains(all_changed, f)) AS changed_fields
-    FROM changed_raw
+    SELECT *, array_length(list_filter(copy_differs, d -> array_length(d) > 0)) AS n_changed,
+           list_filter(${COMPARED}, f -> list_contains(
+               flatten(list_filter(copy_differs, d -> d IS NOT NULL)), f)) AS changed_fields
+    FROM copied
 ),
 -- Where a pending ledger entry stands against this run's window, per position it was seen at.
 expiry AS (
@@ -108,10 +110,8 @@ flags AS (
            coalesce(g.l_pos_raw, ${EMPTY_POSITIONS}) AS l_pos,
            array_length(g.w_pos) > 0 AS has_w, array_length(g.p_pos) > 0 AS has_p,
            array_length(g.u_pos) > 0 AS has_u,
-           coalesce(x.behind, false) AS behind, coalesce(x.gone, false) AS gone,
-           coalesce(c.n_changed, 0) AS n_changed, c.changed_fields
-    FROM grouped g LEFT JOIN expiry x ON g.message_id = x.message_id
-    LEFT JOIN changed c ON g.message_id = c.message_id
+           coalesce(x.behind, false) AS behind, coalesce(x.gone, false) AS gone
+    FROM changed g LEFT JOIN expiry x ON g.message_id = x.message_id
 ),
 states AS (
     SELECT *, has_w OR (l_verdict IN ${JUDGED} AND n_new > 0) AS judged,

@@ -60,6 +60,7 @@ def _vocabulary() -> dict[str, str]:
             "CAST(NULL AS BIGINT) AS l_sink_time_ms"
         ),
         "NO_TIME": "CAST(NULL AS TIMESTAMPTZ) AS at_time",
+        "NO_DIFFERS": "CAST(NULL AS VARCHAR[]) AS differs",
         "NO_TIMES": (
             "CAST(NULL AS BIGINT) AS latency_ms, CAST(NULL AS BIGINT) AS record_time_ms, "
             "CAST(NULL AS BIGINT) AS sink_time_ms"
