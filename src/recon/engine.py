@@ -5,7 +5,8 @@
    keeps it, so a retry reads exactly the same window, unless it never committed and another
    run committed since: then it takes a fresh one.
 2. :func:`snapshot_topic`: Spark reads the window (read_committed) and the pending records (the
-   driver reads a small window: ``recon.engines.spark_snapshot.reads_on_driver``),
+   driver reads a small window, or any with a local Spark master:
+   ``recon.engines.spark_snapshot.window_on_driver``),
    extracts messageIds, writes Parquet under ``<data dir>/windows/<pipeline>/<run id>/``.
 3. :func:`reconcile_run`: window + the run's sink rows + the ledger version the run started from
    -> verdicts; a read_uncommitted pass only when phantoms appear; a new ledger version (the run's
@@ -110,8 +111,9 @@ def step_needs_spark(
     cfg: PipelineConfig, run_id: str, step: str, *, data_dir: str | None = None
 ) -> bool:
     """Whether ``step`` of the run (``snapshot_topic``, ``reconcile`` or ``validate``) needs a
-    SparkSession: every step of the Spark engine does, except that the driver reads a small
-    run's window and validates its results itself
+    SparkSession: every step of the Spark engine does, except that the driver reads a run's
+    window (``recon.engines.spark_snapshot.window_on_driver``: a small one, or any with a local
+    Spark master) and validates a small run's results itself
     (``recon.engines.spark_snapshot.reads_on_driver``); a caller that would start one for the
     step (an Airflow task) then starts none.
     """
@@ -122,7 +124,10 @@ def step_needs_spark(
     from recon.engines import spark_snapshot
 
     record = require_record(cfg, run_id)
-    return not spark_snapshot.reads_on_driver(record, data_dir or default_data_dir())
+    where = data_dir or default_data_dir()
+    if step == "snapshot_topic":
+        return not spark_snapshot.window_on_driver(record, where)
+    return not spark_snapshot.reads_on_driver(record, where)
 
 
 # --- step 1 -------------------------------------------------------------------------------------

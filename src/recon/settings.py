@@ -63,9 +63,9 @@ RECON_SPARK_REMOTE             unset: a Spark of its own      a Spark Connect se
                                                               (``scripts/spark-connect.sh``;
                                                               env.sh: the project's server;
                                                               empty: a Spark of its own)
-RECON_SPARK_DRIVER_READ        ``250000``                     a Spark engine's run whose window
-                                                              holds at most this many offsets,
-                                                              its data directory on the driver's
+RECON_SPARK_DRIVER_READ        ``250000``; unset, a local     a Spark engine's run whose window
+                               master's driver reads every    holds at most this many offsets,
+                               window                         its data directory on the driver's
                                                               machine, is read by the driver (the
                                                               local engine's reader) and validated
                                                               on pandas, not by Spark tasks; ``0``:
@@ -288,8 +288,9 @@ def spark_remote() -> str | None:
 
 def spark_driver_read() -> int | None:
     """``$RECON_SPARK_DRIVER_READ``, else None (the local engine's bound for a read on a thread,
-    ``recon.read.kafka_local.pool.IN_PROCESS_OFFSETS``): the largest window, in offsets, whose
-    run the Spark engine's driver reads itself (``recon.engines.spark_snapshot.reads_on_driver``).
+    ``recon.read.kafka_local.pool.IN_PROCESS_OFFSETS``, and every window of a local master):
+    the largest window, in offsets, whose run the Spark engine's driver reads itself
+    (``recon.engines.spark_snapshot.reads_on_driver``, ``window_on_driver``).
 
     :raises recon.errors.ConfigError: the variable is not a whole number, 0 or more.
     """

@@ -1,5 +1,6 @@
 """Which runs the Spark engine's driver reads itself, their window (step 2) and their results
-(the validation): ``RECON_SPARK_DRIVER_READ``, ``recon.engines.spark_snapshot.reads_on_driver``; and
+(the validation): ``RECON_SPARK_DRIVER_READ``, ``recon.engines.spark_snapshot.reads_on_driver``,
+``window_on_driver`` (every window of a local Spark master, unless a bound is set); and
 the Airflow task that then starts no Spark: no spark-submit, no Spark Connect session. That both
 readers give the same verdicts is checked on the real stack
 (tests/integration/test_engine_vs_workload.py, ``spark`` and ``spark-tasks``).
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from recon import settings
-from recon.engines.spark_snapshot import reads_on_driver
+from recon.engines.spark_snapshot import reads_on_driver, window_on_driver
 from recon.errors import ConfigError
 from recon.read.kafka_local.pool import IN_PROCESS_OFFSETS
 from recon.snapshot.window import PartitionWindow
@@ -81,6 +82,29 @@ def test_a_window_up_to_the_bound_is_read_on_the_driver_and_one_past_it_by_spark
     assert not reads_on_driver(_record(1), here)
 
 
+def test_a_local_master_reads_every_window_on_the_driver_unless_a_bound_is_set(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    here, large = str(tmp_path), _record(10_000_000, 1)
+    monkeypatch.delenv("RECON_SPARK_DRIVER_READ", raising=False)
+    for master in ("local[*]", "local[2]", " local"):
+        monkeypatch.setenv("RECON_SPARK_MASTER", master)
+        assert window_on_driver(large, here) and window_on_driver(large, f"file://{here}")
+        # Its results are still validated by Spark: pandas would hold them all in memory.
+        assert not reads_on_driver(large, here)
+    # Files elsewhere than on the driver's disk, a cluster's master, or a bound set: Spark's
+    # tasks read what the bound leaves them.
+    assert not window_on_driver(large, "s3a://bucket/recon")
+    monkeypatch.setenv("RECON_SPARK_MASTER", "spark://127.0.0.1:23077")
+    assert not window_on_driver(large, here)
+    assert window_on_driver(_record(IN_PROCESS_OFFSETS), here)
+    monkeypatch.setenv("RECON_SPARK_MASTER", "local[*]")
+    monkeypatch.setenv("RECON_SPARK_DRIVER_READ", "1000")
+    assert not window_on_driver(large, here) and window_on_driver(_record(1000), here)
+    monkeypatch.setenv("RECON_SPARK_DRIVER_READ", "0")
+    assert not window_on_driver(_record(1), here)
+
+
 _PIPELINE = SimpleNamespace(
     name="p1", engine="spark", kafka=SimpleNamespace(connection="kafka_default"),
     sink=SimpleNamespace(connection="postgres_sink"),
@@ -93,11 +117,11 @@ def test_reconcile_always_needs_spark_the_others_only_for_a_large_run(
     import recon.engine
 
     monkeypatch.setenv("RECON_SPARK_DRIVER_READ", "100")
-    records = {"small": _record(100), "large": _record(101)}
+    records = {"small": _record(100), "large": _record(101), "huge": _record(IN_PROCESS_OFFSETS, 1)}
     monkeypatch.setattr(recon.engine, "require_record", lambda cfg, run_id: records[run_id])
     needs = {
         (run, step): recon.engine.step_needs_spark(_PIPELINE, run, step, data_dir=str(tmp_path))
-        for run in records
+        for run in ("small", "large")
         for step in ("snapshot_topic", "reconcile", "validate")
     }
     assert needs == {
@@ -107,6 +131,14 @@ def test_reconcile_always_needs_spark_the_others_only_for_a_large_run(
     }  # fmt: skip
     local = SimpleNamespace(**{**vars(_PIPELINE), "engine": "local"})
     assert not recon.engine.step_needs_spark(local, "large", "reconcile")
+    # Without a bound, a local master's driver reads a window of any size.
+    monkeypatch.delenv("RECON_SPARK_DRIVER_READ")
+    monkeypatch.setenv("RECON_SPARK_MASTER", "local[*]")
+    huge = {
+        step: recon.engine.step_needs_spark(_PIPELINE, "huge", step, data_dir=str(tmp_path))
+        for step in ("snapshot_topic", "reconcile", "validate")
+    }
+    assert huge == {"snapshot_topic": False, "reconcile": True, "validate": True}
 
 
 @pytest.mark.parametrize("remote", ["", "sc://localhost:23999"])

@@ -1,9 +1,9 @@
 """Step 2 of a run on Spark (``recon.engine`` says what each step does): the window's parts
-read into Parquet with Spark tasks (``recon.read.kafka_spark.read_window``), a small one by the
-driver (:func:`reads_on_driver`), while threads of the driver copy the run's sink rows and a
-declared source's rows out of PostgreSQL (``recon.read.sink_copy``,
-``recon.read.source_copy``) where the data directory is on the driver's disk. Step 3 reads them
-all (``recon.engines.spark_run``).
+read into Parquet with Spark tasks (``recon.read.kafka_spark.read_window``), or by the driver
+(:func:`window_on_driver`: a small window, or any window of a Spark on this machine), while
+threads of the driver copy the run's sink rows and a declared source's rows out of PostgreSQL
+(``recon.read.sink_copy``, ``recon.read.source_copy``) where the data directory is on the
+driver's disk. Step 3 reads them all (``recon.engines.spark_run``).
 """
 
 from __future__ import annotations
@@ -57,14 +57,14 @@ def snapshot_topic(
     progress: Progress = noop,
 ) -> dict[str, str]:
     """Read the run's window parts into Parquet (``recon.engine.snapshot_topic`` records a
-    failure on the run): with Spark tasks, or on the driver (:func:`reads_on_driver`).
+    failure on the run): with Spark tasks, or on the driver (:func:`window_on_driver`).
 
     :param spark: the session; None only for a window read on the driver.
     :returns: the Parquet paths by part (``committed``, ``pending``).
     """
     record = require_record(cfg, run_id)
     data_dir = data_dir or default_data_dir()
-    on_driver = reads_on_driver(record, data_dir)
+    on_driver = window_on_driver(record, data_dir)
     if spark is None and not on_driver:
         raise ValueError(f"pipeline '{cfg.name}': Spark's tasks read this window: no session")
     # Elsewhere than on the driver's disk, step 3 reads the sink and source rows over JDBC.
@@ -120,6 +120,22 @@ def reads_on_driver(record: store.RunRecord, where: str) -> bool:
     bound = settings.spark_driver_read()
     offsets = offsets_in(window_ranges(record.windows))
     return is_local(where) and offsets <= (IN_PROCESS_OFFSETS if bound is None else bound)
+
+
+def window_on_driver(record: store.RunRecord, where: str) -> bool:
+    """Whether the driver reads the run's window (step 2) with the local engine's readers: a
+    window :func:`reads_on_driver` gives it, and, unless ``settings.spark_driver_read()`` sets
+    a bound, every window of a Spark whose master is local (``local[*]``: the Spark Connect
+    server of ``make up`` too, started with the same setting) whose files are on the driver's
+    disk. Such a Spark's tasks run on the same cores as the driver's reader processes, but as
+    Python workers that hand every record to the JVM before Parquet gets it: a 1M window read
+    in 5.4-6.2 s by the tasks and in 2.8-2.9 s by the readers (Spark Connect server, 8
+    partitions; bench/engine_changes.md). A cluster's tasks read on its workers' cores.
+    """
+    if reads_on_driver(record, where):
+        return True
+    local_master = settings.spark_master().strip().startswith("local")
+    return settings.spark_driver_read() is None and local_master and is_local(where)
 
 
 def _read_on_driver(
