@@ -350,9 +350,10 @@ def _gap(results: dict[str, Any]) -> list[str]:
         ]
     lines += [
         f"The Spark engine spends {step('product', 'session'):.1f} s starting the JVM, "
-        f"{step('product', 'snapshot_topic'):.1f} s turning the topic into Parquet with "
-        "Spark tasks (the sink rows copied out of PostgreSQL beside them, as the local engine's "
-        f"are) and {step('product', 'reconcile'):.1f} s reconciling and "
+        f"{step('product', 'snapshot_topic'):.1f} s turning the topic into Parquet (with "
+        "a local master, by the driver's reader processes, as the local engine reads it; on a "
+        "cluster, by Spark tasks; the sink rows copied out of PostgreSQL beside them) and "
+        f"{step('product', 'reconcile'):.1f} s reconciling and "
         "committing, in a JVM of its own: Spark's local mode pays for what lets the same job "
         "run on a cluster (P4): rows serialised between operators, shuffles, and a JIT that "
         "warms up again in every fresh JVM.",
