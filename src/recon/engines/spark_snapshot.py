@@ -117,9 +117,7 @@ def reads_on_driver(record: store.RunRecord, where: str) -> bool:
     Connect client (bench/engine_changes.md). Both readers write the same columns, and the
     suites run alike on both (tests/unit/test_suites.py); the rules still run on Spark.
     """
-    bound = settings.spark_driver_read()
-    offsets = offsets_in(window_ranges(record.windows))
-    return is_local(where) and offsets <= (IN_PROCESS_OFFSETS if bound is None else bound)
+    return _on_driver(record, where)[1]
 
 
 def window_on_driver(record: store.RunRecord, where: str) -> bool:
@@ -132,10 +130,19 @@ def window_on_driver(record: store.RunRecord, where: str) -> bool:
     in 5.4-6.2 s by the tasks and in 2.8-2.9 s by the readers (Spark Connect server, 8
     partitions; bench/engine_changes.md). A cluster's tasks read on its workers' cores.
     """
-    if reads_on_driver(record, where):
-        return True
+    return _on_driver(record, where)[0]
+
+
+def _on_driver(record: store.RunRecord, where: str) -> tuple[bool, bool]:
+    """(the window, the results): what the driver reads itself, decided from one reading of the
+    settings."""
+    if not is_local(where):
+        return False, False
+    bound = settings.spark_driver_read()
+    offsets = offsets_in(window_ranges(record.windows))
+    results = offsets <= (IN_PROCESS_OFFSETS if bound is None else bound)
     local_master = settings.spark_master().strip().startswith("local")
-    return settings.spark_driver_read() is None and local_master and is_local(where)
+    return results or (bound is None and local_master), results
 
 
 def _read_on_driver(

@@ -86,8 +86,7 @@ copied AS (
 ),
 changed AS (
     SELECT *, array_length(list_filter(copy_differs, d -> array_length(d) > 0)) AS n_changed,
-           list_filter(${COMPARED}, f -> list_contains(
-               flatten(list_filter(copy_differs, d -> d IS NOT NULL)), f)) AS changed_fields
+           flatten(list_filter(copy_differs, d -> d IS NOT NULL)) AS all_changed
     FROM copied
 ),
 -- Where a pending ledger entry stands against this run's window, per position it was seen at.
@@ -106,6 +105,7 @@ flags AS (
            CASE WHEN g.l_verdict_raw = 'pending' AND g.l_sink_time_ms IS NOT NULL
                      AND (g.s_ms IS NULL OR g.l_sink_time_ms < g.s_ms)
                 THEN g.l_sink_time_ms ELSE g.s_ms END AS first_sink_ms,
+           list_filter(${COMPARED}, f -> list_contains(g.all_changed, f)) AS changed_fields,
            coalesce(g.l_verdict_raw, '') AS l_verdict,
            coalesce(g.l_pos_raw, ${EMPTY_POSITIONS}) AS l_pos,
            array_length(g.w_pos) > 0 AS has_w, array_length(g.p_pos) > 0 AS has_p,
@@ -151,5 +151,9 @@ classified AS (
     FROM states2
 )
 -- Kept: the verdicts read it twice (the replayed positions, the detail); Spark would compute
--- every step above again for each.
-SELECT * FROM classified WHERE verdict IS NOT NULL
+-- every step above again for each. Only what 05_general_verdicts reads is kept (not each
+-- message's pairs and per-copy changes).
+SELECT message_id, verdict, positions, judged, expired, has_w, total, n_new, new_keys,
+       n_changed, changed_fields, l_verdict, l_first_run_id, l_record_time_ms, w_ms,
+       first_sink_ms, latency_ms
+FROM classified WHERE verdict IS NOT NULL
