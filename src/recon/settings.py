@@ -46,7 +46,11 @@ RECON_SPARK_MASTER             ``local[*]``                   the master of ``re
 RECON_SPARK_UI                 ``false``                      ``spark.ui.enabled`` of every Spark
                                                               driver
 RECON_SPARK_SHUFFLE_PARTITIONS ``8``                          ``spark.sql.shuffle.partitions``
-RECON_SPARK_DRIVER_MEMORY      ``2g``                         ``spark.driver.memory``
+RECON_SPARK_DRIVER_MEMORY      ``1g``                         ``spark.driver.memory`` of a run's
+                                                              own Spark driver
+RECON_SPARK_CONNECT_MEMORY     ``2g``                         ``spark.driver.memory`` of the
+                                                              Spark Connect server (runs share
+                                                              it)
 RECON_SPARK_JAVA_OPTIONS       unset: none                    JVM options added to every Spark
                                                               driver's and executor's (``make
                                                               test``: ``-XX:TieredStopAtLevel=1``)
@@ -113,6 +117,7 @@ RECON_SPARK_MASTER = "RECON_SPARK_MASTER"
 RECON_SPARK_UI = "RECON_SPARK_UI"
 RECON_SPARK_SHUFFLE_PARTITIONS = "RECON_SPARK_SHUFFLE_PARTITIONS"
 RECON_SPARK_DRIVER_MEMORY = "RECON_SPARK_DRIVER_MEMORY"
+RECON_SPARK_CONNECT_MEMORY = "RECON_SPARK_CONNECT_MEMORY"
 RECON_SPARK_JAVA_OPTIONS = "RECON_SPARK_JAVA_OPTIONS"
 RECON_SPARK_CLASS_ARCHIVE = "RECON_SPARK_CLASS_ARCHIVE"
 RECON_SPARK_POOL = "RECON_SPARK_POOL"
@@ -264,8 +269,19 @@ def spark_shuffle_partitions() -> str:
 
 
 def spark_driver_memory() -> str:
-    """``$RECON_SPARK_DRIVER_MEMORY`` (even when empty), else ``2g``."""
-    return os.environ.get(RECON_SPARK_DRIVER_MEMORY, "2g")
+    """``$RECON_SPARK_DRIVER_MEMORY`` (even when empty), else ``1g``: the heap of a run's own
+    Spark driver (in local mode also its executor). A 10M window ran as fast in 1 GiB as in 2
+    GiB (91-94 s; 112-115 s with the optional checks) with its JVM at 1.3 GB instead of 2.0 GB:
+    the parallel collector grows the heap toward the bound when a run allocates more
+    (bench/engine_changes.md)."""
+    return os.environ.get(RECON_SPARK_DRIVER_MEMORY, "1g")
+
+
+def spark_connect_memory() -> str:
+    """``$RECON_SPARK_CONNECT_MEMORY`` (even when empty), else ``2g``: the heap of the Spark
+    Connect server (``make up``), which the runs attached to it share (Airflow may run two
+    pipelines' Spark steps at once)."""
+    return os.environ.get(RECON_SPARK_CONNECT_MEMORY, "2g")
 
 
 def spark_java_options() -> str:

@@ -280,7 +280,8 @@ def _grpc_details(exc: BaseException) -> str:
 
 def connect_server_command(port: int, master: str | None = None) -> list[str]:
     """spark-submit's command line for a Spark Connect server of the product on loopback
-    ``port``: the settings every driver of the product has (:func:`spark_settings`, the jars).
+    ``port``: the settings every driver of the product has (:func:`spark_settings`, the jars),
+    with a heap of its own size (``RECON_SPARK_CONNECT_MEMORY``: the runs attached share it).
     Its token is read from ``SPARK_CONNECT_AUTHENTICATE_TOKEN`` in its environment, never put on
     a command line that ``ps`` shows."""
     from recon.spark_jars import spark_jar_settings
@@ -289,6 +290,7 @@ def connect_server_command(port: int, master: str | None = None) -> list[str]:
     confs = {
         **spark_jar_settings(),
         **spark_settings(),
+        "spark.driver.memory": settings.spark_connect_memory(),
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(int(port)),
         # A daemon per session, which Spark 4.1 keeps until the server stops (recon.spark_daemon).

@@ -85,6 +85,7 @@ def test_no_ui_loopback_only_and_credentials_redacted(monkeypatch: pytest.Monkey
 def test_the_connect_server_runs_every_drivers_settings_on_loopback(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from recon import settings
     from recon.spark import CONNECT_SERVER_CLASS, connect_server_command, spark_settings
     from recon.spark_jars import spark_jar_settings
 
@@ -98,12 +99,25 @@ def test_the_connect_server_runs_every_drivers_settings_on_loopback(
     assert confs == {
         **spark_jar_settings(),
         **spark_settings(),
+        "spark.driver.memory": settings.spark_connect_memory(),
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": "23999",
         "spark.python.daemon.module": "recon.spark_daemon",
     }
     # The server reads its token from its environment: `ps` shows command lines to every user.
     assert not any(token in arg for arg in command)
+
+
+def test_the_connect_server_has_a_heap_of_its_own_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runs attached to the server share its heap; a run's own driver has its own."""
+    from recon.spark import connect_server_command, spark_settings
+
+    monkeypatch.setenv("RECON_SPARK_DRIVER_MEMORY", "768m")
+    monkeypatch.setenv("RECON_SPARK_CONNECT_MEMORY", "3g")
+    command = connect_server_command(23999)
+    confs = [command[i + 1] for i, arg in enumerate(command) if arg == "--conf"]
+    assert [c for c in confs if c.startswith("spark.driver.memory=")] == ["spark.driver.memory=3g"]
+    assert spark_settings()["spark.driver.memory"] == "768m"
 
 
 @pytest.mark.parametrize("value", ["soon", "-1", "nan"])

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 #: A run with up to this many ids broadcasts their 64-bit hashes (8 bytes each, ~100 MB at most
-#: as Spark's hash relation): the driver's default 2 GiB holds that.
+#: as Spark's hash relation): a tenth of a run's own driver's default heap (1 GiB).
 BROADCAST_MAX_IDS = 5_000_000
 _MANIFEST = "seq int, entry string, results_of string, segment string"
 #: Bytes per Parquet row group of an entry or segment (Spark's default, 128 MB, is one group per
