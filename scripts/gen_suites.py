@@ -1,8 +1,8 @@
 """Rewrite the Great Expectations suites of ``expectations/`` from the contract table (issue 16).
 
 The suites are generated from ``recon.contract.table.CONTRACT`` by
-``recon.validation.suites.render_suite``; ``tests/unit/test_suites.py`` fails when a committed file
-differs. After changing the table, run from the repository root::
+``recon.validation.suites.render_suite``; ``tests/unit/test_suite_files.py`` fails when a
+committed file differs. After changing the table, run from the repository root::
 
     bash scripts/with-env.sh python scripts/gen_suites.py          # rewrite the stale files
     bash scripts/with-env.sh python scripts/gen_suites.py --check  # change nothing; exit 1 if stale

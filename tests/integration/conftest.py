@@ -6,6 +6,7 @@ how to start it, rather than skip: a skipped integration test proves nothing.
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -155,3 +156,11 @@ def kit_setup(
     yield make
     for s in made:
         s.close()
+
+
+@pytest.fixture
+def setup(kit_setup: Callable[..., Any]) -> Callable[..., Any]:
+    """``make(prefix, semantics, idempotent)``: a local-engine pipeline of the kit, for the repair
+    tests (``test_repair.py``, ``test_repair_verdicts.py``). A module may declare its own
+    (``test_everyday_verdicts.py``'s takes the engine as well)."""
+    return functools.partial(kit_setup, "local")

@@ -1,4 +1,5 @@
-"""Shared fixtures for unit tests: one small local SparkSession for the whole run."""
+"""Shared fixtures for unit tests: one small local SparkSession for the whole run, and a Great
+Expectations project folder per test module."""
 
 from __future__ import annotations
 
@@ -56,3 +57,10 @@ def spark_judged(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) 
     # (and by nothing else); without workers the session's own base serves.
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     return SparkJudged(spark, shared)
+
+
+@pytest.fixture(scope="module")
+def gx_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A Great Expectations project folder of the test module's own (not yet made): the runs of
+    one module share it (``test_suites.py``, ``test_suite_files.py``)."""
+    return str(tmp_path_factory.mktemp("gx") / "gx")
