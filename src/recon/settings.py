@@ -270,8 +270,8 @@ def spark_shuffle_partitions() -> str:
 
 def spark_driver_memory() -> str:
     """``$RECON_SPARK_DRIVER_MEMORY`` (even when empty), else ``1g``: the heap of a run's own
-    Spark driver (in local mode also its executor). A 10M window ran as fast in 1 GiB as in 2
-    GiB (91-94 s; 112-115 s with the optional checks) with its JVM at 1.3 GB instead of 2.0 GB:
+    Spark driver (in local mode also its executor). A 10M window ran within 3% of its time in
+    2 GiB (91-94 s; 112-115 s with the optional checks) with its JVM at 1.3 GB instead of 2.0 GB:
     the parallel collector grows the heap toward the bound when a run allocates more
     (bench/engine_changes.md)."""
     return os.environ.get(RECON_SPARK_DRIVER_MEMORY, "1g")
