@@ -108,6 +108,10 @@ class RunIO(Protocol):
         ``ledger_next``, or ``ledger_known`` and the results) and the run's results Parquet;
         returns the version's path."""
 
+    def written_results(self) -> Any | None:
+        """The results :meth:`write_version` wrote, as a relation that reads them back (None:
+        nothing to read back; the rules compute them again)."""
+
     def discrepancy_rows(self) -> Iterable[Sequence[Any]] | store.DiscrepancyFile:
         """The relation ``discrepancies`` as ``recon.store.commit_run`` takes it."""
 
@@ -295,6 +299,11 @@ def judge_run(
     next_ledger(rules, run_id)
     ledger_path = io.write_version(base_entries, ledger is not None)
     progress(f"run {run_id}: ledger and results written at {time.monotonic() - started:.1f} s")
+    # The steps after read the results back rather than judge the run again (each pass that
+    # reads ``results`` computes them from the kept steps).
+    written = io.written_results()
+    if written is not None:
+        rules.reread("results", written)
 
     run_steps(rules, COMMIT_STEPS, {"SAMPLE": str(DISCREPANCY_SAMPLE)})
     ((sink_scanned,),) = rules.rows("sink_scanned")

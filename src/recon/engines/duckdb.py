@@ -37,6 +37,11 @@ class DuckDBRules:
     def relation(self, name: str) -> str:
         return name
 
+    def reread(self, name: str, source: str) -> None:
+        self.con.execute(f"DROP VIEW IF EXISTS {name}")
+        self.con.execute(f"DROP TABLE IF EXISTS {name}")
+        self.define(name, f"SELECT * FROM {source}")
+
     def scratch(self) -> DuckDBRules:
         # A cursor is a connection of its own to the same database: its temporary objects are
         # its own.

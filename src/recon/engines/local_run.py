@@ -26,6 +26,7 @@ Nothing here imports pyspark or Airflow.
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import shutil
 import time
@@ -265,7 +266,9 @@ class LocalRunIO:
         directory = local_path(path)
         if not glob.glob(os.path.join(directory, "*.parquet")):
             return None
-        return _view(self.con, "recon_base_results", directory)
+        # a view per results directory: the base run's (00_carried) and this run's own
+        return _view(self.con, f"recon_results_{hashlib.sha1(path.encode()).hexdigest()[:12]}",
+                     directory)  # fmt: skip
 
     def read_every(self, windows: list[PartitionWindow]) -> str:
         kafka = kafka_connection(self.cfg.kafka.connection)
@@ -292,6 +295,9 @@ class LocalRunIO:
             results_file, results_path(self.data_dir, self.cfg.name, self.record.run_id)
         )
         return ledger_path
+
+    def written_results(self) -> str | None:
+        return self.results_at(results_path(self.data_dir, self.cfg.name, self.record.run_id))
 
     def discrepancy_rows(self) -> store.DiscrepancyFile:
         self._csv = f"{self.run_dir}/discrepancies-{uuid.uuid4().hex[:8]}.csv"

@@ -82,6 +82,12 @@ class SparkRules:
         """The relation ``name`` as a DataFrame."""
         return self.spark.table(name)
 
+    def reread(self, name: str, source: Any) -> None:
+        source.createOrReplaceTempView(name)
+        old = self._kept.pop(name, None)
+        if old is not None:
+            old.unpersist()
+
     def scratch(self) -> SparkRules:
         from recon.spark import is_remote, sibling_session
 

@@ -56,6 +56,11 @@ class RuleEngine(Protocol):
     def relation(self, name: str) -> Any:
         """The defined relation ``name`` as the engine's own relation (what :meth:`use` takes)."""
 
+    def reread(self, name: str, source: Any) -> None:
+        """The defined relation ``name`` read from here on from the engine's own relation
+        ``source``, which holds the same rows (the run's results once written: reading the file
+        back costs less than computing them again)."""
+
     def scratch(self) -> RuleEngine:
         """The same engine with a namespace of its own: relations it defines never replace this
         one's (e.g. a ledger version compacted while a run's relations are in use)."""
