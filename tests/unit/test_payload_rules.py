@@ -117,11 +117,11 @@ def test_the_comparison_is_built_once_per_field_in_declared_order() -> None:
     params = Judging(compared=("b", "a"), kinds=("text", "number")).params()
     diff = params["PAYLOAD_DIFF"]
     assert diff.index("'b'") < diff.index("'a'")
-    assert "record_digests[2]" in diff
+    assert "record_digests.d2" in diff
     digests = params["PAYLOAD_DIGESTS"]
     assert "hash(payload[1])" in digests
     assert "TRY_CAST(payload[2] AS DOUBLE)" in digests
     assert "payload[3]" not in digests
     assert params["COMPARED"] == "['b', 'a']"
     assert Judging().params()["PAYLOAD_DIFF"] == "CAST(NULL AS VARCHAR[])"
-    assert Judging().params()["PAYLOAD_DIGESTS"] == "CAST(NULL AS BIGINT[])"
+    assert Judging().params()["PAYLOAD_DIGESTS"] == "CAST(NULL AS BIGINT)"

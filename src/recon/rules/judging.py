@@ -3,8 +3,9 @@ comparison, as the parameters the rule files name.
 
 ``${LATE_AFTER_MS}`` is the bound (NULL: none). ``${PAYLOAD_DIGESTS}`` is an expression over a
 relation's ``payload`` (``records.payload``, ``sink_rows.payload``: the compared fields as text)
-giving one 64-bit digest per field of its canonical value, which ``01_checked_*`` carry to the
-join instead of the text. ``${PAYLOAD_DIFF}`` is an expression over the columns
+giving one 64-bit digest per field of its canonical value, as a struct of fields ``d1``, ``d2``,
+... (a list cost DuckDB 1.8 s more at 10M: bench/engine_changes.md), which ``01_checked_*``
+carry to the join instead of the text. ``${PAYLOAD_DIFF}`` is an expression over the columns
 ``record_digests`` and ``sink_digests`` (the two sides' digests, where ``02_joined`` pairs them)
 giving the names of the compared fields whose digests differ, in declared order: an empty list
 when none does, NULL when either side has no payload (nothing was compared). ``${COMPARED}`` is
@@ -83,9 +84,11 @@ class Judging:
 
     def _payload_digests(self) -> str:
         if not self.compared:
-            return "CAST(NULL AS BIGINT[])"
-        digests = ", ".join(_digest(i, kind) for i, kind in enumerate(self.kinds, 1))
-        return f"CASE WHEN payload IS NULL THEN NULL ELSE [{digests}] END"
+            return "CAST(NULL AS BIGINT)"
+        digests = ", ".join(
+            f"'{_field(i)}': {_digest(i, kind)}" for i, kind in enumerate(self.kinds, 1)
+        )
+        return f"CASE WHEN payload IS NULL THEN NULL ELSE {{{digests}}} END"
 
     def _payload_diff(self) -> str:
         if not self.compared:
@@ -94,9 +97,9 @@ class Judging:
             f"CASE WHEN {_differs(i)} THEN {literal(name)} END"
             for i, name in enumerate(self.compared, 1)
         )
-        # Nearly every pair is equal field by field: one comparison of the two lists settles
+        # Nearly every pair is equal field by field: one comparison of the two structs settles
         # it, and only the others are compared field by field (an engine that does not call
-        # lists with NULLs in the same places equal sends those the long way: same answer).
+        # structs with NULLs in the same places equal sends those the long way: same answer).
         return (
             "CASE WHEN record_digests IS NULL OR sink_digests IS NULL THEN CAST(NULL AS VARCHAR[]) "
             "WHEN record_digests = sink_digests THEN CAST([] AS VARCHAR[]) "
@@ -113,9 +116,14 @@ def _digest(i: int, kind: str) -> str:
     return f"CASE WHEN {text} IS NULL THEN NULL {typed}ELSE hash({text}) END"
 
 
+def _field(i: int) -> str:
+    """The name of field ``i``'s (1-based) digest in the struct ``${PAYLOAD_DIGESTS}`` makes."""
+    return f"d{i}"
+
+
 def _differs(i: int) -> str:
     """Whether field ``i`` (1-based) differs between ``record_digests`` and ``sink_digests``."""
-    r, s = f"record_digests[{i}]", f"sink_digests[{i}]"
+    r, s = f"record_digests.{_field(i)}", f"sink_digests.{_field(i)}"
     return (
         f"(CASE WHEN {r} IS NULL OR {s} IS NULL THEN NOT ({r} IS NULL AND {s} IS NULL) "
         f"ELSE {r} <> {s} END)"
