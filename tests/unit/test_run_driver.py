@@ -48,7 +48,7 @@ class Inputs:
 
 
 class FakeIO:
-    """:class:`recon.engines.driver.RunIO` over in-memory rows, on one engine."""
+    """:class:`recon.engines.run_io.RunIO` over in-memory rows, on one engine."""
 
     def __init__(self, engine: str, spark: Any, inputs: Inputs) -> None:
         self.engine, self.spark, self.inputs = engine, spark, inputs

@@ -194,7 +194,7 @@ def _discrepancy_file(
 
 
 class LocalRunIO:
-    """:class:`recon.engines.driver.RunIO` on one machine: DuckDB views over the Parquet that
+    """:class:`recon.engines.run_io.RunIO` on one machine: DuckDB views over the Parquet that
     :func:`snapshot_topic` wrote (the sink rows included), the ledger store of
     ``recon.ledger.local``, Kafka reader processes for the read_uncommitted pass, the
     discrepancy rows as a CSV file for ``COPY``.

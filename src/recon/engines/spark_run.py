@@ -88,7 +88,7 @@ def _sink_rows_for_run(
 
 
 class SparkRunIO:
-    """:class:`recon.engines.driver.RunIO` on Spark: the window's parts from Parquet, the sink
+    """:class:`recon.engines.run_io.RunIO` on Spark: the window's parts from Parquet, the sink
     rows and a source's rows from the copies step 2 made (over JDBC where the data directory is
     not on this machine), the ledger versions through ``recon.ledger.spark``, the
     read_uncommitted pass with Spark tasks (``recon.read.kafka_spark.read_window``), the
