@@ -12,8 +12,9 @@ run decides is a rule step of ``recon.rules`` run through ``RunIO.rules``:
 3. the verdict steps (``01``-``07``); when they find phantoms, ``10_committed_counts`` says which
    partitions have offset gaps, those are read read_uncommitted, ``10_aborted`` keeps what only
    that pass saw, and the verdict steps run again with it.
-4. the ledger steps (``08``-``09``), then ``11_*``: the discrepancy rows, their samples, the
-   number of sink rows judged; one transaction of ``recon.store.commit_run``.
+4. the ledger steps (``08``-``09``), then ``11_*`` over the results as written
+   (``RunIO.written_results``): the discrepancy rows, their samples, the number of sink rows
+   judged; one transaction of ``recon.store.commit_run``.
 """
 
 from __future__ import annotations

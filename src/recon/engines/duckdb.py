@@ -38,8 +38,10 @@ class DuckDBRules:
         return name
 
     def reread(self, name: str, source: str) -> None:
-        self.con.execute(f"DROP VIEW IF EXISTS {name}")
-        self.con.execute(f"DROP TABLE IF EXISTS {name}")
+        # A kept relation is a table, which a view cannot replace (nor DROP VIEW drop).
+        kept = "SELECT 1 FROM duckdb_tables() WHERE temporary AND table_name = ?"
+        if self.con.execute(kept, [name]).fetchone():
+            self.con.execute(f"DROP TABLE {name}")
         self.define(name, f"SELECT * FROM {source}")
 
     def scratch(self) -> DuckDBRules:

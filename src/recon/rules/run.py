@@ -59,7 +59,8 @@ class RuleEngine(Protocol):
     def reread(self, name: str, source: Any) -> None:
         """The defined relation ``name`` read from here on from the engine's own relation
         ``source``, which holds the same rows (the run's results once written: reading the file
-        back costs less than computing them again)."""
+        back costs less than computing them again). Relations defined before may read either
+        (a DuckDB view names it, a Spark view holds its plan): the rows are the same."""
 
     def scratch(self) -> RuleEngine:
         """The same engine with a namespace of its own: relations it defines never replace this
