@@ -14,6 +14,7 @@ import pytest
 from recon.engines.driver import JudgedRun, judge_run
 from recon.engines.duckdb import DuckDBRules
 from recon.engines.spark import SparkRules
+from recon.paths import results_path
 from recon.rules import INPUT_COLUMNS
 from recon.snapshot.window import PartitionWindow
 
@@ -96,7 +97,16 @@ class FakeIO:
         return True
 
     def results_at(self, path: str) -> Any | None:
-        raise AssertionError("no base run: its results are never read")
+        """Only the run's own results, once written, are read back: no scenario has a base run.
+        A copy of them, as a store reads its written file back: the steps after the write (the
+        discrepancies) read it instead of the rules' relation."""
+        assert path == results_path(self.data_dir, "p", "r1"), path
+        if self.engine == "spark":
+            frame = self.rules.relation("results")
+            return self.spark.createDataFrame(frame.collect(), frame.schema)
+        assert self.con is not None
+        self.con.execute("CREATE TEMP TABLE fake_written AS SELECT * FROM results")
+        return "fake_written"
 
     def read_every(self, windows: list[PartitionWindow]) -> Any:
         partitions = sorted(w.partition for w in windows)
@@ -109,16 +119,6 @@ class FakeIO:
     def write_version(self, base_entries: list[str], has_ledger: bool) -> str:
         self.wrote.append(has_ledger)
         return "ledger-version"
-
-    def written_results(self) -> Any:
-        """A copy of the results, as a store reads its written file back: the steps after the
-        write (the discrepancies) read it instead of the rules' relation."""
-        if self.engine == "spark":
-            frame = self.rules.relation("results")
-            return self.spark.createDataFrame(frame.collect(), frame.schema)
-        assert self.con is not None
-        self.con.execute("CREATE TEMP TABLE fake_written AS SELECT * FROM results")
-        return "fake_written"
 
     def discrepancy_rows(self) -> Any:
         raise AssertionError("judge_run commits nothing")

@@ -13,7 +13,7 @@ run decides is a rule step of ``recon.rules`` run through ``RunIO.rules``:
    partitions have offset gaps, those are read read_uncommitted, ``10_aborted`` keeps what only
    that pass saw, and the verdict steps run again with it.
 4. the ledger steps (``08``-``09``), then ``11_*`` over the results as written
-   (``RunIO.written_results``): the discrepancy rows, their samples, the number of sink rows
+   (``RunIO.results_at``): the discrepancy rows, their samples, the number of sink rows
    judged; one transaction of ``recon.store.commit_run``.
 """
 
@@ -36,6 +36,7 @@ from recon.outcome import (
     require_record,
     run_summary,
 )
+from recon.paths import results_path
 from recon.read.source import SourceTimes, named_once, run_source_times, untimed_source_rows
 from recon.rules import (
     ABORTED_STEPS,
@@ -247,7 +248,7 @@ def judge_run(
     progress(f"run {run_id}: ledger and results written at {time.monotonic() - started:.1f} s")
     # The steps after read the results back rather than judge the run again (each pass that
     # reads ``results`` computes them from the kept steps).
-    written = io.written_results()
+    written = io.results_at(results_path(io.data_dir, cfg.name, run_id))
     if written is not None:
         rules.reread("results", written)
 

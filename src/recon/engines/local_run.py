@@ -296,9 +296,6 @@ class LocalRunIO:
         )
         return ledger_path
 
-    def written_results(self) -> str | None:
-        return self.results_at(results_path(self.data_dir, self.cfg.name, self.record.run_id))
-
     def discrepancy_rows(self) -> store.DiscrepancyFile:
         self._csv = f"{self.run_dir}/discrepancies-{uuid.uuid4().hex[:8]}.csv"
         return _discrepancy_file(

@@ -58,10 +58,6 @@ class RunIO(Protocol):
         ``ledger_next``, or ``ledger_known`` and the results) and the run's results Parquet;
         returns the version's path."""
 
-    def written_results(self) -> Any | None:
-        """The results :meth:`write_version` wrote, as a relation that reads them back (None:
-        nothing to read back; the rules compute them again)."""
-
     def discrepancy_rows(self) -> Iterable[Sequence[Any]] | store.DiscrepancyFile:
         """The relation ``discrepancies`` as ``recon.store.commit_run`` takes it."""
 

@@ -211,9 +211,6 @@ class SparkRunIO:
             results.write.mode("overwrite").parquet(out)
         return path
 
-    def written_results(self) -> DataFrame | None:
-        return self.results_at(results_path(self.data_dir, self.cfg.name, self.record.run_id))
-
     def discrepancy_rows(self) -> Iterator[tuple[Any, ...]]:
         pipeline, run_id = self.cfg.name, self.record.run_id
         return (
