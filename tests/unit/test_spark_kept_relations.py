@@ -57,6 +57,32 @@ def test_an_empty_kept_relation_is_planned_as_empty(spark: SparkSession) -> None
     assert "Join" not in optimized, optimized
 
 
+def test_a_kept_relation_is_computed_once_and_read_from_its_stored_rows(
+    spark: SparkSession,
+) -> None:
+    """The job that counts a kept step's rows is the one that computes and stores them: the
+    steps that read it later read the stored rows, never its statement again."""
+    from pyspark.sql.functions import udf
+
+    calls = spark.sparkContext.accumulator(0)
+
+    @udf("bigint")
+    def counted(value: int) -> int:
+        calls.add(1)
+        return value
+
+    spark.udf.register("counted", counted)
+    rules = SparkRules(spark)
+    rules.define("picked", f"SELECT counted(id) AS g FROM range({BROADCAST_MAX_ROWS + 7})",
+                 keep=True)  # fmt: skip
+    after_define = calls.value
+    assert spark.table("picked").count() == BROADCAST_MAX_ROWS + 7
+    assert spark.table("picked").filter("g = 7").count() == 1
+    rules.release()
+    assert after_define == BROADCAST_MAX_ROWS + 7
+    assert calls.value == after_define
+
+
 def _stored(spark: SparkSession) -> dict[int, tuple[bool, int, int]]:
     """By RDD id: (in memory?, bytes in memory, bytes on disk) of each RDD the session holds
     blocks of."""
