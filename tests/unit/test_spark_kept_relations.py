@@ -60,8 +60,8 @@ def test_an_empty_kept_relation_is_planned_as_empty(spark: SparkSession) -> None
 def test_a_kept_relation_is_computed_once_and_read_from_its_stored_rows(
     spark: SparkSession,
 ) -> None:
-    """The job that counts a kept step's rows is the one that computes and stores them: the
-    steps that read it later read the stored rows, never its statement again."""
+    """A kept step's statement runs once, when the step is defined: the steps that read it
+    later read its stored rows, never its statement again."""
     from pyspark.sql.functions import udf
 
     calls = spark.sparkContext.accumulator(0)
