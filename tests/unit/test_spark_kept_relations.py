@@ -66,7 +66,8 @@ def test_a_kept_relation_is_computed_once_and_read_from_its_stored_rows(
 
     calls = spark.sparkContext.accumulator(0)
 
-    @udf("bigint")
+    # A plain Python UDF (no Arrow), one call per row.
+    @udf("bigint", useArrow=False)
     def counted(value: int) -> int:
         calls.add(1)
         return value
