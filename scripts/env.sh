@@ -165,6 +165,10 @@ export AIRFLOW__API__WORKERS=1
 export AIRFLOW__CORE__EXECUTION_API_SERVER_URL="http://127.0.0.1:$RECON_AIRFLOW_PORT/execution/"
 export AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL=30
 export AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK=False
+# A task's supervisor can miss its process's exit when the last socket closes just before the
+# kernel reaps it; it then sleeps on an empty selector for this interval (5 s by default) before
+# it looks again, and a failed task's end (hence its downstream) waits that long.
+export AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL="${AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL:-1}"
 # Data Docs are served by the reconciliation page of the Airflow UI.
 export RECON_DATA_DOCS_BASE_URL="${RECON_DATA_DOCS_BASE_URL:-http://127.0.0.1:$RECON_AIRFLOW_PORT/recon/docs}"
 export RECON_AIRFLOW_BASE_URL="${RECON_AIRFLOW_BASE_URL:-http://127.0.0.1:$RECON_AIRFLOW_PORT}"
