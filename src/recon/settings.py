@@ -48,7 +48,7 @@ RECON_SPARK_UI                 ``false``                      ``spark.ui.enabled
 RECON_SPARK_SHUFFLE_PARTITIONS ``8``                          ``spark.sql.shuffle.partitions``
 RECON_SPARK_DRIVER_MEMORY      ``1g``                         ``spark.driver.memory`` of a run's
                                                               own Spark driver
-RECON_SPARK_CONNECT_MEMORY     ``2g``                         ``spark.driver.memory`` of the
+RECON_SPARK_CONNECT_MEMORY     ``1g``                         ``spark.driver.memory`` of the
                                                               Spark Connect server (runs share
                                                               it)
 RECON_SPARK_JAVA_OPTIONS       unset: none                    JVM options added to every Spark
@@ -278,10 +278,13 @@ def spark_driver_memory() -> str:
 
 
 def spark_connect_memory() -> str:
-    """``$RECON_SPARK_CONNECT_MEMORY`` (even when empty), else ``2g``: the heap of the Spark
+    """``$RECON_SPARK_CONNECT_MEMORY`` (even when empty), else ``1g``: the heap of the Spark
     Connect server (``make up``), which the runs attached to it share (Airflow may run two
-    pipelines' Spark steps at once)."""
-    return os.environ.get(RECON_SPARK_CONNECT_MEMORY, "2g")
+    pipelines' Spark steps at once; their tasks share the server's cores, so its heap need not
+    grow with them). A 10M window ran as fast in 1 GiB as in 2 GiB (45-49 s) with the server at
+    1.5 GB instead of 2.0-2.1 GB, and two 10M runs at once completed in it
+    (bench/engine_changes.md)."""
+    return os.environ.get(RECON_SPARK_CONNECT_MEMORY, "1g")
 
 
 def spark_java_options() -> str:

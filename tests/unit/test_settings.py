@@ -216,7 +216,7 @@ def test_connection_ids_urls_and_spark_defaults(clean_env: pytest.MonkeyPatch) -
     assert settings.spark_ui() == "false"
     assert settings.spark_shuffle_partitions() == "8"
     assert settings.spark_driver_memory() == "1g"
-    assert settings.spark_connect_memory() == "2g"
+    assert settings.spark_connect_memory() == "1g"
     assert settings.spark_pool() == "default_pool"
     assert settings.spark_python_idle() == 60.0
     assert settings.local_readers() == max(1, os.cpu_count() or 1)
