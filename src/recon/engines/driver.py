@@ -9,12 +9,13 @@ run decides is a rule step of ``recon.rules`` run through ``RunIO.rules``:
 1. ``00_pending_read``: the pending input from the records read past the window's end.
 2. a sink with an ingest sequence: ``00_fact_ids`` names the messages whose ledger entries are
    read; a sink scanned whole: ``00_scan_*`` keeps the rows and entries worth judging again.
-3. the verdict steps (``01``-``07``); when they find phantoms, ``10_committed_counts`` says which
-   partitions have offset gaps, those are read read_uncommitted, ``10_aborted`` keeps what only
-   that pass saw, and the verdict steps run again with it.
-4. the ledger steps (``08``-``09``), then ``11_*`` over the results as written
-   (``RunIO.results_at``): the discrepancy rows, their samples, the number of sink rows
-   judged; one transaction of ``recon.store.commit_run``.
+3. the verdict steps (``01``-``06``); ``10_committed_counts`` says which partitions have offset
+   gaps (only there can aborted records hide behind a phantom); when those hold phantoms
+   (``07_verdict_counts``), they are read read_uncommitted, ``10_aborted`` keeps what only that
+   pass saw, and the verdict steps run again with it.
+4. the ledger steps (``08``-``09``), then ``07_verdict_counts`` and ``11_*`` over the results as
+   written (``RunIO.results_at``): the counts, the discrepancy rows, their samples, the number
+   of sink rows judged; one transaction of ``recon.store.commit_run``.
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ from recon.rules.run import (
     LatencyRow,
     Replays,
     RuleEngine,
+    count_verdicts,
     funnel,
-    judge,
+    judge_steps,
     latency_stats,
     next_ledger,
     register_parameters,
@@ -203,18 +205,22 @@ def judge_run(
     judging = Judging.of(cfg, _payload_kinds(cfg))
     sourced = source is not None
     once = sourced and named_once(cfg)
-    counts = judge(rules, judging, sourced=sourced, named_once=once)
-    progress(f"run {run_id}: verdicts counted at {time.monotonic() - started:.1f} s")
-    gapped = _gapped(rules, record.windows) if counts.get(Verdict.PHANTOM, 0) > 0 else []
-    if gapped:
+    judge_steps(rules, judging, sourced=sourced, named_once=once)
+    # Counting the results as judged computes every verdict once more: only a run with offset
+    # gaps asks (a phantom there may be a record only a read_uncommitted pass sees); every run
+    # counts its results once they are written, from the file.
+    gapped = _gapped(rules, record.windows)
+    phantoms = count_verdicts(rules)[Verdict.PHANTOM] if gapped else 0
+    if phantoms:
         progress(
-            f"run {run_id}: {counts[Verdict.PHANTOM]} phantoms: read_uncommitted pass over "
-            f"{len(gapped)} partition(s) with offset gaps"
+            f"run {run_id}: {phantoms} phantoms: read_uncommitted pass over {len(gapped)} "
+            "partition(s) with offset gaps"
         )
         rules.use("every", io.read_every(gapped))
         run_steps(rules, ABORTED_STEPS)
         rules.use("uncommitted", rules.relation("aborted"))
-        counts = judge(rules, judging, sourced=sourced, named_once=once)
+        judge_steps(rules, judging, sourced=sourced, named_once=once)
+    progress(f"run {run_id}: judged at {time.monotonic() - started:.1f} s")
 
     latency = latency_stats(rules) if cfg.sink.time_column else []
     no_time = untimed(rules) if cfg.sink.time_column else (0, 0)
@@ -231,6 +237,15 @@ def judge_run(
         progress(f"run {run_id}: {no_order[2]} keys have more than one row in the upsert sink "
                  f"(no unique {cfg.order.key_column}?): each is judged by its highest "
                  f"{cfg.order.position_column}")  # fmt: skip
+    next_ledger(rules, run_id)
+    ledger_path = io.write_version(base_entries, ledger is not None)
+    progress(f"run {run_id}: ledger and results written at {time.monotonic() - started:.1f} s")
+    # The steps after read the results back rather than judge the run again (each pass that
+    # reads ``results`` computes them from the kept steps).
+    written = io.results_at(results_path(io.data_dir, cfg.name, run_id))
+    if written is not None:
+        rules.reread("results", written)
+    counts = count_verdicts(rules)
     found = None
     untimed_source = 0
     if source is not None:
@@ -243,14 +258,6 @@ def judge_run(
         if untimed_source and cfg.source is not None:
             progress(f"run {run_id}: {untimed_source} source rows have a null or infinite "
                      f"{cfg.source.time_column}: no run reads them")  # fmt: skip
-    next_ledger(rules, run_id)
-    ledger_path = io.write_version(base_entries, ledger is not None)
-    progress(f"run {run_id}: ledger and results written at {time.monotonic() - started:.1f} s")
-    # The steps after read the results back rather than judge the run again (each pass that
-    # reads ``results`` computes them from the kept steps).
-    written = io.results_at(results_path(io.data_dir, cfg.name, run_id))
-    if written is not None:
-        rules.reread("results", written)
 
     run_steps(rules, COMMIT_STEPS, {"SAMPLE": str(DISCREPANCY_SAMPLE)})
     ((sink_scanned,),) = rules.rows("sink_scanned")

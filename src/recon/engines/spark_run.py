@@ -108,9 +108,9 @@ class SparkRunIO:
 
         self.spark, self.cfg, self.record = spark, cfg, record
         self.data_dir, self.progress = data_dir, progress
-        # The results are counted (07_verdict_counts) and written, each computing them (the
-        # counts read three of their columns; keeping all of them cost more:
-        # bench/engine_changes.md); the discrepancies read the written file back.
+        # The results are written once, computing them (keeping them cost more:
+        # bench/engine_changes.md); their counts and the discrepancies read the file back (a run
+        # with offset gaps counts them before the write too: recon.engines.driver).
         self.rules = SparkRules(spark)
         self.entry_store = SparkEntryStore(spark, expected_ids=record.fact_bound)
         self._cached: list[DataFrame] = []

@@ -130,8 +130,10 @@ FUNNEL_STEPS: tuple[Step, ...] = (
     Step("07_unsourced_sample"),
 )
 
-#: The run's result rows and their counts.
-RESULT_STEPS: tuple[Step, ...] = (Step("06_results"), Step("07_verdict_counts", keep=True))
+#: The run's result rows.
+RESULT_STEPS: tuple[Step, ...] = (Step("06_results"),)
+#: Their counts per verdict, of ``results`` as it stands: judged, or written and read back.
+COUNTED_STEPS: tuple[Step, ...] = (Step("07_verdict_counts", keep=True),)
 
 #: A judged run's delivery latencies, per partition and overall (``latency_stats``): run when
 #: the pipeline declares ``sink.time_column``.

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, cast
 
 from recon.rules import (
+    COUNTED_STEPS,
     FUNNEL_STEPS,
     INPUT_COLUMNS,
     LATENCY_STEPS,
@@ -200,8 +201,21 @@ def judge(
     sourced: bool = False,
     named_once: bool = False,
 ) -> dict[str, int]:
+    """Run the verdict steps over the registered inputs (:func:`judge_steps`); the counts per
+    verdict (:func:`count_verdicts`)."""
+    judge_steps(engine, judging, sourced=sourced, named_once=named_once)
+    return count_verdicts(engine)
+
+
+def judge_steps(
+    engine: RuleEngine,
+    judging: Judging | None = None,
+    *,
+    sourced: bool = False,
+    named_once: bool = False,
+) -> None:
     """Run the verdict steps over the registered inputs (``source_ids`` defined: see
-    ``recon.rules.SOURCE_ID_STEPS``); the counts per verdict.
+    ``recon.rules.SOURCE_ID_STEPS``), up to the relation ``results``.
 
     :param judging: the pipeline's declared checks: the latency bound and the payload
         comparison (None: neither).
@@ -210,8 +224,6 @@ def judge(
         say so.
     :param named_once: the source is known to name each messageId in one row at most
         (``recon.read.source.named_once``): the ids named twice are not searched for.
-    :returns: rows per verdict (every verdict present, 0 when absent) and the number of rows
-        flagged ``topic_duplicate``.
     """
     judging = judging or Judging()
     params = judging.params()
@@ -233,6 +245,17 @@ def judge(
         for name in ("source_judged", "source_invalid"):
             engine.define(name, NO_SOURCE_ROWS[name])
     run_steps(engine, RESULT_STEPS, params)
+
+
+def count_verdicts(engine: RuleEngine) -> dict[str, int]:
+    """The rows per verdict of the relation ``results`` as it stands (``07_verdict_counts``):
+    judged (:func:`judge_steps`), or written and read back (``RuleEngine.reread``), where the
+    count reads three columns of the file instead of judging every message again.
+
+    :returns: rows per verdict (every verdict present, 0 when absent) and the number of rows
+        flagged ``topic_duplicate``.
+    """
+    run_steps(engine, COUNTED_STEPS)
     counts = dict.fromkeys(ALL_VERDICTS, 0)
     flagged = 0
     for verdict, n, duplicates, _with_sink_rows in engine.rows("verdict_counts"):
