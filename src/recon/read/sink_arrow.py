@@ -75,18 +75,25 @@ def copy_sink_rows(
 
     compared = len(table.payload_kinds)
     schema = sink_schema(compared)
-    items = "".join(f", payload_{i}" for i in range(1, compared + 1))
     # Each compared column on its own (no array built per row); the time as microseconds since
     # the epoch, from date_part's double: printing a timestamptz doubled the COPY's time, and
     # extract()'s numeric cost more than the rest of the COPY together (10M rows: the COPY
-    # alone 4.5 s without a time, 8.2 s with it printed, 5.8 s with it as a number).
+    # alone 4.5 s without a time, 8.2 s with it printed, 5.8 s with it as a number). A column
+    # the pipeline does not declare is not copied (its nulls printed and parsed cost PostgreSQL
+    # and the client about 0.5 s of CPU at 10M): the file gets it as nulls.
+    copied = {"sink_key": "sink_key", "message_id": "message_id"}
+    if spec.time_column:
+        copied["sink_time"] = "CAST(date_part('epoch', sink_time) * 1000000 AS bigint)"
+    if order is not None:
+        copied |= {"order_key": "order_key", "order_position": "order_position"}
+    copied |= {f"payload_{i}": f"payload_{i}" for i in range(1, compared + 1)}
     query = (
-        "SELECT sink_key, message_id, "
-        "CAST(date_part('epoch', sink_time) * 1000000 AS bigint) AS sink_time, "
-        f"order_key, order_position{items} "
+        f"SELECT {', '.join(f'{e} AS {c}' for c, e in copied.items())} "
         f"FROM ({sink_query(pg, spec, table, rows, payload, order, flat=True)}) q"
     )
-    read_as = schema.set(schema.get_field_index("sink_time"), pa.field("sink_time", pa.int64()))
+    read_as = pa.schema(
+        [pa.field(c, pa.int64()) if c == "sink_time" else schema.field(c) for c in copied]
+    )
     # The ids are unique: a dictionary would only be built to be thrown away.
     return copy_to_parquet(
         pg, query, schema, path, unique=("sink_key", "message_id"), read_as=read_as
@@ -111,8 +118,9 @@ def copy_to_parquet(
         text come out in UTC, ISO style.
     :param schema: the file's Arrow schema.
     :param unique: columns whose values are (nearly) all distinct: not dictionary-encoded.
-    :param read_as: the CSV's schema, when it differs from ``schema`` by types Arrow casts
-        (microseconds since the epoch for a timestamp); None: ``schema``.
+    :param read_as: the CSV's schema, when it differs from ``schema``: by types Arrow casts
+        (microseconds since the epoch for a timestamp), or by columns the query does not
+        select, which the file gets as nulls; None: ``schema``.
     """
     import pyarrow.parquet as pq
     from pyarrow import csv
@@ -145,7 +153,9 @@ def copy_to_parquet(
                 if empty
                 else csv.open_csv(
                     source,
-                    read_options=csv.ReadOptions(column_names=schema.names, block_size=8 << 20),
+                    read_options=csv.ReadOptions(
+                        column_names=(read_as or schema).names, block_size=8 << 20
+                    ),
                     convert_options=csv.ConvertOptions(
                         column_types=read_as or schema,
                         strings_can_be_null=True,
@@ -154,7 +164,7 @@ def copy_to_parquet(
                 )
             )
             for batch in reader:
-                writer.write_batch(batch if read_as is None else batch.cast(schema))
+                writer.write_batch(batch if read_as is None else _conform(batch, schema))
                 written += batch.num_rows
     except Exception:
         if not failure:
@@ -166,3 +176,19 @@ def copy_to_parquet(
     if failure:
         raise failure[0]
     return written
+
+
+def _conform(batch: Any, schema: Any) -> Any:
+    """``batch`` with the columns and types of ``schema``: cast by name, nulls for a column it
+    lacks."""
+    import pyarrow as pa
+
+    n = batch.num_rows
+    names = set(batch.schema.names)
+    return pa.record_batch(
+        [
+            batch.column(f.name).cast(f.type) if f.name in names else pa.nulls(n, f.type)
+            for f in schema
+        ],
+        schema=schema,
+    )
