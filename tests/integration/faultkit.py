@@ -1,5 +1,6 @@
 """Shared by the fault-matrix tests: a synthetic pipeline with hand-computed verdicts, `recon run`
-as a subprocess, the stored state of a pipeline, and the services' kill switches.
+as a subprocess, and the stored state of a pipeline (the services' kill switches:
+``kill_switches``).
 
 The synthetic pipeline is what a consumer with known faults leaves behind: ``n`` JSON records
 spread over partitions, the consumer group committed at ``n - pending`` records, and a sink table
@@ -11,7 +12,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import signal
 import subprocess
 import threading
 import time
@@ -24,10 +24,8 @@ from typing import IO, Any
 
 import psycopg2
 from fixtures.pipelines import SYNTHETIC_PIPELINE
-from proc_tree import find_process
 
 from recon.engine import RunSummary, results_db
-from recon.read.kafka_local.pool import READER_MODULE
 from recon.store import ensure_schema, forget_pipeline
 
 ROOT = Path(os.environ.get("RECON_ROOT", Path(__file__).resolve().parents[2]))
@@ -307,60 +305,6 @@ def assert_same_as_undisturbed(name: str, control: str, expected: dict[str, int]
     assert victim.comparable() == undisturbed.comparable()
     per_message = [(r[1], r[0]) for r in victim.discrepancies if r[1] is not None]
     assert len(per_message) == len(set(per_message)), "a message was counted twice"
-
-
-# --- the services' kill switches ----------------------------------------------------------------
-
-
-def kafka_pid() -> int:
-    return int((STATE / "kafka" / "kafka.pid").read_text().strip())
-
-
-def freeze_kafka() -> int:
-    """Stop the broker in its tracks (SIGSTOP): requests in flight hang, none is answered."""
-    pid = kafka_pid()
-    os.kill(pid, signal.SIGSTOP)
-    return pid
-
-
-def kill_kafka(pid: int) -> None:
-    os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"the Kafka broker (pid {pid}) survived SIGKILL")
-
-
-def start_kafka() -> None:
-    result = subprocess.run(["bash", str(ROOT / "scripts" / "kafka.sh"), "start"],
-                            capture_output=True, text=True, timeout=240)  # fmt: skip
-    assert result.returncode == 0, f"Kafka did not come back: {result.stderr[-1500:]}"
-
-
-def restart_postgres(mode: str = "immediate") -> None:
-    result = subprocess.run(["bash", str(ROOT / "scripts" / "postgres.sh"), "restart", mode],
-                            capture_output=True, text=True, timeout=240)  # fmt: skip
-    assert result.returncode == 0, f"PostgreSQL did not come back: {result.stderr[-1500:]}"
-
-
-def local_reader_pid(parent: int) -> int | None:
-    """A Kafka reader process of the local engine below process ``parent``, if one runs."""
-    reader = READER_MODULE.encode()  # ``python -m recon.read.kafka_local``
-    return find_process(parent, lambda argv: reader in argv)
-
-
-def spark_driver_pid(parent: int) -> int | None:
-    """The Spark driver JVM that pyspark launched below process ``parent``, if it runs."""
-
-    def is_driver(argv: list[bytes]) -> bool:
-        cmdline = b"\0".join(argv)
-        return b"java" in cmdline and b"org.apache.spark.deploy.SparkSubmit" in cmdline
-
-    return find_process(parent, is_driver)
 
 
 # --- holding a commit, comparing with an undisturbed run -----------------------------------------

@@ -15,16 +15,13 @@ from typing import Any
 import pytest
 from faultkit import (
     assert_nothing_committed,
-    freeze_kafka,
-    kill_kafka,
-    local_reader_pid,
     rerun_equals_undisturbed,
     snapshot_recorded,
-    start_kafka,
     start_recon_run,
     synthetic,
     wait_for,
 )
+from kill_switches import freeze_kafka, kill_kafka, local_reader_pid, start_kafka
 
 from recon.read.kafka_local.pool import IN_PROCESS_OFFSETS
 

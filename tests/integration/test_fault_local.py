@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from faultkit import (
     assert_nothing_committed,
-    local_reader_pid,
     rerun_equals_undisturbed,
     start_recon_run,
     synthetic,
     wait_for,
 )
+from kill_switches import local_reader_pid
 
 from recon.read.kafka_local.pool import IN_PROCESS_OFFSETS
 

@@ -16,13 +16,13 @@ import pytest
 from faultkit import (
     assert_nothing_committed,
     rerun_equals_undisturbed,
-    restart_postgres,
     start_recon_run,
     stored,
     synthetic,
     wait_for,
     watermark_writes_held,
 )
+from kill_switches import restart_postgres
 
 from recon.engine import results_db
 

@@ -17,11 +17,11 @@ from faultkit import (
     assert_nothing_committed,
     rerun_equals_undisturbed,
     snapshot_recorded,
-    spark_driver_pid,
     start_recon_run,
     synthetic,
     wait_for,
 )
+from kill_switches import spark_driver_pid
 
 pytestmark = pytest.mark.integration
 
