@@ -192,6 +192,23 @@ def test_no_gap_no_read_uncommitted_pass(engine: str, spark: Any, aborted_in_a_g
     assert judged.samples == {}
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_phantom_without_a_gap_stays_a_phantom(engine: str, spark: Any) -> None:
+    # m9 has a sink row and no record; every offset of the window is a committed record, so no
+    # aborted record can carry it: no read_uncommitted pass, and the counts are the written
+    # results' (counted once, after the write).
+    inputs = Inputs(
+        windows=[window(0, 0, 2)],
+        committed=[("t", 0, 0, "m1", None), ("t", 0, 1, "m2", None)],
+        sink=[("k1", "m1"), ("k9", "m9")],
+    )
+    judged, io, rows = run(engine, spark, inputs)
+    assert io.read_uncommitted == []
+    counts = judged.counts
+    assert (counts["phantom"], counts["lost"], counts["delivered"]) == (1, 1, 1)
+    assert rows == {("phantom", "m9", (), 1, False), ("lost", "m2", (1,), 0, False)}
+
+
 @pytest.fixture
 def whole_sink_one_changed() -> Inputs:
     """A sink scanned whole: m1 and m2 were delivered once each by an earlier run; m2 now has a
