@@ -247,11 +247,14 @@ def p3(results: dict[str, Any]) -> list[str]:
                 + (f"{jvm:,} MB" if jvm else "none")
                 + f" | {max(r['peak_rss_mb'] for r in runs):,} MB |"
             )
-    scaled = results.get("p3")
-    if scaled:
-        m = scaled["local"]
-        lines.append(f"| {scaled['label']} (P3's own run) | local engine | "
-                     f"{m['peak_python_mb']:,} MB | none | {m['peak_rss_mb']:,} MB |")  # fmt: skip
+    scaled = results.get("p3") or {}
+    for key, name in (("local", "local engine"), ("spark", "Spark engine")):
+        if m := scaled.get(key):
+            jvm = f"{m['peak_jvm_mb']:,} MB" if m["peak_jvm_mb"] else "none"
+            lines.append(
+                f"| {scaled['label']} (P3's own run) | {name} | "
+                f"{m['peak_python_mb']:,} MB | {jvm} | {m['peak_rss_mb']:,} MB |"
+            )
     p4 = results.get("p4")
     if p4:
         c = p4["cluster"]
@@ -266,7 +269,9 @@ def p3(results: dict[str, Any]) -> list[str]:
                   f"(`p3-{scaled['label'].lower()}`, the P1 fault mix), once: "
                   f"{m['seconds']:.1f} s, its DuckDB's spill folder holding at most "
                   f"{m.get('peak_spill_mb', 0):,} MB during the run (sampled every 100 ms with "
-                  "the memory)."]  # fmt: skip
+                  "the memory)."
+                  + (f" The Spark engine, in a JVM of its own: {scaled['spark']['seconds']:.1f} s."
+                     if "spark" in scaled else "")]  # fmt: skip
     return lines
 
 
