@@ -248,7 +248,7 @@ def p3(results: dict[str, Any]) -> list[str]:
                 + f" | {max(r['peak_rss_mb'] for r in runs):,} MB |"
             )
     scaled = results.get("p3") or {}
-    for key, name in (("local", "local engine"), ("spark", "Spark engine")):
+    for key, name in ENGINES:
         if m := scaled.get(key):
             jvm = f"{m['peak_jvm_mb']:,} MB" if m["peak_jvm_mb"] else "none"
             lines.append(
@@ -264,14 +264,13 @@ def p3(results: dict[str, Any]) -> list[str]:
             f"{c['peak_watched_mb']:,} MB |"
         )
     if scaled:
-        m = scaled["local"]
+        m, spark = scaled["local"], scaled.get("product")
         lines += ["", f"P3's own run: the local engine on a {scaled['size']:,}-message dataset "
                   f"(`p3-{scaled['label'].lower()}`, the P1 fault mix), once: "
                   f"{m['seconds']:.1f} s, its DuckDB's spill folder holding at most "
                   f"{m.get('peak_spill_mb', 0):,} MB during the run (sampled every 100 ms with "
-                  "the memory)."
-                  + (f" The Spark engine, in a JVM of its own: {scaled['spark']['seconds']:.1f} s."
-                     if "spark" in scaled else "")]  # fmt: skip
+                  "the memory)." + (f" The Spark engine, in a JVM of its own: "
+                                    f"{spark['seconds']:.1f} s." if spark else "")]  # fmt: skip
     return lines
 
 

@@ -310,8 +310,8 @@ def _spark_driver(results: dict[str, Any]) -> str:
         return ""
     jvm = [max(r["peak_jvm_mb"] for r in figures.system_runs(row, "product")) for row in p1]
     scaled = results.get("p3") or {}
-    at_scale = (f", {scaled['spark']['peak_jvm_mb']:,} MB at {scaled['label']} (P3's own run)"
-                if "spark" in scaled else "")  # fmt: skip
+    at_scale = (f", {scaled['product']['peak_jvm_mb']:,} MB at {scaled['label']} (P3's own run)"
+                if "product" in scaled else "")  # fmt: skip
     return (f" The Spark engine's driver JVM: {jvm[0]:,} MB at {p1[0]['label']}, {jvm[-1]:,} MB "
             f"at {p1[-1]['label']}{at_scale} (target: flat; its heap is bounded by "
             "`RECON_SPARK_DRIVER_MEMORY`).")  # fmt: skip

@@ -207,8 +207,9 @@ class Bench:
         check_counts(label, ds.expected, {"local": m, "product": spark})
         progress(f"P3 {label}, Spark engine: {spark.seconds:.1f} s, driver JVM "
                  f"{spark.peak_jvm_mb:,.0f} MB")  # fmt: skip
+        # Keyed as P1's runs are (``figures.ENGINES``): "product" is the Spark engine's own JVM.
         self.results["p3"] = {"size": size, "label": label, "local": asdict(m),
-                              "spark": asdict(spark)}  # fmt: skip
+                              "product": asdict(spark)}  # fmt: skip
 
     # --- P4 -------------------------------------------------------------------------------------
     def scale_out(self) -> None:

@@ -31,7 +31,7 @@ def _results(with_spark: bool) -> dict[str, Any]:
         "local": {**_measured(55.1, 1457.0), "peak_spill_mb": 3579.0},
     }
     if with_spark:
-        p3["spark"] = _measured(189.2, 2100.0, jvm=1456.0, python=921.0)
+        p3["product"] = _measured(189.2, 2100.0, jvm=1456.0, python=921.0)
     return {"p1": p1, "p3": p3}
 
 
