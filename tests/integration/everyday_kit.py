@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 from fixtures.pipelines import WORKLOAD_PIPELINE
+from kafka_ends import high_watermarks, last_stable_offsets
 
 from recon.config import PipelineConfig, load_pipelines
 from recon.engine import results_db, results_path
@@ -85,6 +87,7 @@ class OpenTransaction:
 
     def __init__(self, kafka_config: Mapping[str, str], topic: str, ids: Iterable[str]) -> None:
         self.positions: dict[str, tuple[int, int]] = {}
+        self.config, self.topic = kafka_config, topic
         failures: list[str] = []
         self.producer = Producer({
             **kafka_config, "acks": "all", "enable.idempotence": True,
@@ -103,26 +106,25 @@ class OpenTransaction:
     def commit(self) -> None:
         self.producer.commit_transaction(30)
         self.open = False
+        self._markers_written()
 
     def abort(self) -> None:
         if self.open:
             self.producer.abort_transaction(30)
             self.open = False
+            self._markers_written()
 
-
-def high_watermarks(kafka_config: Mapping[str, str], topic: str) -> dict[int, int]:
-    """The end of every partition's log, open transactions included (a read_committed client,
-    confluent-kafka's default, would be told the last stable offset instead)."""
-    consumer = Consumer({**kafka_config, "group.id": f"probe-{uuid.uuid4().hex[:8]}",
-                         "isolation.level": "read_uncommitted"})  # fmt: skip
-    try:
-        meta = consumer.list_topics(topic, timeout=30).topics[topic]
-        return {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
-            for p in meta.partitions
-        }
-    finally:
-        consumer.close()
+    def _markers_written(self) -> None:
+        """Wait for the transaction's markers: the broker has ended the transaction when
+        ``commit_transaction``/``abort_transaction`` return, but writes the markers to the
+        partitions after that, so the last stable offset can still stand at the transaction's
+        first record for a moment."""
+        deadline = time.monotonic() + 30
+        while last_stable_offsets(self.config, self.topic) != high_watermarks(
+            self.config, self.topic
+        ):
+            assert time.monotonic() < deadline, "transaction markers not written after 30 s"
+            time.sleep(0.05)
 
 
 def commit_group(kafka_config: Mapping[str, str], group: str, topic: str,
