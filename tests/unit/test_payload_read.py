@@ -62,39 +62,6 @@ def test_fields_from_the_value_that_also_holds_the_id() -> None:
     assert rows.to_pylist()[0]["payload"] == ["12.5", "c7", '["a"]']
 
 
-EDGE_VALUES: list[bytes | None] = [
-    b'{"id": "m1", "amount": 1e2, "tags": {"b": [1, null]}}',
-    b'{"id": "m2", "Amount": 5, "amount": "\\u00e9\\"", "tags": true}',  # keys are case-sensitive
-    b'{"id": "m3", "amount": 1, "amount": 2, "tags": -0.0}',  # a repeated key: its first value
-    b'{"id": "m4", "amount": 12345678901234567890123, "tags": ""}',
-    b'["id", "amount"]',
-    b'"amount"',
-    b"not json",
-]
-
-
-def test_plain_keys_read_as_paths_do() -> None:
-    # Plain keys are taken out as one struct, a path among them sends every field through the
-    # list of paths: the same text either way, for every kind of JSON value.
-    plain = PayloadSpec((("amount", "a"), ("tags", "t")))
-    with_path = PayloadSpec((("amount", "a"), ("tags", "t"), ("customer.id", "c")))
-    spec = MessageIdSpec("json_field", "id")
-    as_struct = extract_ids(_raw(EDGE_VALUES), spec, payload=plain).to_pylist()
-    as_paths = extract_ids(_raw(EDGE_VALUES), spec, payload=with_path).to_pylist()
-    assert [r["payload"] for r in as_struct] == [
-        ["100.0", '{"b":[1,null]}'],
-        ['\u00e9"', "true"],
-        ["1", "-0.0"],
-        ["12345678901234567890123", ""],
-        [None, None],
-        [None, None],
-        [None, None],
-    ]
-    assert [r["payload"][:2] for r in as_paths] == [r["payload"] for r in as_struct]
-    assert [r["message_id"] for r in as_struct] == [r["message_id"] for r in as_paths]
-    assert [r["invalid_reason"] for r in as_struct][4:] == ["message_id_missing"] * 3
-
-
 def test_the_hash_is_the_sha256_of_the_raw_value_bytes() -> None:
     spec = PayloadSpec(sha256_column="h")
     rows = extract_ids(_raw(VALUES), MessageIdSpec("header", "id"), payload=spec).to_pylist()

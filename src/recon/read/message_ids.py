@@ -10,9 +10,7 @@ not UTF-8, a JSON object or array, empty or blank, or longer than the limit.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from typing import TYPE_CHECKING, Any
 
 from recon.config import MessageIdSpec, OrderSpec, PayloadSpec
@@ -23,9 +21,6 @@ if TYPE_CHECKING:
 
 #: Longer ids are quarantined: an id is a key, not a payload.
 MAX_MESSAGE_ID_LENGTH = 512
-
-#: A field name that is the same key as a JSON path (``$.name``) and as a struct's field.
-_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def raw_schema() -> pa.Schema:
@@ -79,47 +74,21 @@ def write_empty_part(directory: str) -> None:
 
 
 class _Fields:
-    """The JSON fields of the value a record's extraction reads, each parsed once for all of
-    them: slot ``n`` is the column ``fn`` of the relation ``picked`` (NULL when the value is no
-    JSON object, the field is absent or a JSON null; a field that is no string as its JSON text).
-
-    Fields named by plain keys (the usual ``id``, ``seq``) are taken out as one struct
-    (``json_transform``); any other name is a path (``$.a.b``, ``$.a[0]``) and all of them are
-    taken as a list of paths (``json_extract_string``). Both give the same text for every field;
-    the struct's strings are not copied into a nested list, which cost three fields 28 ms more
-    per 262,144 records than one (bench/engine_changes.md).
-    """
+    """The JSON fields of the value a record's extraction reads: the value is parsed once, for
+    all of them (``json_extract_string`` with a list of paths), and each is one slot of the
+    list ``fields`` (NULL when the value is no JSON, the field is absent or a JSON null)."""
 
     def __init__(self) -> None:
-        self.names: list[str] = []
+        self.paths: list[str] = []
 
     def slot(self, name: str | None) -> str:
-        self.names.append(str(name))
-        return f"f{len(self.names)}"
+        self.paths.append(_literal_path(name))
+        return f"fields[{len(self.paths)}]"
 
-    def parse(self, value_text: str) -> str:
-        """The parsed fields of ``value_text``, as the column ``fields``."""
-        if not self.names:
-            return "CAST(NULL AS VARCHAR[]) AS fields"
-        if self._as_struct():
-            structure = json.dumps(dict.fromkeys(self.names, "VARCHAR"))
-            return f"TRY(json_transform({value_text}, '{structure}')) AS fields"
-        paths = ", ".join(_literal_path(name) for name in self.names)
-        return f"TRY(json_extract_string({value_text}, [{paths}])) AS fields"
-
-    def picks(self) -> str:
-        """Each slot's column ``fn`` out of ``fields``, each preceded by a comma."""
-        if self._as_struct():
-            return "".join(
-                f", struct_extract(fields, '{name}') AS f{n}"
-                for n, name in enumerate(self.names, 1)
-            )
-        return "".join(f", fields[{n}] AS f{n}" for n in range(1, len(self.names) + 1))
-
-    def _as_struct(self) -> bool:
-        # One field is as fast either way (one slot's list is a single copy), and only a plain
-        # key means the same as a struct key and as a path.
-        return len(set(self.names)) > 1 and all(_PLAIN_KEY.fullmatch(n) for n in self.names)
+    def sql(self, value_text: str) -> str:
+        if not self.paths:
+            return "CAST(NULL AS VARCHAR[])"
+        return f"TRY(json_extract_string({value_text}, [{', '.join(self.paths)}]))"
 
 
 def _payload_sql(payload: PayloadSpec | None, fields: _Fields) -> str:
@@ -202,12 +171,11 @@ def _extraction_sql(
         source = "value"
         # Not JSON at all, no such field, or a JSON null: missing, as get_json_object says. Only
         # a value that looks like an object or array is parsed again to tell it from a string
-        # such as "[a" (CASE evaluates lazily). Its first character is looked at once, as a code
-        # point ('{', '[', ' '): three starts_with cost 9 ms more per 262,144 records.
+        # such as "[a" (CASE evaluates lazily).
         found = fields.slot(spec.name)
         nested = (
-            "CASE WHEN ascii(found) IN (123, 91, 32) "
-            "THEN (CASE WHEN left(ltrim(found), 1) IN ('{', '[') "
+            "CASE WHEN starts_with(found, '{') OR starts_with(found, '[') "
+            "OR starts_with(found, ' ') THEN (CASE WHEN left(ltrim(found), 1) IN ('{', '[') "
             f"THEN json_type(json_extract(text, '{path}')) IN ('OBJECT', 'ARRAY') ELSE false END) "
             "ELSE false END"
         )
@@ -230,14 +198,12 @@ def _extraction_sql(
                    TRY(decode({source})) AS text, value, "offset"{keyed}
             FROM raw
         ), parsed AS (
-            SELECT *, {fields.parse(value_text)} FROM decoded
-        ), picked AS (
-            SELECT *{fields.picks()} FROM parsed
+            SELECT *, {fields.sql(value_text)} AS fields FROM decoded
         ), found AS (
             SELECT tombstone, text, has_source AND text IS NULL AS not_utf8, {found} AS found,
                    {compared} AS payload, {order_key} AS order_key,
                    {order_position} AS order_position
-            FROM picked
+            FROM parsed
         ), judged AS (
             SELECT found, payload, order_key, order_position, CASE
                 WHEN tombstone THEN 'tombstone'
