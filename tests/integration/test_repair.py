@@ -24,13 +24,13 @@ from everyday_kit import (
     Setup,
     commit_group,
     delete_records,
-    high_watermarks,
     ids,
     no_traceback,
     produce,
     tail,
     write_rows,
 )
+from kafka_ends import high_watermarks
 from repair_kit import apply, consume, plan_file, repair_cli, repair_row, sink_rows
 
 pytestmark = pytest.mark.integration

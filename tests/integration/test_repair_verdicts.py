@@ -21,12 +21,12 @@ from everyday_kit import (
     OpenTransaction,
     Setup,
     commit_group,
-    high_watermarks,
     ids,
     produce,
     tail,
     write_rows,
 )
+from kafka_ends import high_watermarks
 from repair_kit import apply, consume, plan_file, repair_cli, repair_row, sink_rows
 
 pytestmark = pytest.mark.integration

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from everyday_kit import consume_into_sink, high_watermarks
+from everyday_kit import consume_into_sink
 from fixtures.pipelines import WORKLOAD_PIPELINE
 from fixtures.verdicts import expected_verdicts
+from kafka_ends import high_watermarks
 
 from recon.config import load_pipelines
 from recon.engine import results_db, run_pipeline
