@@ -203,7 +203,7 @@ class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
         _check_name(pipeline)
         if step not in SPARK_STEPS:
             raise ValueError(f"step must be one of {', '.join(SPARK_STEPS)}, not {step!r}")
-        from recon.spark import spark_settings
+        from recon.spark import DRIVER_ENV, spark_settings
         from recon.spark_jars import spark_jar_settings
 
         args = ["--pipeline", pipeline, "--run-id", "{{ run_id }}", "--step", step]
@@ -218,6 +218,8 @@ class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
             # The CLI's settings, one source: the extra jars (fetched, else resolved by Spark),
             # loopback only, no UI, secrets redacted.
             conf={**spark_jar_settings(), **spark_settings()},
+            # The driver's UI address is an environment variable, not a setting.
+            env_vars=dict(DRIVER_ENV),
             **kwargs,
         )
         self.pipeline = pipeline

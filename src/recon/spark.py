@@ -32,6 +32,14 @@ CHECKPOINT_LEVEL = "DISK_ONLY"
 #: ``settings.spark_java_options()``).
 JVM_OPTIONS = "-XX:+UseParallelGC"
 
+#: The address every listener of a product driver binds to.
+LOOPBACK = "127.0.0.1"
+
+#: The environment every Spark driver of the product starts with. Spark binds its UI to
+#: ``$SPARK_LOCAL_IP``, else to every address: no setting names the UI's address
+#: (``WebUI.initServer`` in Spark 4.1.1), and ``spark.driver.bindAddress`` does not reach it.
+DRIVER_ENV = {"SPARK_LOCAL_IP": LOOPBACK}
+
 
 def persist(frame: DataFrame) -> DataFrame:
     """``frame`` persisted at :data:`CACHE_LEVEL` (the caller unpersists it)."""
@@ -62,8 +70,8 @@ def spark_settings() -> dict[str, str]:
         part for part in (JVM_OPTIONS, class_archive(), settings.spark_java_options()) if part
     )
     return {
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": LOOPBACK,
+        "spark.driver.bindAddress": LOOPBACK,
         "spark.ui.enabled": settings.spark_ui(),
         "spark.sql.shuffle.partitions": settings.spark_shuffle_partitions(),
         "spark.sql.adaptive.enabled": "true",
@@ -116,6 +124,8 @@ def spark_session(app_name: str = "recon", master: str | None = None) -> SparkSe
     # The Python workers (the messageId extraction runs in them) use this process's interpreter,
     # which has the package and its dependencies, not whatever "python3" is on the PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # The driver JVM pyspark starts inherits this environment (its UI's address).
+    os.environ.update(DRIVER_ENV)
     builder = SparkSession.builder.appName(app_name).master(master or settings.spark_master())
     for key, value in {**spark_jar_settings(), **spark_settings()}.items():
         builder = builder.config(key, value)
@@ -291,12 +301,14 @@ def connect_server_command(port: int, master: str | None = None) -> list[str]:
         **spark_jar_settings(),
         **spark_settings(),
         "spark.driver.memory": settings.spark_connect_memory(),
-        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.address": LOOPBACK,
         "spark.connect.grpc.binding.port": str(int(port)),
         # A daemon per session, which Spark 4.1 keeps until the server stops (recon.spark_daemon).
         "spark.python.daemon.module": "recon.spark_daemon",
     }
-    command = ["spark-submit", "--class", CONNECT_SERVER_CLASS, "--name", "recon-connect",
+    # env(1): the server's UI address is an environment variable (DRIVER_ENV), not a setting.
+    command = ["env", *(f"{key}={value}" for key, value in DRIVER_ENV.items()),
+               "spark-submit", "--class", CONNECT_SERVER_CLASS, "--name", "recon-connect",
                "--master", master or settings.spark_master()]  # fmt: skip
     for key, value in confs.items():
         command += ["--conf", f"{key}={value}"]

@@ -20,6 +20,7 @@ def test_spark_submit_runs_with_the_cli_settings(monkeypatch: pytest.MonkeyPatch
     task = ReconSparkSubmitOperator(task_id="reconcile", pipeline="p1", step="reconcile")
     assert task.conf == {**spark_jar_settings(), **spark_settings()}
     assert task.jars is None  # one way for the jars: the settings above
+    assert task.env_vars == {"SPARK_LOCAL_IP": "127.0.0.1"}  # the UI's address
 
 
 def test_fetched_jars_are_used_else_spark_resolves_the_poms_coordinates(
@@ -92,7 +93,9 @@ def test_the_connect_server_runs_every_drivers_settings_on_loopback(
     token = "not-on-the-command-line"
     monkeypatch.setenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", token)
     command = connect_server_command(23999, master="local[2]")
-    assert command[:3] == ["spark-submit", "--class", CONNECT_SERVER_CLASS]
+    # Its UI's address is an environment variable (Spark has no setting for it).
+    assert command[:5] == ["env", "SPARK_LOCAL_IP=127.0.0.1", "spark-submit", "--class",
+                           CONNECT_SERVER_CLASS]  # fmt: skip
     assert command[-1] == "spark-internal"
     assert command[command.index("--master") + 1] == "local[2]"
     confs = dict(command[i + 1].split("=", 1) for i, arg in enumerate(command) if arg == "--conf")
