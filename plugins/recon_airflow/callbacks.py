@@ -1,6 +1,9 @@
 """Operational failure notices: a task of a reconciliation DAG failed (not a broken contract:
-that is the data-quality alert of the ``alert`` task). Sent with the HTTP provider's notifier to
-the same webhook connection as the alerts, when that connection exists."""
+that is the data-quality alert of the ``alert`` task). Sent by the alerts' own path
+(``recon_airflow.notifiers.post_webhook``: no redirect followed, errors redacted) to the same
+webhook connection as the alerts, when that connection exists; the error is redacted as an
+alert's is (``recon.alert.formats.failure_notice``), after Airflow's masker hid every secret
+the task read."""
 
 from __future__ import annotations
 
@@ -11,6 +14,9 @@ from recon import settings
 
 log = logging.getLogger(__name__)
 
+#: Seconds for the webhook's connection and answer, as an alert's (``send_alerts``).
+NOTICE_TIMEOUT = 15.0
+
 
 def webhook_conn_id() -> str:
     """The alerts' webhook connection id (:func:`recon.settings.alert_webhook_conn_id`)."""
@@ -20,31 +26,28 @@ def webhook_conn_id() -> str:
 def notify_task_failure(context: Any) -> None:
     """Task-level ``on_failure_callback``: post a one-line notice to the alert webhook.
 
-    Names the DAG, run, task and try, and the error's first line; never connection details.
+    Names the DAG, run, task and try, and the error's first line, redacted; never connection
+    details. A notice that cannot be sent is logged (redacted), never raised.
     """
-    from airflow.providers.http.notifications.http import HttpNotifier
-    from airflow.sdk import BaseHook
-    from airflow.sdk.exceptions import AirflowNotFoundException
+    from airflow.sdk._shared.secrets_masker import redact as masked
+
+    from recon.alert.channels import describe
+    from recon.alert.formats import failure_notice
+    from recon.errors import ConnectionNotFound
+    from recon_airflow.notifiers import post_webhook
 
     conn_id = webhook_conn_id()
-    try:
-        conn = BaseHook.get_connection(conn_id)
-    except AirflowNotFoundException:
-        log.info("no connection %s: no failure notice sent", conn_id)
-        return
     ti = context["ti"]
-    error = str(context.get("exception") or "").strip().splitlines()
-    text = (
-        f"recon: task {ti.task_id} of {ti.dag_id} failed in run {ti.run_id} "
-        f"(try {ti.try_number})" + (f": {error[0][:300]}" if error else "")
-    )
-    notifier = HttpNotifier(
-        http_conn_id=conn_id,
-        endpoint=str(conn.extra_dejson.get("endpoint") or ""),
-        json={"text": text, "recon": {"kind": "task_failed", "dag_id": ti.dag_id,
-                                      "run_id": ti.run_id, "task_id": ti.task_id}},
+    exception = context.get("exception")
+    # Airflow's masker knows the secrets the task read: its connections' passwords, ...
+    error = str(masked(str(exception))) if exception is not None else ""
+    payload = failure_notice(
+        dag_id=ti.dag_id, run_id=ti.run_id, task_id=ti.task_id, try_number=ti.try_number,
+        error=error,
     )  # fmt: skip
     try:
-        notifier.notify(context)
+        post_webhook(conn_id, payload, NOTICE_TIMEOUT)
+    except ConnectionNotFound:
+        log.info("no connection %s: no failure notice sent", conn_id)
     except Exception as exc:  # a notice must never mask the task's own failure
-        log.warning("failure notice to %s not sent: %s", conn_id, type(exc).__name__)
+        log.warning("failure notice to %s not sent: %s", conn_id, describe(exc))

@@ -123,6 +123,18 @@ def _mask(secrets: list[str]) -> list[str]:
 
 
 def _webhook(conn_id: str, alert: Alert, timeout: float) -> dict[str, Any]:
+    return post_webhook(conn_id, webhook_payload(alert), timeout)
+
+
+def post_webhook(conn_id: str, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """POST ``payload`` as JSON to the webhook of connection ``conn_id``: the alerts' path, and
+    the task-failure notices' (``recon_airflow.callbacks``). No redirect followed, errors with
+    the connection's secrets masked.
+
+    :returns: what was reached: the host and the HTTP status (no secret).
+    :raises ConnectionNotFound: the connection is not defined.
+    :raises SendFailed: the delivery failed (the reason, redacted).
+    """
     conn = _connection(conn_id)
     extra = conn.extra_dejson
     endpoint = str(extra.get("endpoint") or "")
@@ -141,7 +153,7 @@ def _webhook(conn_id: str, alert: Alert, timeout: float) -> dict[str, Any]:
     try:
         response = hook.run(
             endpoint or None,
-            data=json.dumps(webhook_payload(alert)),
+            data=json.dumps(payload),
             headers={"Content-Type": "application/json; charset=utf-8"},
             extra_options={"allow_redirects": False, "check_response": False, "timeout": timeout},
         )

@@ -10,11 +10,14 @@ from dataclasses import dataclass
 from email.utils import make_msgid
 from typing import Any
 
+from recon.alert.channels import redact
 from recon.alert.content import Alert, report_heading
 from recon.alert.text import clip, shown, slack_escape, value
 
 # Slack limits: 150 characters of header text, 3000 per section text, 50 blocks.
 _HEADER_MAX, _SECTION_MAX, _BLOCKS_MAX = 150, 2900, 45
+#: Longest rendering of a failed task's error in its notice.
+NOTICE_ERROR_MAX = 300
 
 
 def webhook_payload(alert: Alert) -> dict[str, Any]:
@@ -80,3 +83,24 @@ def email_content(alert: Alert) -> EmailContent:
         "X-Recon-Run-Id": shown(alert.run_id, 250),
     }
     return EmailContent(subject=subject, text=alert.text(), headers=headers)
+
+
+def failure_notice(
+    *, dag_id: str, run_id: str, task_id: str, try_number: object, error: str = ""
+) -> dict[str, Any]:
+    """The webhook JSON of an operational failure notice: a task failed (not a broken contract).
+    The error's first line is shown as an alert's error is recorded: every URL cut to its host,
+    control and format characters escaped, clipped; the caller masks the secrets it knows.
+
+    :param error: the task's error, its secrets already masked (Airflow's masker in a task).
+    """
+    lines = error.strip().splitlines()
+    first = f": {shown(redact(lines[0], ()), NOTICE_ERROR_MAX)}" if lines else ""
+    text = (
+        f"recon: task {shown(task_id)} of {shown(dag_id)} failed in run {shown(run_id)} "
+        f"(try {shown(try_number)}){first}"
+    )
+    return {
+        "text": slack_escape(text),
+        "recon": {"kind": "task_failed", "dag_id": dag_id, "run_id": run_id, "task_id": task_id},
+    }
