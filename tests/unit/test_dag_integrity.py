@@ -147,7 +147,9 @@ pipelines:
 """
 
 
-def _import_dir_dags(folder: Path) -> subprocess.CompletedProcess[str]:
+def _import_dir_dags(
+    folder: Path, module: str = "recon_pipelines_dir"
+) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
         "RECON_PIPELINES": str(ROOT / "demo" / "pipelines.yaml"),
@@ -155,7 +157,7 @@ def _import_dir_dags(folder: Path) -> subprocess.CompletedProcess[str]:
     }
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT / 'plugins')!r}); "
-        f"sys.path.insert(0, {str(DAGS)!r}); import recon_pipelines_dir as m; "
+        f"sys.path.insert(0, {str(DAGS)!r}); import {module} as m; "
         "d = m.recon_extra; print(d.dag_id, d.get_task('reconcile').pipelines_file)"
     )
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
@@ -167,11 +169,13 @@ def test_a_pipelines_directory_adds_dags_that_run_with_their_own_file(tmp_path: 
     result = _import_dir_dags(tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split() == ["recon_extra", str(extra)]
-    # A name the main file declares too would make two DAGs with one id: refused, naming both.
+    # A name the main file declares too would make two DAGs with one id: that file is refused,
+    # naming both, as the import error of the folder's problems file; the others still run.
     (tmp_path / "clash.yaml").write_text(EXTRA.replace("extra:", "orders_at_most_once:"))
-    result = _import_dir_dags(tmp_path)
+    assert _import_dir_dags(tmp_path).stdout.split() == ["recon_extra", str(extra)]
+    result = _import_dir_dags(tmp_path, "recon_pipelines_dir_problems")
     assert result.returncode != 0
-    assert "already declared in" in result.stderr and "demo/pipelines.yaml" in result.stderr
+    assert "is also made by" in result.stderr and "demo/pipelines.yaml" in result.stderr
 
 
 def test_a_pipeline_clashing_with_a_repair_dag_is_an_import_error(tmp_path: Path) -> None:
@@ -179,7 +183,7 @@ def test_a_pipeline_clashing_with_a_repair_dag_is_an_import_error(tmp_path: Path
     # DAG of pipeline extra too: refused by name, not one silently replacing the other.
     (tmp_path / "extra.yaml").write_text(EXTRA + EXTRA.split("pipelines:")[1].replace(
         "extra:", "repair_extra:"))  # fmt: skip
-    result = _import_dir_dags(tmp_path)
+    result = _import_dir_dags(tmp_path, "recon_pipelines_dir_problems")
     assert result.returncode != 0
     assert "recon_repair_extra" in result.stderr and "made twice" in result.stderr
 

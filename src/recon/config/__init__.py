@@ -2,8 +2,9 @@
 
 The file is the argument to :func:`load_pipelines`, else ``$RECON_PIPELINES``, else
 ``pipelines.yaml`` at the repository root; every ``*.yaml`` of ``$RECON_PIPELINES_DIR`` declares
-more (:func:`load_pipeline_dir`). Every problem of a file is collected first and reported once,
-each line naming the file, the pipeline and the key path, e.g.
+more, each file on its own (:func:`pipeline_files`; :func:`load_pipeline_dir`: all or none).
+Every problem of a file is collected first and reported once, each line naming the file, the
+pipeline and the key path, e.g.
 ``pipelines.yaml: pipeline 'payments': kafka.message_id: expected one of header, json_field, key``.
 
 The file names connections (Airflow connection ids), never credentials: keys such as ``password``
@@ -27,12 +28,14 @@ from recon.config.load import (
     DEFAULT_FILE,
     DIR_ENV_VAR,
     ENV_VAR,
+    PipelineFile,
     declared_in_file,
     declared_pipelines,
     default_pipelines_path,
     load_pipeline_dir,
     load_pipelines,
     parse_pipelines,
+    pipeline_files,
 )
 from recon.config.model import (
     ENGINES,
@@ -69,6 +72,7 @@ __all__ = [
     "SourceSpec",
     "PayloadSpec",
     "PipelineConfig",
+    "PipelineFile",
     "SinkSpec",
     "Tolerances",
     "cron_problem",
@@ -78,4 +82,5 @@ __all__ = [
     "load_pipeline_dir",
     "load_pipelines",
     "parse_pipelines",
+    "pipeline_files",
 ]

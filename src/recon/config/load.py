@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -48,32 +49,67 @@ def load_pipelines(path: str | os.PathLike[str] | None = None) -> dict[str, Pipe
     return parse_pipelines(text, source=file_path)
 
 
+@dataclass(frozen=True)
+class PipelineFile:
+    """One ``*.yaml`` file of the pipelines folder, read on its own: its pipelines, or the
+    problems that keep them all from running.
+
+    :param path: the file.
+    :param pipelines: its pipelines by name, in file order (empty when it has an error).
+    :param error: its problems, each naming the file and the key; ``None`` when it is valid.
+    """
+
+    path: str
+    pipelines: dict[str, PipelineConfig] = field(default_factory=dict)
+    error: ConfigError | None = None
+
+
+def pipeline_files(directory: str | os.PathLike[str] | None = None) -> list[PipelineFile]:
+    """Every ``*.yaml`` file of a directory (sorted by name), each read and validated alone
+    (:func:`load_pipelines`): a file's problems are its own, the other files keep theirs. An
+    unset variable or an absent directory declares nothing.
+
+    :param directory: the directory; ``None`` means ``$RECON_PIPELINES_DIR``.
+    """
+    folder = os.fspath(directory) if directory is not None else settings.pipelines_dir()
+    if not folder or not os.path.isdir(folder):
+        return []
+    found: list[PipelineFile] = []
+    for entry in sorted(os.listdir(folder)):
+        path = os.path.join(folder, entry)
+        if not entry.endswith(".yaml") or not os.path.isfile(path):
+            continue
+        try:
+            found.append(PipelineFile(path, load_pipelines(path)))
+        except ConfigError as exc:
+            found.append(PipelineFile(path, error=exc))
+    return found
+
+
 def load_pipeline_dir(
     directory: str | os.PathLike[str] | None = None, *, taken: Mapping[str, str] | None = None
 ) -> list[tuple[str, PipelineConfig]]:
-    """Read every ``*.yaml`` file of a directory (sorted by name), each validated as
-    :func:`load_pipelines` does. An unset variable or an absent directory declares nothing.
+    """Every pipeline of a directory's ``*.yaml`` files (:func:`pipeline_files`), all of them
+    or none: for a caller that must know every declared pipeline (``recon forget``).
 
     :param directory: the directory; ``None`` means ``$RECON_PIPELINES_DIR``.
     :param taken: pipeline names already declared elsewhere, by the file that declares them.
     :returns: ``(file, pipeline)`` pairs: each pipeline runs with the file it came from.
     :raises ConfigError: a file's own problems, or a name declared twice (naming both files).
     """
-    folder = os.fspath(directory) if directory is not None else settings.pipelines_dir()
-    if not folder or not os.path.isdir(folder):
-        return []
     seen = dict(taken or {})
     found: list[tuple[str, PipelineConfig]] = []
-    for entry in sorted(os.listdir(folder)):
-        path = os.path.join(folder, entry)
-        if not entry.endswith(".yaml") or not os.path.isfile(path):
-            continue
-        for name, cfg in load_pipelines(path).items():
+    for file in pipeline_files(directory):
+        if file.error is not None:
+            raise file.error
+        for name, cfg in file.pipelines.items():
             if name in seen:
                 # Two DAGs with one id would replace each other at every parse.
-                raise ConfigError(f"{path}: pipeline '{name}' is already declared in {seen[name]}")
-            seen[name] = path
-            found.append((path, cfg))
+                raise ConfigError(
+                    f"{file.path}: pipeline '{name}' is already declared in {seen[name]}"
+                )
+            seen[name] = file.path
+            found.append((file.path, cfg))
     return found
 
 
