@@ -61,7 +61,9 @@ def load_plan(pipeline: str, plan_id: str) -> Any:
 class ApplyRepairOperator(BaseOperator):
     """Apply one repair plan of a pipeline: its sink deletes in one transaction, then its
     replays; ``recon.repairs`` records it as applied by this DAG run. A plan already applied
-    (or judged) changes nothing and succeeds.
+    (or judged) changes nothing and succeeds. A plan deleting more than the pipeline's bound
+    (``repair.max_deletes``, ``repair.max_delete_ratio``) fails for good: only a person applies
+    one (``recon repair apply --allow-over-bound``), never this task.
 
     :param pipeline: the pipeline's name in the YAML.
     :param plan_id: the plan's id in ``recon.repairs`` (templated: the DAG passes

@@ -1,6 +1,7 @@
-"""What the repair tests (``test_repair.py``, ``test_repair_verdicts.py``) share beside
-``everyday_kit``: the pipeline's consumer taking the replays, the sink's rows, ``recon repair``
-(plan, apply, list) with the test's pipeline file, and a plan's row in ``recon.repairs``.
+"""What the repair tests (``test_repair*.py``) share beside ``everyday_kit``: records without a
+key, the pipeline's consumer taking the replays, the sink's rows, a ``repair:`` mapping added to
+the test's pipeline, ``recon repair`` (plan, apply, list) with the test's pipeline file, and a
+plan's row in ``recon.repairs``.
 
 The ``setup`` fixture they use (a local-engine pipeline of the kit) is in ``conftest.py``.
 """
@@ -16,9 +17,37 @@ import sys
 from typing import Any
 
 import psycopg2
+from confluent_kafka import Producer
 from everyday_kit import EXIT_OK, REPO, Setup, consume_into_sink, no_traceback, tail
 
+from recon.config import load_pipelines
 from recon.engine import results_db
+
+
+def produce_unkeyed(kafka_config: dict[str, str], topic: str,
+                    ids: list[str]) -> dict[str, tuple[int, int]]:  # fmt: skip
+    """One record per id with a null key (the messageId in header ``message_id`` and the value)
+    to partition 0; ``(partition, offset)`` by messageId."""
+    positions: dict[str, tuple[int, int]] = {}
+    producer = Producer({**kafka_config, "acks": "all", "enable.idempotence": True})
+    for mid in ids:
+
+        def report(err: Any, msg: Any, mid: str = mid) -> None:
+            assert err is None, err
+            positions[mid] = (msg.partition(), msg.offset())
+
+        producer.produce(topic, key=None, value=f'{{"id": "{mid}"}}'.encode(), partition=0,
+                         headers=[("message_id", mid.encode())], on_delivery=report)  # fmt: skip
+    assert producer.flush(30) == 0, "records still in flight after 30 s"
+    assert sorted(positions) == sorted(ids), positions
+    return positions
+
+
+def declare_repair(s: Setup, **keys: Any) -> None:
+    """Give the test's pipeline a ``repair:`` mapping (``max_deletes=...``, ``sink_columns=...``)
+    in its YAML, and load it again."""
+    s.yaml_path.write_text(s.yaml_path.read_text() + f"    repair: {json.dumps(keys)}\n")
+    s.cfg = load_pipelines(s.yaml_path)[s.name]
 
 
 def consume(s: Setup, kafka_config: dict[str, str], since: dict[int, int]) -> list[str]:

@@ -31,7 +31,15 @@ from everyday_kit import (
     write_rows,
 )
 from kafka_ends import high_watermarks
-from repair_kit import apply, consume, plan_file, repair_cli, repair_row, sink_rows
+from repair_kit import (
+    apply,
+    consume,
+    declare_repair,
+    plan_file,
+    repair_cli,
+    repair_row,
+    sink_rows,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -92,6 +100,7 @@ def test_a_crash_mid_apply_is_finished_by_a_second_apply(
     from recon.repair.plan_model import read_plan
 
     s = setup(f"crash{crash.split('_')[1]}", semantics="at_least_once")
+    declare_repair(s, max_delete_ratio=0.5)  # one of six rows, above the default bound
     every = ids("m", 0, 6)
     where = produce(kafka_config, s.topic, every)
     write_rows(s.pg_kwargs, s.table, [*[m for m in every if m != "m3"], "m1"], where)
@@ -153,24 +162,24 @@ def test_records_removed_by_retention_are_not_replayable(
 def test_a_plan_that_would_delete_a_last_copy_is_refused(
     setup: Callable[..., Setup], kafka_config: dict[str, str]
 ) -> None:
-    from recon.repair.plan_model import Delete, plan_to_json
-    from recon.repair.planner import make_plan
+    from recon.repair.plan_model import Delete
+    from recon.repair.planner import make_plan, save_plan
     from recon.repair.sink_rows import state_of
 
     s = setup("lastcopy", semantics="at_most_once")
+    declare_repair(s, max_delete_ratio=1.0)
     where = produce(kafka_config, s.topic, ["m0", "m1"])
     write_rows(s.pg_kwargs, s.table, ["m0", "m1", "m1"], where)
     commit_group(kafka_config, s.group, s.topic)
     s.run(None, "run-1")
     plan = make_plan(s.cfg, "run-1")
-    # A plan (made by hand, with a consistent id) that deletes the kept row as well.
+    # A plan (made by hand, with a consistent id, and recorded in recon.repairs: a plan file
+    # alone is refused) that deletes the kept row as well.
     (kept,) = plan.kept.values()
     deletes = (*plan.deletes, Delete("duplicated", "m1", kept))
     bad = dataclasses.replace(plan, deletes=deletes, after=state_of([]))
     bad = dataclasses.replace(bad, plan_id=bad.content_id())
-    path = os.path.join(s.data_dir, "bad-plan.json")
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(plan_to_json(bad))
+    path = save_plan(bad, os.path.join(s.data_dir, "bad-plan.json"))
     rows = sink_rows(s)
     result = apply(s, path)
     assert result.returncode == EXIT_ERROR, (result.returncode, tail(result.stdout))
@@ -212,7 +221,7 @@ def test_lost_rows_written_to_the_sink_from_their_records(
     s = setup("direct", semantics="at_least_once")
     s.yaml_path.write_text(
         s.yaml_path.read_text() + "    repair:\n      sink_columns: {message_id: message_id, "
-        "kafka_partition: partition, kafka_offset: offset}\n"
+        "kafka_partition: partition, kafka_offset: offset}\n      max_delete_ratio: 0.5\n"
     )
     s.cfg = load_pipelines(s.yaml_path)[s.name]
     every = ids("m", 0, 6)
@@ -291,7 +300,7 @@ def test_a_write_sink_apply_that_died_before_its_commit_is_done_by_the_next(
 ) -> None:
     from recon.config import load_pipelines
     from recon.repair import applier
-    from recon.repair.planner import make_plan
+    from recon.repair.planner import make_plan, save_plan
 
     s = setup("uncommitted", semantics="at_least_once")
     s.yaml_path.write_text(s.yaml_path.read_text() + "    repair:\n      sink_columns: "
@@ -302,6 +311,7 @@ def test_a_write_sink_apply_that_died_before_its_commit_is_done_by_the_next(
     commit_group(kafka_config, s.group, s.topic)
     s.run(None, "run-1")
     plan = make_plan(s.cfg, "run-1", write_sink=True)
+    save_plan(plan, os.path.join(s.data_dir, "uncommitted.json"))
     assert not plan.deletes and [r.message_id for r in plan.replays] == ["m1"]
 
     class Crash(Exception):

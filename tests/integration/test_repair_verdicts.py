@@ -27,7 +27,15 @@ from everyday_kit import (
     write_rows,
 )
 from kafka_ends import high_watermarks
-from repair_kit import apply, consume, plan_file, repair_cli, repair_row, sink_rows
+from repair_kit import (
+    apply,
+    consume,
+    declare_repair,
+    plan_file,
+    repair_cli,
+    repair_row,
+    sink_rows,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -115,6 +123,7 @@ def test_duplicated_rows_are_deleted_keeping_the_first(
     setup: Callable[..., Setup], kafka_config: dict[str, str]
 ) -> None:
     s = setup("dup", semantics="at_most_once")
+    declare_repair(s, max_delete_ratio=0.5)  # a third of the rows: above the default bound
     every = ids("m", 0, 6)
     where = produce(kafka_config, s.topic, every)
     write_rows(s.pg_kwargs, s.table, every, where)
@@ -136,6 +145,7 @@ def test_phantom_and_aborted_rows_are_deleted(
     kind: str, setup: Callable[..., Setup], kafka_config: dict[str, str]
 ) -> None:
     s = setup(kind.replace("_", ""))
+    declare_repair(s, max_delete_ratio=0.5)
     every = ids("m", 0, 4)
     where = produce(kafka_config, s.topic, every)
     if kind == "aborted_read":

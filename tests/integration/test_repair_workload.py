@@ -19,7 +19,7 @@ from kafka_ends import high_watermarks
 from recon.config import load_pipelines
 from recon.engine import results_db, run_pipeline
 from recon.repair.applier import apply_plan
-from recon.repair.planner import make_plan
+from recon.repair.planner import make_plan, save_plan
 from recon.store import forget_pipeline
 from recon.store.repairs import find_repair
 from recon_workload import remove_run, run_scenario
@@ -47,7 +47,7 @@ def test_a_workload_break_is_repaired_message_by_message(
         yaml_path.write_text(WORKLOAD_PIPELINE.format(
             name=name, semantics=semantics, topic=truth.topic, group=truth.consumer_group,
             table=truth.sink_table, idempotent=json.dumps(idempotent), engine="local",
-        ))  # fmt: skip
+        ) + "    repair: {max_delete_ratio: 1.0}\n")  # faults touch many of the rows  # fmt: skip
         cfg = load_pipelines(yaml_path)[name]
         data_dir = str(tmp_path / "data")
         first = run_pipeline(cfg, "run-1", None, data_dir=data_dir)
@@ -66,6 +66,7 @@ def test_a_workload_break_is_repaired_message_by_message(
         assert plan.replays or plan.deletes, f"{scenario} broke nothing: {first.counts}"
         assert set(plan.kept) == by_verdict.get("duplicated", set())
 
+        save_plan(plan, str(tmp_path / "plan.json"))  # an apply takes only a recorded plan
         since = high_watermarks(kafka_config, truth.topic)
         result = apply_plan(plan, cfg, say=lambda _: None)
         assert (result.deleted, result.replayed) == (len(plan.deletes), len(plan.replays))

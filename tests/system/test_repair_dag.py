@@ -35,7 +35,7 @@ def test_the_repair_dag_applies_a_plan_as_its_dag_run(airflow_url: str, tmp_path
             name=pipeline, engine="local", semantics="exactly_once", schedule="null",
             topic=truth.topic, group=truth.consumer_group, table=truth.sink_table,
             tolerances="{}", retries=0,
-        )  # fmt: skip
+        ) + "    repair: {max_delete_ratio: 1.0}\n"  # the DAG applies within its bound  # fmt: skip
         with kit.declared(pipeline, text) as path:
             cfg = load_pipelines(path)[pipeline]
             summary = run_pipeline(cfg, "sys-run-1", None, data_dir=str(tmp_path / "data"))

@@ -139,6 +139,31 @@ def test_a_refused_plan_fails_for_good_and_an_outage_is_retried(
     assert not isinstance(raised.value, AirflowFailException)
 
 
+def test_the_task_never_applies_above_the_bound(
+    monkeypatch: pytest.MonkeyPatch, stored: dict[str, Any]
+) -> None:
+    from airflow.sdk.exceptions import AirflowFailException
+
+    import recon.repair.applier
+    from recon.repair.trust import OverBound
+
+    plan = sample_plan_dict()
+    stored[plan["plan_id"]] = _row(plan)
+    asked: list[bool] = []
+
+    def apply(plan: Any, cfg: Any, *, allow_over_bound: bool = False, **_: Any) -> Any:
+        asked.append(allow_over_bound)
+        raise OverBound(f"pipeline 'payments': plan {plan.plan_id} deletes 5 of 10 rows, above "
+                        "the bound (repair.max_delete_ratio is 0.1): a person may apply it "
+                        "with --allow-over-bound")  # fmt: skip
+
+    monkeypatch.setattr(recon.repair.applier, "apply_plan", apply)
+    with pytest.raises(AirflowFailException, match="repair.max_delete_ratio") as raised:
+        _task(plan["plan_id"]).execute(CONTEXT)
+    assert "--allow-over-bound" in str(raised.value)
+    assert asked == [False], "the DAG's task asked to go over the bound"
+
+
 def test_a_stored_plan_edited_by_hand_is_refused(
     monkeypatch: pytest.MonkeyPatch, stored: dict[str, Any]
 ) -> None:

@@ -213,15 +213,26 @@ RECORD_FIELDS: tuple[str, ...] = (
 )  # fmt: skip
 
 
+#: A repair plan deleting more sink rows than this, or a larger share of the sink table, is
+#: applied only by a person (``recon repair apply --allow-over-bound``), never by the repair DAG.
+DEFAULT_MAX_DELETES = 1000
+DEFAULT_MAX_DELETE_RATIO = 0.1
+
+
 @dataclass(frozen=True)
 class RepairSpec:
-    """How a repair writes a lost message's sink row from its record.
+    """How a repair writes a lost message's sink row from its record, and how much it may delete.
 
     :param sink_columns: ``(sink column, source, name)``: the source one of
-        :data:`RECORD_FIELDS` (name None), or ``json_field`` / ``header`` with its name.
+        :data:`RECORD_FIELDS` (name None), or ``json_field`` / ``header`` with its name; empty:
+        a repair replays records only.
+    :param max_deletes: the most sink rows a plan deletes without a person's flag.
+    :param max_delete_ratio: the largest share of the sink table it deletes without one.
     """
 
-    sink_columns: tuple[tuple[str, str, str | None], ...]
+    sink_columns: tuple[tuple[str, str, str | None], ...] = ()
+    max_deletes: int = DEFAULT_MAX_DELETES
+    max_delete_ratio: float = DEFAULT_MAX_DELETE_RATIO
 
 
 @dataclass(frozen=True)
@@ -264,7 +275,8 @@ class PipelineConfig:
     #: Where a failed run's alerts go; empty: the default routes (``webhook`` and ``email`` on
     #: the connections of ``recon.settings``).
     alerts: tuple[AlertRoute, ...] = ()
-    #: How a repair may write lost messages' sink rows itself (None: it replays records only).
+    #: How a repair may write lost messages' sink rows itself, and how much it may delete
+    #: (None: ``repair:`` not declared: replays only, the default bound).
     repair: RepairSpec | None = None
     #: The source the topic is fed from (None: a two-way reconciliation, topic and sink).
     source: SourceSpec | None = None

@@ -1,9 +1,13 @@
 """Applying a plan (``recon repair apply``): the sink deletes in one transaction, then the
 replays, each step safe to run again.
 
-1. The plan must match the pipeline as declared now (sink connection and table, topic).
-2. ``recon.repairs``: a plan already ``applied`` (or judged) changes nothing. Otherwise it is
-   marked ``applying`` and the replay topic's end offsets are kept (once).
+1. The plan must match the pipeline as declared now (sink connection and table, topic), be the
+   one recorded in ``recon.repairs`` (the apply goes on with that record), and an apply claims
+   it: a second apply of the plan at once is refused (:mod:`recon.repair.trust`).
+2. ``recon.repairs``: a plan already ``applied`` (or judged) changes nothing. Otherwise its
+   changes are checked against the run's results and the catalog, its deletes against the
+   pipeline's bound; it is marked ``applying`` and the replay topic's end offsets are kept
+   (once).
 3. The sink, in one transaction with the plan's rows locked: as planned -> delete exactly the
    planned rows (refused if any is missing or a duplicated message would lose its last row)
    and, for a ``sink`` plan, insert the lost messages' rows built from their records; as the
@@ -15,11 +19,13 @@ replays, each step safe to run again.
 5. ``recon.repairs``: ``applied``, with who, when, the deleted count and where every replay
    went (a partition and offset, or the key of the row written).
 
-A crash anywhere leaves the plan ``applying``; applying it again finishes it.
+A crash anywhere leaves the plan ``applying``; applying it again finishes it (the claim goes
+with the session of the apply that died).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,10 +36,9 @@ from recon.alert.text import shown
 from recon.config import PipelineConfig
 from recon.connections import kafka_connection
 from recon.repair.direct import row_values
-from recon.repair.plan_model import RepairPlan, SinkState, plan_to_dict
+from recon.repair.plan_model import RepairPlan, SinkState
 from recon.repair.replay import produce, read_originals, replayed_before, watermarks
 from recon.repair.sink_rows import (
-    RepairRefused,
     RepairStale,
     Row,
     affected_rows,
@@ -43,10 +48,15 @@ from recon.repair.sink_rows import (
     insert_statement,
     state_of,
 )
+from recon.repair.trust import (
+    RepairBusy,
+    check_matches,
+    check_results,
+    check_sink,
+    stored_plan,
+)
 from recon.services import results_db, sink_db
-from recon.store import ensure_schema
 from recon.store import repairs as store
-from recon.store.repairs import RepairRow
 
 Say = Callable[[str], None]
 
@@ -59,35 +69,6 @@ class ApplyResult:
     replayed: int = 0
     already_replayed: int = 0
     not_replayable: list[str] = field(default_factory=list)
-
-
-def check_matches(plan: RepairPlan, cfg: PipelineConfig) -> None:
-    """:raises RepairRefused: the plan was made for another pipeline, sink or topic than the
-    pipeline declared now."""
-    differences = [
-        f"{what}: plan {planned!r}, pipeline {now!r}"
-        for what, planned, now in (
-            ("pipeline", plan.pipeline, cfg.name),
-            ("sink.connection", plan.sink.connection, cfg.sink.connection),
-            ("sink.table", plan.sink.table, cfg.sink.table),
-            ("sink.message_id_column", plan.sink.message_id_column, cfg.sink.message_id_column),
-            ("kafka.connection", plan.kafka_connection, cfg.kafka.connection),
-            ("kafka.topic", plan.topic, cfg.kafka.topic),
-            # A plan that writes sink rows writes them as the pipeline says now, or not at all.
-            (
-                "repair.sink_columns",
-                plan.sink_columns,
-                (cfg.repair.sink_columns if cfg.repair else ()) if plan.sink_columns else (),
-            ),
-        )
-        if planned != now
-    ]
-    if differences:
-        raise RepairRefused(
-            f"plan {plan.plan_id} does not match pipeline '{cfg.name}' as declared now ("
-            + "; ".join(differences)
-            + "): nothing was changed"
-        )
 
 
 def _stale(plan: RepairPlan, now: SinkState, arrived: int) -> RepairStale:
@@ -188,50 +169,68 @@ def _describe(original: Any, target: str) -> str:
     )
 
 
-def _start(
-    plan: RepairPlan, kafka: dict[str, Any], dry_run: bool, say: Say, by: str
-) -> tuple[RepairRow, bool] | None:
-    """The plan's row, marked ``applying`` (unless a dry run), and whether an earlier apply had
-    started it (it was ``applying`` already); None when the plan is done with."""
-    with results_db() as pg:
-        ensure_schema(pg)
-        row = store.find_repair(pg, plan.plan_id) or store.record_plan(pg, plan_to_dict(plan))
-        if row.status in store.DONE:
-            say(f"plan {plan.plan_id}: already {row.status} (by {row.applied_by} at "
-                f"{row.applied_at}); nothing to do")  # fmt: skip
-            return None
-        resumed = row.status == "applying"
-        if dry_run:
-            return row, resumed
-        ends = {}
-        if plan.replay_mode == "topic":
-            ends = {str(p): high for p, (_, high) in watermarks(kafka, plan.replay_topic).items()}
-        return store.mark_applying(pg, plan.plan_id, by, ends), resumed
-
-
 def _refused(plan: RepairPlan, exc: RepairStale) -> None:
     with results_db() as pg:
         store.mark_refused(pg, plan.plan_id, str(exc))
 
 
 def apply_plan(plan: RepairPlan, cfg: PipelineConfig, *, dry_run: bool = False,
-               say: Say = print, by: str | None = None) -> ApplyResult:  # fmt: skip
+               say: Say = print, by: str | None = None,
+               allow_over_bound: bool = False) -> ApplyResult:  # fmt: skip
     """Apply ``plan`` (see the module); ``dry_run``: print the SQL and the records, change
     nothing.
 
     :param by: who applies, as ``recon.repairs`` records it (default:
         :func:`recon.settings.applied_by`; the Airflow task passes its DAG run).
+    :param allow_over_bound: apply deletes above the pipeline's bound (``recon repair apply
+        --allow-over-bound``, a person's decision; the repair DAG never passes it).
 
-    :raises RepairRefused: the plan does not match the pipeline, or would be unsafe.
+    :raises RepairRefused: the plan does not match the pipeline, its record, the run's results
+        or the catalog, is above the bound, or would be unsafe.
+    :raises RepairBusy: another apply of the plan is running.
     :raises RepairStale: the sink changed since the plan was made.
     :raises recon.repair.replay.ReplayFailed: Kafka failed; applying again finishes.
     """
     check_matches(plan, cfg)
-    kafka = kafka_connection(cfg.kafka.connection).config
-    started = _start(plan, kafka, dry_run, say, by or settings.applied_by())
-    if started is None:
+    plan, _ = stored_plan(plan)
+    who = by or settings.applied_by()
+    if dry_run:
+        return _apply(plan, cfg, say, dry_run=True, by=who, allow_over_bound=allow_over_bound)
+    with results_db() as claim:
+        if not store.claim(claim, plan.plan_id):
+            holder = store.find_repair(claim, plan.plan_id)
+            raise RepairBusy(
+                f"pipeline '{plan.pipeline}': plan {plan.plan_id} is being applied by another "
+                "apply now" + (f" (started by {shown(holder.applied_by)})"
+                               if holder and holder.applied_by else "")
+                + ": nothing was changed; `recon repair list` shows when it is done"
+            )  # fmt: skip
+        return _apply(plan, cfg, say, dry_run=False, by=who, allow_over_bound=allow_over_bound)
+
+
+def _apply(plan: RepairPlan, cfg: PipelineConfig, say: Say, *, dry_run: bool, by: str,
+           allow_over_bound: bool) -> ApplyResult:  # fmt: skip
+    """:func:`apply_plan` once the plan is the stored one and claimed (unless a dry run)."""
+    with results_db() as pg:
+        row = store.find_repair(pg, plan.plan_id)
+    assert row is not None, plan.plan_id  # stored_plan found it; plans are never removed
+    if row.status in store.DONE:
+        say(f"plan {plan.plan_id}: already {row.status} (by {row.applied_by} at "
+            f"{row.applied_at}); nothing to do")  # fmt: skip
         return ApplyResult(plan.plan_id, "nothing to do")
-    row, resumed = started
+    check_results(plan)
+    # From here on the SQL addresses the table and key the pipeline and the catalog name.
+    plan = dataclasses.replace(
+        plan, sink=check_sink(plan, cfg, say, dry_run=dry_run, allow_over_bound=allow_over_bound)
+    )
+    kafka = kafka_connection(cfg.kafka.connection).config
+    resumed = row.status == "applying"
+    if not dry_run:
+        ends = {}
+        if plan.replay_mode == "topic":
+            ends = {str(p): high for p, (_, high) in watermarks(kafka, plan.replay_topic).items()}
+        with results_db() as pg:
+            row = store.mark_applying(pg, plan.plan_id, by, ends)
     result = ApplyResult(plan.plan_id, "dry run" if dry_run else "applied")
     if plan.replay_mode == "sink":
         return _apply_to_sink(plan, cfg, kafka, result, resumed=resumed, dry_run=dry_run,

@@ -30,6 +30,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "--dry-run", action="store_true",
         help="print the SQL and the records it would produce; change nothing",
     )  # fmt: skip
+    apply.add_argument(
+        "--allow-over-bound", action="store_true",
+        help="apply deletes above the pipeline's bound (repair.max_deletes, "
+        "repair.max_delete_ratio): a person's decision, after a dry run; the DAG never does",
+    )  # fmt: skip
     listing = actions.add_parser("list", help="a pipeline's repair plans and their state")
     listing.add_argument("--pipeline", required=True)
     listing.add_argument("--json", action="store_true")
@@ -77,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
         plan = read_plan(args.plan)
         cfg = get_pipeline(load_pipelines(args.pipelines), plan.pipeline)
         check_pipeline(cfg)
-        result = apply_plan(plan, cfg, dry_run=args.dry_run)
+        result = apply_plan(plan, cfg, dry_run=args.dry_run,
+                            allow_over_bound=args.allow_over_bound)  # fmt: skip
         if result.status == "applied":
             print(f"plan {plan.plan_id}: applied: {result.deleted} sink rows deleted, "
                   f"{result.replayed} records replayed ({result.already_replayed} by an earlier "

@@ -18,6 +18,8 @@ FORMAT = "recon-repair-plan/1"
 #: The header every replayed record carries, its value the plan id: a second apply finds the
 #: replays of a first one that died half-way, and a reader of the topic can tell a replay.
 REPLAY_HEADER = "recon-repair-plan"
+#: Beside it, the messageId the replay stands for (the record's own key may be null).
+REPLAY_MESSAGE_ID_HEADER = "recon-repair-message-id"
 
 
 class RepairPlanInvalid(ReconError):

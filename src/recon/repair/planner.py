@@ -60,11 +60,12 @@ def make_plan(
     :raises RepairRefused: the sink has no primary key, or the run is another pipeline's.
     :raises NothingToRepair: the run has nothing a plan repairs.
     """
-    if write_sink and (cfg.repair is None or replay_topic):
+    declared = cfg.repair is not None and bool(cfg.repair.sink_columns)
+    if write_sink and (not declared or replay_topic):
         raise RepairRefused(
             f"pipeline '{cfg.name}': writing lost rows to the sink needs repair.sink_columns "
             "declared (which record field each sink column gets)"
-            if cfg.repair is None else "a plan writes lost rows to the sink or replays them to "
+            if not declared else "a plan writes lost rows to the sink or replays them to "
             "a topic, not both: drop --replay-topic or --write-sink"
         )  # fmt: skip
     with results_db() as pg:

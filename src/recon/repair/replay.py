@@ -12,7 +12,7 @@ from typing import Any
 
 from recon.config import MessageIdSpec
 from recon.errors import ServiceUnavailable
-from recon.repair.plan_model import REPLAY_HEADER, Replay
+from recon.repair.plan_model import REPLAY_HEADER, REPLAY_MESSAGE_ID_HEADER, Replay
 
 _TIMEOUT = 30.0
 
@@ -171,10 +171,11 @@ def replayed_before(
                 raise ReplayFailed(f"{topic}/{msg.partition()}: {msg.error()}")
             if msg.offset() >= ends[msg.partition()] - 1:
                 todo.discard(msg.partition())
+            # By the headers alone: a record's key (often null) says nothing about a replay.
             headers = dict(msg.headers() or [])
-            if headers.get(REPLAY_HEADER) == plan_id.encode() and msg.key() is not None:
-                mid = headers.get("recon-repair-message-id", b"").decode()
-                found.setdefault(mid, (msg.partition(), msg.offset()))
+            mid = headers.get(REPLAY_MESSAGE_ID_HEADER)
+            if headers.get(REPLAY_HEADER) == plan_id.encode() and mid is not None:
+                found.setdefault(mid.decode(), (msg.partition(), msg.offset()))
     finally:
         consumer.close()
     return found
@@ -212,7 +213,7 @@ def produce(
             producer.begin_transaction()
         for o in originals:
             extra = [(REPLAY_HEADER, plan_id.encode()),
-                     ("recon-repair-message-id", o.replay.message_id.encode())]  # fmt: skip
+                     (REPLAY_MESSAGE_ID_HEADER, o.replay.message_id.encode())]  # fmt: skip
             kwargs: dict[str, Any] = {"key": o.key, "value": o.value,
                                       "headers": [*o.headers, *extra],
                                       "on_delivery": reported(o.replay.message_id)}  # fmt: skip

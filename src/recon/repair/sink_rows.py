@@ -94,7 +94,10 @@ def delete_statement(
     pg: Any, target: SinkTarget, deletes: Sequence[Delete]
 ) -> tuple[Any, tuple[Any, ...]]:
     """One ``DELETE`` of exactly the planned rows: each matched by its whole primary key and its
-    messageId, so a key reused by another message since the plan deletes nothing."""
+    messageId, so a key reused by another message since the plan deletes nothing.
+
+    :param target: key types as the catalog has them (:func:`recon.repair.trust.check_sink`):
+        they are SQL text here, so never a plan file's."""
     from psycopg2 import sql
 
     columns = [sql.Identifier(c) for c in target.key_columns]

@@ -107,6 +107,18 @@ def mark_applying(pg: Any, plan_id: str, applied_by: str, replay_from: dict[str,
     return found
 
 
+def claim(pg: Any, plan_id: str) -> bool:
+    """Take the plan's apply lock for the session of ``pg`` (kept until it closes): one apply of
+    a plan at a time, whoever starts it (a DAG run, a person). A session that dies gives the
+    lock up, so an apply that crashed is finished by the next. :returns: False: another session
+    holds it."""
+    with pg.cursor() as cur:
+        cur.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (f"recon:repair:{plan_id}",))
+        taken = bool(cur.fetchone()[0])
+    pg.commit()  # the lock is the session's; no transaction stays open while the apply runs
+    return taken
+
+
 def mark_applied(
     pg: Any, plan_id: str, deleted: int, replayed: list[dict[str, Any]], detail: str | None
 ) -> None:
@@ -184,6 +196,23 @@ def repairable(pg: Any, pipeline: str, run_id: str) -> list[tuple[str, str, str,
         rows = cur.fetchall()
     pg.rollback()
     return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+
+
+def judged_rows(
+    pg: Any, pipeline: str, run_id: str, message_ids: list[str]
+) -> set[tuple[str, str, int | None, int | None]]:
+    """The run's rows of these messages a plan repairs, corrected later or not: (verdict,
+    message_id, partition, first offset), what an apply checks a plan against."""
+    with pg.cursor() as cur:
+        cur.execute(
+            "SELECT verdict, message_id, partition, coalesce(first_offset, offsets[1]) "
+            "FROM recon.discrepancies WHERE pipeline = %s AND run_id = %s "
+            "AND verdict = ANY(%s) AND message_id = ANY(%s)",
+            (pipeline, run_id, list(REPLAYED_VERDICTS + DELETED_VERDICTS), message_ids),
+        )
+        rows = {(r[0], r[1], r[2], r[3]) for r in cur.fetchall()}
+    pg.rollback()
+    return rows
 
 
 def replayed_positions(pg: Any, pipeline: str, topic: str) -> list[tuple[str, int, int]]:
