@@ -185,10 +185,13 @@ def _run(args: argparse.Namespace) -> int:
     from recon.config import load_pipelines
     from recon.engine import needs_spark
     from recon.preflight import check_pipeline, get_pipeline
+    from recon.run_ids import check_run_id
 
     cfg = get_pipeline(load_pipelines(args.pipelines), args.pipeline)
+    run_id = check_run_id(
+        args.run_id or f"manual__{datetime.now(UTC):%Y-%m-%dT%H:%M:%S.%fZ}", cfg.name
+    )
     check_pipeline(cfg)
-    run_id = args.run_id or f"manual__{datetime.now(UTC):%Y-%m-%dT%H:%M:%S.%fZ}"
     _progress(f"pipeline {cfg.name}: run {run_id} ({cfg.semantics})")
     # An `engine: local` pipeline runs every step in this process: no SparkSession, no JVM.
     run = _run_on_spark if needs_spark(cfg) else _run_local

@@ -7,6 +7,7 @@ run's ``recon.runs.corrections`` is recounted, so no verdict is corrected silent
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 
@@ -35,9 +36,10 @@ def record_corrections(cur: Any, pipeline: str, run_id: str) -> None:
     if late:
         cur.execute(
             "UPDATE recon.discrepancies d SET corrected_by_run = %s "
-            "WHERE d.pipeline = %s AND d.message_id = ANY(%s) AND d.verdict = 'lost' "
-            "AND d.run_id <> %s AND d.corrected_by_run IS NULL RETURNING d.run_id",
-            (run_id, pipeline, late, run_id),
+            "WHERE d.pipeline = %s AND md5(d.message_id) = ANY(%s) AND d.message_id = ANY(%s) "
+            "AND d.verdict = 'lost' AND d.run_id <> %s AND d.corrected_by_run IS NULL "
+            "RETURNING d.run_id",
+            (run_id, pipeline, [_md5(m) for m in late], late, run_id),
         )
         touched |= {r[0] for r in cur.fetchall()}
     if touched:
@@ -49,6 +51,11 @@ def record_corrections(cur: Any, pipeline: str, run_id: str) -> None:
             "WHERE r.pipeline = %s AND r.run_id = ANY(%s)",
             (pipeline, sorted(touched)),
         )
+
+
+def _md5(text: str) -> str:
+    """PostgreSQL's ``md5(text)`` of an id (its UTF-8 bytes), which the results index holds."""
+    return hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()
 
 
 def _like_prefix(text: str) -> str:

@@ -29,6 +29,8 @@ PHANTOM = "no committed record in the window, the pending records or the ledger"
 UNPUBLISHED = "source row %s (of %d naming it) settled; no committed record of the topic carries it"
 #: A settled source row without a messageId (an ``invalid`` row): the row's key.
 SOURCE_WITHOUT_ID = "source row %s without a message id"
+#: A sink row whose id is over the length limit (the limit, in characters).
+SINK_ID_OVERSIZE = "sink row message id longer than %d characters"
 
 #: A ``late`` delivery: its latency and the pipeline's bound, both in milliseconds (``printf``).
 LATE = "delivered %d ms after its record's Kafka timestamp; the bound is %d ms"

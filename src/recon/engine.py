@@ -31,7 +31,7 @@ import functools
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 from recon import store
 from recon.config import PipelineConfig
@@ -49,6 +49,7 @@ from recon.outcome import require_record
 from recon.paths import results_path as results_path
 from recon.paths import window_path as window_path
 from recon.read.sink import inspect_sink
+from recon.run_ids import check_run_id
 from recon.services import DEFAULT_RESULTS_CONN_ID as DEFAULT_RESULTS_CONN_ID
 from recon.services import Progress as Progress
 from recon.services import default_data_dir as default_data_dir
@@ -57,6 +58,7 @@ from recon.services import results_conn_id as results_conn_id
 from recon.snapshot.offsets import KafkaAuthFailed, take_offsets
 from recon.snapshot.sink_position import take_sink_position
 from recon.snapshot.window import plan_windows
+from recon.store.claims import run_claim
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -130,9 +132,26 @@ def step_needs_spark(
     return not spark_snapshot.reads_on_driver(record, where)
 
 
+Step = TypeVar("Step", bound=Callable[..., Any])
+
+
+def _claimed(step: Step) -> Step:
+    """``step`` of a run (``step(cfg, run_id, ...)``) done only by a process that holds the run
+    id (``recon.store.claims``), after the id is checked (``recon.run_ids``): another process on
+    the same run id is told so at once, and nothing is read or written twice."""
+
+    @functools.wraps(step)
+    def claimed(cfg: PipelineConfig, run_id: str, *args: Any, **kwargs: Any) -> Any:
+        with run_claim(cfg.name, check_run_id(run_id, cfg.name)):
+            return step(cfg, run_id, *args, **kwargs)
+
+    return cast(Step, claimed)
+
+
 # --- step 1 -------------------------------------------------------------------------------------
 
 
+@_claimed
 def snapshot_offsets(
     cfg: PipelineConfig, run_id: str, *, now: float | None = None, progress: Progress = noop
 ) -> store.RunRecord:
@@ -142,6 +161,7 @@ def snapshot_offsets(
     :param run_id: the run's id (Airflow's run id, or one the CLI makes).
     :param now: snapshot time in epoch seconds, for the settle time (default: now).
     :param progress: called with a line per step.
+    :raises recon.run_ids.InvalidRunId: ``run_id`` cannot name the run's folders.
     """
     with results_db() as pg:
         store.ensure_schema(pg)
@@ -198,6 +218,7 @@ def snapshot_offsets(
 # --- steps 2 and 3: the pipeline's engine -------------------------------------------------------
 
 
+@_claimed
 def snapshot_topic(
     cfg: PipelineConfig,
     run_id: str,
@@ -216,6 +237,7 @@ def snapshot_topic(
         return steps.snapshot_topic(cfg, run_id, data_dir=data_dir, progress=progress)
 
 
+@_claimed
 def reconcile_run(
     cfg: PipelineConfig,
     run_id: str,
@@ -247,6 +269,7 @@ def _verify_repairs(cfg: PipelineConfig, run_id: str, progress: Progress) -> Non
         progress(f"run {run_id}: repair verification skipped: {redact(first_line(exc), cfg)}")
 
 
+@_claimed
 def validate_step(
     cfg: PipelineConfig,
     run_id: str,
@@ -278,6 +301,7 @@ def validate_step(
     return outcome
 
 
+@_claimed
 def run_pipeline(
     cfg: PipelineConfig,
     run_id: str,

@@ -42,7 +42,9 @@ from recon.ledger.versions import local_path, write_version
 from recon.outcome import RunSummary, require_record
 from recon.paths import (
     ledger_dir,
+    pipeline_windows,
     publish_results,
+    remove_tree,
     results_path,
     spill_dir,
     version_name,
@@ -139,7 +141,7 @@ def snapshot_topic(
         copied = copies.wait()
         open(f"{staging}/_SUCCESS", "w").close()
         if os.path.exists(final):
-            shutil.rmtree(final)
+            remove_tree(final, pipeline_windows(data_dir, cfg.name))
         os.rename(staging, final)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -18,7 +18,7 @@ from recon.config import PipelineConfig
 from recon.connections import kafka_connection
 from recon.ledger.versions import local_path
 from recon.outcome import require_record
-from recon.paths import is_local, window_path
+from recon.paths import is_local, remove_tree, window_path
 from recon.read.kafka_local.pool import IN_PROCESS_OFFSETS, collect, offsets_in, read_ranges
 from recon.read.kafka_spark import read_window, reraise_read_failure
 from recon.read.message_ids import write_empty_part
@@ -164,7 +164,8 @@ def _read_on_driver(
             read.stop()
         open(os.path.join(staging, "_SUCCESS"), "w").close()
         if os.path.exists(directory):
-            shutil.rmtree(directory)
+            # The run's folder inside the pipeline's: a name that climbed out is refused.
+            remove_tree(directory, os.path.dirname(os.path.dirname(os.path.dirname(directory))))
         os.rename(staging, directory)
         return n
     finally:

@@ -5,7 +5,8 @@ in a local engine's reader process or a Spark task (``recon.read.kafka_spark.rea
 :func:`extract_ids` is pure (an Arrow table of raw records in, ``recon.schemas.WINDOW`` rows out)
 and is where bad input is quarantined: a record keeps its position and gets an
 ``invalid_reason`` instead of being dropped when its value is a tombstone, or its id is missing,
-not UTF-8, a JSON object or array, empty or blank, or longer than the limit.
+not UTF-8, a JSON object or array, empty or blank, longer than the limit, or holds a NUL
+character (which PostgreSQL cannot store: the run's commit would refuse it, run after run).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from recon.duckdb_connection import connect
 if TYPE_CHECKING:
     import pyarrow as pa
 
-#: Longer ids are quarantined: an id is a key, not a payload.
+#: Longer ids are quarantined, a record's (here) and a sink row's (``01_checked_sink_rows.sql``)
+#: alike: an id is a key, not a payload.
 MAX_MESSAGE_ID_LENGTH = 512
 
 
@@ -214,6 +216,7 @@ def _extraction_sql(
                 WHEN (CASE WHEN strlen(found) > {int(max_length)}
                       THEN length(found) > {int(max_length)} ELSE false END)
                     THEN 'message_id_oversize'
+                WHEN contains(found, chr(0)) THEN 'message_id_has_nul'
             END AS invalid_reason
             FROM found
         )

@@ -158,6 +158,9 @@ def copy_to_parquet(
                     ),
                     convert_options=csv.ConvertOptions(
                         column_types=read_as or schema,
+                        # COPY writes NULL as an unquoted empty field and nothing else: Arrow's
+                        # default markers ("NULL", "NaN", "N/A" ...) are ids like any other.
+                        null_values=[""],
                         strings_can_be_null=True,
                         quoted_strings_can_be_null=False,
                     ),

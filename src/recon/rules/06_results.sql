@@ -1,6 +1,7 @@
 -- Every verdict row of the run, in the shape of recon.schemas.RESULT: the fast path's messages
 -- (their lists built here, as they are read), the general path's, one `invalid` row per record
--- or sink row without a usable messageId, and one `unverifiable` row per partition whose window
+-- or sink row without a usable messageId (a sink row's id over the length limit is not kept: its
+-- sink key says which row it is), and one `unverifiable` row per partition whose window
 -- starts below its log-start offset (the removed range: records that cannot be judged); with a
 -- source, one `unpublished` row per settled source message no committed record carries
 -- (06_source_judged) and one `invalid` row per settled source row without a messageId
@@ -44,12 +45,16 @@ SELECT 'invalid' AS verdict, message_id, topic, "partition", ["offset"] AS offse
        ${NO_TIMES}
 FROM checked_records WHERE NOT ok
 UNION ALL
-SELECT 'invalid' AS verdict, message_id, CAST(NULL AS VARCHAR) AS topic,
+SELECT 'invalid' AS verdict,
+       CASE WHEN length(message_id) <= ${MAX_MESSAGE_ID_LENGTH} THEN message_id END AS message_id,
+       CAST(NULL AS VARCHAR) AS topic,
        CAST(NULL AS INTEGER) AS "partition", CAST([] AS BIGINT[]) AS offsets,
        CAST(NULL AS BIGINT) AS first_offset, CAST(1 AS BIGINT) AS sink_count,
        [sink_key] AS sink_keys, false AS topic_duplicate,
-       'sink row without a message id' AS detail, ${NO_POSITIONS} AS positions,
-       ${NO_TIMES}
+       CASE WHEN length(message_id) > ${MAX_MESSAGE_ID_LENGTH}
+            THEN printf(${SINK_ID_OVERSIZE}, ${MAX_MESSAGE_ID_LENGTH})
+            ELSE 'sink row without a message id' END AS detail,
+       ${NO_POSITIONS} AS positions, ${NO_TIMES}
 FROM checked_sink_rows WHERE NOT ok
 UNION ALL
 SELECT 'unverifiable' AS verdict, CAST(NULL AS VARCHAR) AS message_id, topic,

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 
 from recon import details
+from recon.read.message_ids import MAX_MESSAGE_ID_LENGTH
 from recon.verdicts import JUDGED, LEDGER_VERDICTS, UNMATCHED
 
 #: How many positions a detail text lists before it stops.
@@ -82,6 +83,8 @@ def _vocabulary() -> dict[str, str]:
         "PHANTOM": literal(details.PHANTOM),
         "UNPUBLISHED_DETAIL": literal(details.UNPUBLISHED),
         "SOURCE_WITHOUT_ID": literal(details.SOURCE_WITHOUT_ID),
+        "SINK_ID_OVERSIZE": literal(details.SINK_ID_OVERSIZE),
+        "MAX_MESSAGE_ID_LENGTH": str(MAX_MESSAGE_ID_LENGTH),
     }
 
 

@@ -65,7 +65,11 @@ CREATE TABLE IF NOT EXISTS recon.discrepancies (
     detected_at     timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX IF NOT EXISTS discrepancies_run ON recon.discrepancies (pipeline, run_id);
-CREATE INDEX IF NOT EXISTS discrepancies_message ON recon.discrepancies (pipeline, message_id);
+-- By the id's digest, not its text: a btree entry holds at most about 2.7 kB, and an id is user
+-- data (the index on the text refused a run's commit over one phantom id of a few kB, run after
+-- run). Lookups match md5(message_id) and then the text (recon.corrections).
+DROP INDEX IF EXISTS recon.discrepancies_message;
+CREATE INDEX IF NOT EXISTS discrepancies_message_md5 ON recon.discrepancies (pipeline, md5(message_id));
 
 -- Where the last successful run stopped, per partition, and the sink's ingest sequence. Advanced
 -- only in the transaction that commits that run's results.
@@ -167,6 +171,17 @@ CREATE TABLE IF NOT EXISTS recon.repairs (
     detail          text
 );
 CREATE INDEX IF NOT EXISTS repairs_pipeline ON recon.repairs (pipeline, created_at DESC);
+
+-- Who last claimed a run id (recon.store.claims): the claim itself is an advisory lock, this row
+-- only names its holder in the error another process gets.
+CREATE TABLE IF NOT EXISTS recon.run_claims (
+    pipeline text        NOT NULL,
+    run_id   text        NOT NULL,
+    host     text        NOT NULL,
+    pid      integer     NOT NULL,
+    since    timestamptz NOT NULL,
+    PRIMARY KEY (pipeline, run_id)
+);
 
 -- The version of this file last applied (its SHA-256), so that a run skips the DDL above, and
 -- its table locks, when nothing changed.

@@ -22,6 +22,7 @@ from recon.store.commit import (
     CommitInterrupted,
     ConcurrentRunError,
     DiscrepancyFile,
+    ResultsRefused,
     RunOutcome,
     commit_accepted,
     commit_run,
@@ -47,6 +48,7 @@ from recon.store.schema import ensure_schema
 __all__ = [
     "DISCREPANCY_COLUMNS",
     "CommitInterrupted",
+    "ResultsRefused",
     "ConcurrentRunError",
     "DiscrepancyFile",
     "PipelineState",

@@ -32,6 +32,12 @@ class CommitInterrupted(ServiceUnavailable):
     """
 
 
+class ResultsRefused(ReconError):
+    """The results database refused a run's results for what they hold (a value over a limit, a
+    constraint): the commit rolled back, and another try of the same run fails the same way, so
+    it is a failed run with its reason, never a service to wait for."""
+
+
 DISCREPANCY_COLUMNS = (
     "pipeline", "run_id", "verdict", "message_id", "topic", "partition", "offsets",
     "first_offset", "sink_keys", "sink_count", "topic_duplicate", "detail",
@@ -258,6 +264,12 @@ def commit_run(
     except BaseException as exc:
         with contextlib.suppress(Exception):  # a dead connection cannot roll back, nor needs to
             pg.rollback()
+        if _refused(exc):
+            raise ResultsRefused(
+                f"pipeline '{pipeline}': the results database refused run '{run_id}''s results "
+                f"(SQLSTATE {getattr(exc, 'pgcode', None)}: {first_line(exc)}); nothing was "
+                "committed, and running it again will fail the same way"
+            ) from None
         if _connection_lost(exc):
             raise CommitInterrupted(
                 f"pipeline '{pipeline}': the results database went away while run '{run_id}' "
@@ -269,7 +281,33 @@ def commit_run(
     return written
 
 
+#: SQLSTATE classes of an error that another try can get past: a connection lost or refused
+#: (08), the server shutting down or restarting (57), out of resources (53), a system error (58),
+#: a transaction rolled back for a conflict (40), and a lock not granted in time (55P03).
+#: psycopg2 raises OperationalError for others too, program limits (54: a value too large for
+#: an index) among them, which fail every try.
+TRANSIENT_SQLSTATE_CLASSES = ("08", "40", "53", "57", "58")
+
+
+def transient(exc: BaseException) -> bool:
+    """Whether a database error may pass if the same statement is tried again (``pgcode`` None:
+    the server never answered)."""
+    import psycopg2
+
+    if not isinstance(exc, psycopg2.Error):
+        return False
+    code = exc.pgcode
+    return code is None or code[:2] in TRANSIENT_SQLSTATE_CLASSES or code == "55P03"
+
+
 def _connection_lost(exc: BaseException) -> bool:
     import psycopg2
 
-    return isinstance(exc, psycopg2.OperationalError | psycopg2.InterfaceError)
+    return isinstance(exc, psycopg2.OperationalError | psycopg2.InterfaceError) and transient(exc)
+
+
+def _refused(exc: BaseException) -> bool:
+    """A statement of the commit the server refused for what it holds, not for its state."""
+    import psycopg2
+
+    return isinstance(exc, psycopg2.Error) and not transient(exc)

@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 #: Every table with rows keyed by (pipeline, run_id), ``recon.runs`` last.
-RUN_TABLES = ("discrepancies", "latency", "offset_snapshots", "alerts", "repairs", "runs")
+RUN_TABLES = (
+    "run_claims",
+    "discrepancies",
+    "latency",
+    "offset_snapshots",
+    "alerts",
+    "repairs",
+    "runs",
+)
 #: The tables holding where a pipeline stands.
 STATE_TABLES = ("watermarks", "pipeline_state")
 
