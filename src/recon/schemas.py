@@ -85,6 +85,10 @@ LEDGER = StructType(
         # record_time_ms and sink_time_ms); optional on input
         StructField("record_time_ms", LongType(), True),
         StructField("sink_time_ms", LongType(), True),
+        # a pending message a run read as a committed record (below the last stable offset):
+        # once that record is gone (compacted away), it is judged from that read; optional on
+        # input (RESULT's committed_seen)
+        StructField("committed_seen", BooleanType(), True),
     ]
 )
 
@@ -132,6 +136,8 @@ RESULT = StructType(
         # judges the message with its sink row, or with its record, measures its latency
         StructField("record_time_ms", LongType(), True),
         StructField("sink_time_ms", LongType(), True),
+        # a pending message: a run read a committed record of it (kept in the ledger)
+        StructField("committed_seen", BooleanType(), True),
     ]
 )
 

@@ -26,7 +26,12 @@ from typing import Any, NamedTuple
 
 from recon import store
 from recon.config import PipelineConfig
-from recon.engines.pending import carried_pending_path, partition_ends, removed_ranges
+from recon.engines.pending import (
+    carried_pending_path,
+    compaction_gaps,
+    partition_ends,
+    removed_ranges,
+)
 from recon.engines.run_io import OpenIO, RunIO
 from recon.ledger.versions import read_newest
 from recon.outcome import (
@@ -70,6 +75,7 @@ from recon.rules.run import (
 from recon.services import Progress, default_data_dir, noop, results_db, sink_db
 from recon.snapshot.window import PartitionWindow
 from recon.store.repairs import replayed_positions
+from recon.store.runs import record_missing_offsets
 from recon.verdicts import Verdict
 
 
@@ -108,6 +114,7 @@ def reconcile_run(
                 untimed_source=judged.untimed_source,
             )  # fmt: skip
             with results_db() as pg:
+                record_missing_offsets(pg, cfg.name, run_id, judged.missing_offsets)
                 written = store.commit_run(
                     pg, record=record, outcome=outcome, discrepancies=io.discrepancy_rows()
                 )
@@ -164,6 +171,8 @@ class JudgedRun(NamedTuple):
     funnel: dict[str, Any] | None = None
     #: a run with a source table: its rows without a time, which no run reads.
     untimed_source: int = 0
+    #: per ``(topic, partition)``, the offsets of its read range without a committed record.
+    missing_offsets: dict[tuple[str, int], int] = {}
 
 
 def judge_run(
@@ -200,17 +209,24 @@ def judge_run(
     rules.use("sink_rows", sink)
     rules.use("ledger", ledger)
     rules.use("uncommitted", None)
+    # Offset gaps are counted before judging: on a compacted topic they decide whether a sink
+    # row without a record is unverifiable (the log cleaner may have removed its record).
+    counted = _committed_counts(rules)
+    gapped = _gapped(counted, record.windows)
     register_parameters(rules, removed_ranges(record.windows), partition_ends(record.windows),
-                        replays)  # fmt: skip
+                        replays, compaction_gaps(record.windows, counted))  # fmt: skip
     judging = Judging.of(cfg, _payload_kinds(cfg))
     sourced = source is not None
     once = sourced and named_once(cfg)
     judge_steps(rules, judging, sourced=sourced, named_once=once)
     # Counting the results as judged computes every verdict once more: only a run with offset
-    # gaps asks (a phantom there may be a record only a read_uncommitted pass sees); every run
-    # counts its results once they are written, from the file.
-    gapped = _gapped(rules, record.windows)
-    phantoms = count_verdicts(rules)[Verdict.PHANTOM] if gapped else 0
+    # gaps asks (a phantom there may be a record only a read_uncommitted pass sees; on a
+    # compacted topic an unverifiable one too); every run counts its results once they are
+    # written, from the file.
+    verdicts = count_verdicts(rules) if gapped else {}
+    phantoms = verdicts.get(Verdict.PHANTOM, 0)
+    if any(w.compacted for w in gapped):
+        phantoms += verdicts.get(Verdict.UNVERIFIABLE, 0)
     if phantoms:
         progress(
             f"run {run_id}: {phantoms} phantoms: read_uncommitted pass over {len(gapped)} "
@@ -273,6 +289,7 @@ def judge_run(
         no_order,
         found,
         untimed_source,
+        _missing(counted, record.windows),
     )
 
 
@@ -334,11 +351,29 @@ def _carried_from(
     return read_newest(io.rules, io.entry_store, base_entries)
 
 
-def _gapped(rules: RuleEngine, windows: list[PartitionWindow]) -> list[PartitionWindow]:
-    """The partitions whose committed records do not fill ``[read_from, pending_to)``: counted
-    from the records on disk (``10_committed_counts``), never from offset arithmetic alone."""
+def _committed_counts(rules: RuleEngine) -> dict[tuple[str, int], int]:
+    """Committed records read per ``(topic, partition)``, in the window and past it:
+    counted from the records on disk (``10_committed_counts``)."""
     run_steps(rules, COUNT_STEPS)
-    counted = {(t, int(p)): int(n) for t, p, n in rules.rows("committed_counts")}
+    return {(t, int(p)): int(n) for t, p, n in rules.rows("committed_counts")}
+
+
+def _missing(
+    counted: dict[tuple[str, int], int], windows: list[PartitionWindow]
+) -> dict[tuple[str, int], int]:
+    """Per partition, how many offsets of its read range hold no committed record."""
+    return {
+        (w.topic, w.partition): w.pending_to - w.read_from - counted.get((w.topic, w.partition), 0)
+        for w in windows
+        if w.pending_to > w.read_from
+    }
+
+
+def _gapped(
+    counted: dict[tuple[str, int], int], windows: list[PartitionWindow]
+) -> list[PartitionWindow]:
+    """The partitions whose committed records do not fill ``[read_from, pending_to)``: counted
+    from the records on disk, never from offset arithmetic alone."""
     return [
         w for w in windows
         if w.pending_to > w.read_from

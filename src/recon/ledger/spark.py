@@ -197,8 +197,9 @@ def _as_entries(results: DataFrame, run_id: str, place: int) -> DataFrame:
     ``00_ledger_entries`` keeps the rows of ledger verdicts."""
     from pyspark.sql import functions as F
 
-    # Results written before the ledger kept times have none.
-    timed = [c for c in ("record_time_ms", "sink_time_ms") if c in results.columns]
+    # Results written before the ledger kept times (or committed_seen) have none.
+    kept = ("record_time_ms", "sink_time_ms", "committed_seen")
+    timed = [c for c in kept if c in results.columns]
     return results.select(
         "verdict", "message_id", "topic", "partition", "first_offset", "offsets", "sink_count",
         "positions", *timed, F.lit(run_id).alias("first_run_id"), F.lit(place).alias("_seq"),

@@ -4,7 +4,7 @@
 -- sink row with no committed record keeps no position: it never stands for a record of the
 -- topic.
 SELECT message_id, topic, "partition", first_offset, offsets, sink_count, first_run_id,
-       verdict, positions, record_time_ms, sink_time_ms, _seq
+       verdict, positions, record_time_ms, sink_time_ms, committed_seen, _seq
 FROM ledger_stored
 UNION ALL
 SELECT message_id,
@@ -16,6 +16,6 @@ SELECT message_id,
        CASE WHEN verdict IN ${UNMATCHED} THEN CAST([] AS BIGINT[]) ELSE offsets END AS offsets,
        sink_count, first_run_id, verdict,
        CASE WHEN verdict IN ${UNMATCHED} THEN ${EMPTY_POSITIONS} ELSE positions END AS positions,
-       record_time_ms, sink_time_ms, _seq
+       record_time_ms, sink_time_ms, committed_seen, _seq
 FROM ledger_results
 WHERE message_id IS NOT NULL AND verdict IN ${LEDGER_VERDICTS}

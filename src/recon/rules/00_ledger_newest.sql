@@ -6,11 +6,11 @@ WITH repeated AS (
     SELECT message_id FROM ledger_entries GROUP BY message_id HAVING count(*) > 1
 )
 SELECT message_id, topic, "partition", first_offset, offsets, sink_count, first_run_id,
-       verdict, positions, record_time_ms, sink_time_ms
+       verdict, positions, record_time_ms, sink_time_ms, committed_seen
 FROM ledger_entries e ANTI JOIN repeated r ON e.message_id = r.message_id
 UNION ALL
 SELECT message_id, topic, "partition", first_offset, offsets, sink_count, first_run_id,
-       verdict, positions, record_time_ms, sink_time_ms
+       verdict, positions, record_time_ms, sink_time_ms, committed_seen
 FROM (
     SELECT e.*, row_number() OVER (PARTITION BY e.message_id ORDER BY e._seq DESC) AS newest
     FROM ledger_entries e SEMI JOIN repeated r ON e.message_id = r.message_id

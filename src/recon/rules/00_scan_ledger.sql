@@ -4,7 +4,7 @@
 -- records). A message whose sink rows are all passed again counts none from its entry.
 SELECT l.message_id, l.topic, l."partition", l.first_offset, l.offsets,
        CASE WHEN c.message_id IS NULL THEN l.sink_count ELSE CAST(0 AS BIGINT) END AS sink_count,
-       l.first_run_id, l.verdict, l.positions, l.record_time_ms, l.sink_time_ms
+       l.first_run_id, l.verdict, l.positions, l.record_time_ms, l.sink_time_ms, l.committed_seen
 FROM ledger_all l
 LEFT JOIN scan_changed_ids c ON l.message_id = c.message_id
 LEFT JOIN (

@@ -19,9 +19,14 @@
 --     message says how many copies changed.
 --   pending (a pending record, or pending in the ledger and not expired): pending.
 --   expired (pending in the ledger, no record now, every position it was seen at behind the
---     window's end or the log-start offset): aborted_read if the uncommitted pass found it,
---     unverifiable if a position is below the log-start offset, else phantom.
---   only new sink rows: aborted_read, else unverifiable (this run lost records to retention),
+--     window's end or the log-start offset): judged as a committed record (lost, delivered,
+--     duplicated by its sink rows) when a run read it committed (committed_seen: a pending
+--     record below the last stable offset) and it is gone from inside the log (compacted
+--     away); else aborted_read if the uncommitted pass found it, unverifiable if a position is
+--     below the log-start offset or the topic is compacted with gaps in this run's read range
+--     (compaction_gaps), else phantom.
+--   only new sink rows: aborted_read, else unverifiable (this run lost records to retention, or
+--     the topic is compacted and its read range has offsets without a record: compaction_gaps),
 --     else phantom.
 --   judged before and nothing new: no row.
 -- A joined row pairs a record with a sink row (or stands alone): a message at two positions with
@@ -29,21 +34,22 @@
 -- rows go in as they are (a DISTINCT of each kind was one shuffle more in Spark).
 WITH facts AS (
     SELECT message_id, 'w' AS src, ${POS} AS pos, sink_key, record_time AS at_time, differs,
-           ${NO_LEDGER}
+           ${NO_LEDGER}, CAST(NULL AS BOOLEAN) AS seen_c
     FROM general_joined WHERE "offset" IS NOT NULL
     UNION ALL
     SELECT message_id, 's' AS src, ${NULL_POS} AS pos, sink_key, sink_time AS at_time,
-           ${NO_DIFFERS}, ${NO_LEDGER}
+           ${NO_DIFFERS}, ${NO_LEDGER}, CAST(NULL AS BOOLEAN) AS seen_c
     FROM general_joined WHERE sink_key IS NOT NULL
     UNION ALL
     SELECT message_id, 'p' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
-           ${NO_TIME}, ${NO_DIFFERS}, ${NO_LEDGER}
-    FROM pending
+           ${NO_TIME}, ${NO_DIFFERS}, ${NO_LEDGER}, coalesce(read_committed, false) AS seen_c
+    FROM (SELECT r.*, r."offset" < e.last_stable AS read_committed
+          FROM pending r LEFT JOIN partition_ends e ON e."partition" = r."partition") pc
     WHERE invalid_reason IS NULL AND message_id IS NOT NULL AND trim(message_id) <> ''
       AND message_id IN (SELECT message_id FROM general_ids)
     UNION ALL
     SELECT message_id, 'u' AS src, ${POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
-           ${NO_TIME}, ${NO_DIFFERS}, ${NO_LEDGER}
+           ${NO_TIME}, ${NO_DIFFERS}, ${NO_LEDGER}, CAST(NULL AS BOOLEAN) AS seen_c
     FROM uncommitted
     WHERE message_id IS NOT NULL AND trim(message_id) <> ''
       AND message_id IN (SELECT message_id FROM general_ids)
@@ -51,7 +57,8 @@ WITH facts AS (
     SELECT message_id, 'l' AS src, ${NULL_POS} AS pos, CAST(NULL AS VARCHAR) AS sink_key,
            ${NO_TIME}, ${NO_DIFFERS}, CAST(sink_count AS BIGINT) AS l_sink_count,
            verdict AS l_verdict, first_run_id AS l_first_run_id, positions AS l_positions,
-           record_time_ms AS l_record_time_ms, sink_time_ms AS l_sink_time_ms
+           record_time_ms AS l_record_time_ms, sink_time_ms AS l_sink_time_ms,
+           committed_seen AS seen_c
     FROM ledger WHERE message_id IN (SELECT message_id FROM general_ids)
 ),
 grouped AS (
@@ -71,7 +78,8 @@ grouped AS (
            max(l_sink_count) AS l_sink_count, max(l_verdict) AS l_verdict_raw,
            max(l_first_run_id) AS l_first_run_id, max(l_record_time_ms) AS l_record_time_ms,
            max(l_sink_time_ms) AS l_sink_time_ms,
-           first(l_positions) FILTER (WHERE l_positions IS NOT NULL) AS l_pos_raw
+           first(l_positions) FILTER (WHERE l_positions IS NOT NULL) AS l_pos_raw,
+           coalesce(bool_or(seen_c), false) AS committed_seen
     FROM facts
     GROUP BY message_id
 ),
@@ -124,26 +132,36 @@ states1 AS (
     SELECT *, NOT judged AND NOT has_p AND l_verdict = 'pending' AND behind AS expired
     FROM states
 ),
+-- recalled: an expired pending message a run read as a committed record (committed_seen) that
+-- no record shows now, within the log (not below the log-start offset) and not aborted: the
+-- log cleaner removed it (a compacted topic). It was committed, and the group has committed
+-- past it: it is judged from that read, with its sink rows.
+states1r AS (
+    SELECT *, expired AND committed_seen AND NOT has_u AND NOT gone AS recalled
+    FROM states1
+),
 states2 AS (
     SELECT *, NOT judged AND NOT expired AND (has_p OR l_verdict = 'pending') AS pending_now
-    FROM states1
+    FROM states1r
 ),
 classified AS (
     SELECT *,
-        CASE WHEN judged AND total = 0 THEN 'lost'
+        CASE WHEN (judged OR recalled) AND total = 0 THEN 'lost'
              WHEN judged AND total = 1 AND n_new = 1 AND n_changed > 0 THEN 'mismatched'
              WHEN judged AND total = 1 AND coalesce(latency_ms > ${LATE_AFTER_MS}, false)
                  THEN 'late'
-             WHEN judged AND total = 1 THEN 'delivered'
-             WHEN judged THEN 'duplicated'
+             WHEN (judged OR recalled) AND total = 1 THEN 'delivered'
+             WHEN judged OR recalled THEN 'duplicated'
              WHEN pending_now THEN 'pending'
              WHEN expired AND has_u THEN 'aborted_read'
              WHEN expired AND gone THEN 'unverifiable'
+             WHEN expired AND (SELECT count(*) > 0 FROM compaction_gaps) THEN 'unverifiable'
              WHEN expired THEN 'phantom'
              WHEN n_new > 0 AND has_u THEN 'aborted_read'
              WHEN n_new > 0 AND (SELECT count(*) > 0 FROM removed_ranges) THEN 'unverifiable'
+             WHEN n_new > 0 AND (SELECT count(*) > 0 FROM compaction_gaps) THEN 'unverifiable'
              WHEN n_new > 0 THEN 'phantom' END AS verdict,
-        CASE WHEN judged THEN list_sort(list_distinct(list_concat(w_pos, l_pos)))
+        CASE WHEN judged OR recalled THEN list_sort(list_distinct(list_concat(w_pos, l_pos)))
              WHEN pending_now THEN list_sort(list_distinct(list_concat(p_pos, l_pos)))
              WHEN has_u THEN u_pos
              WHEN expired THEN l_pos
@@ -153,7 +171,7 @@ classified AS (
 -- Kept: the verdicts read it twice (the replayed positions, the detail); Spark would compute
 -- every step above again for each. Only what 05_general_verdicts reads is kept (not each
 -- message's pairs and per-copy changes).
-SELECT message_id, verdict, positions, judged, expired, has_w, total, n_new, new_keys,
-       n_changed, changed_fields, l_verdict, l_first_run_id, l_record_time_ms, w_ms,
-       first_sink_ms, latency_ms
+SELECT message_id, verdict, positions, judged OR recalled AS judged, expired, recalled, has_w,
+       total, n_new, new_keys, n_changed, changed_fields, l_verdict, l_first_run_id,
+       l_record_time_ms, w_ms, first_sink_ms, latency_ms, committed_seen
 FROM classified WHERE verdict IS NOT NULL

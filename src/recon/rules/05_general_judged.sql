@@ -7,6 +7,7 @@ SELECT coalesce(o.order_verdict, g.verdict) AS verdict, g.message_id, g.topic, g
        coalesce(o.order_detail, g.detail) AS detail, g.positions, g.latency_ms,
        CASE WHEN o.order_verdict IS NULL AND g.verdict = 'lost' THEN g.record_time_ms END
            AS record_time_ms,
-       CASE WHEN g.verdict = 'pending' THEN g.sink_time_ms END AS sink_time_ms
+       CASE WHEN g.verdict = 'pending' THEN g.sink_time_ms END AS sink_time_ms,
+       CASE WHEN g.verdict = 'pending' THEN g.committed_seen END AS committed_seen
 FROM general_verdicts g
 LEFT JOIN order_keys o ON g.verdict = 'lost' AND g.message_id = o.message_id

@@ -57,11 +57,18 @@ SELECT verdict, message_id, positions[1].topic AS topic,
            CASE WHEN verdict = 'pending' THEN ${PENDING} END,
            CASE WHEN verdict = 'aborted_read' THEN
                'id only in records of aborted transactions: ' || listed END,
+           CASE WHEN recalled THEN
+               'read as a committed record by an earlier run (pending then), since removed from '
+               || 'inside the log (compacted away) after the group committed past it: judged '
+               || 'from that read at ' || listed END,
            CASE WHEN verdict = 'unverifiable' AND expired THEN ${PENDING_REMOVED} || listed END,
-           CASE WHEN verdict = 'unverifiable' AND NOT expired THEN ${NOT_FOUND_REMOVED} END,
+           CASE WHEN verdict = 'unverifiable' AND NOT expired
+                     AND (SELECT count(*) > 0 FROM removed_ranges) THEN ${NOT_FOUND_REMOVED} END,
+           CASE WHEN verdict = 'unverifiable' AND NOT expired THEN
+               (SELECT max(detail) FROM compaction_gaps) END,
            CASE WHEN verdict = 'phantom' AND expired THEN ${PENDING_NEVER_COMMITTED} || listed END,
            CASE WHEN verdict = 'phantom' AND NOT expired THEN ${PHANTOM} END
        ), '') AS detail,
        positions, latency_ms, coalesce(w_ms, l_record_time_ms) AS record_time_ms,
-       first_sink_ms AS sink_time_ms
+       first_sink_ms AS sink_time_ms, committed_seen
 FROM flagged

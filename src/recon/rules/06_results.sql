@@ -9,8 +9,10 @@
 -- latency_ms: a judged message's delivery latency, when the run knows both times;
 -- record_time_ms: a lost message's record time, for the run that finds its sink row;
 -- sink_time_ms: a pending message's first sink row time, for the run that judges it (both kept
--- only there by 05_*_judged). The fast and general paths' verdicts are read as judged (05_*_judged:
--- with an upsert sink's order applied; the verdicts themselves otherwise).
+-- only there by 05_*_judged); committed_seen: a pending message a run read as a committed
+-- record, judged from that read once its record is compacted away. The fast and general paths'
+-- verdicts are read as judged (05_*_judged: with an upsert sink's order applied; the verdicts
+-- themselves otherwise).
 -- positions: only for a message at more than one position (the general path's, which may span
 -- partitions); null for every other row, whose topic, partition and offsets say where it is
 -- (a reader derives them, as recon.rules.run.conform_sql does): one list per message would
@@ -26,23 +28,25 @@ SELECT verdict, message_id, topic, "partition",
             WHEN 'late' THEN printf(${LATE_DETAIL}, latency_ms, ${LATE_AFTER_MS})
             WHEN 'mismatched' THEN printf(${MISMATCHED_DETAIL}, array_to_string(differs, ', '))
             WHEN 'lost' THEN 'no sink row for a committed record'
-            WHEN 'unverifiable' THEN ${NOT_FOUND_REMOVED}
+            WHEN 'unverifiable' THEN concat_ws('; ',
+                CASE WHEN (SELECT count(*) > 0 FROM removed_ranges) THEN ${NOT_FOUND_REMOVED} END,
+                (SELECT max(detail) FROM compaction_gaps))
             ELSE ${PHANTOM} END AS detail,
        ${NO_POSITIONS} AS positions, latency_ms, record_time_ms,
-       CAST(NULL AS BIGINT) AS sink_time_ms
+       CAST(NULL AS BIGINT) AS sink_time_ms, CAST(NULL AS BOOLEAN) AS committed_seen
 FROM fast_judged
 UNION ALL
 SELECT verdict, message_id, topic, "partition", offsets, first_offset, sink_count, sink_keys,
        topic_duplicate, detail,
        CASE WHEN array_length(positions) > 1 THEN positions END AS positions,
-       latency_ms, record_time_ms, sink_time_ms
+       latency_ms, record_time_ms, sink_time_ms, committed_seen
 FROM general_judged
 UNION ALL
 SELECT 'invalid' AS verdict, message_id, topic, "partition", ["offset"] AS offsets,
        "offset" AS first_offset, CAST(0 AS BIGINT) AS sink_count,
        CAST([] AS VARCHAR[]) AS sink_keys, false AS topic_duplicate,
        coalesce(invalid_reason, 'missing message id') AS detail, ${NO_POSITIONS} AS positions,
-       ${NO_TIMES}
+       ${NO_TIMES}, CAST(NULL AS BOOLEAN) AS committed_seen
 FROM checked_records WHERE NOT ok
 UNION ALL
 SELECT 'invalid' AS verdict,
@@ -54,7 +58,7 @@ SELECT 'invalid' AS verdict,
        CASE WHEN length(message_id) > ${MAX_MESSAGE_ID_LENGTH}
             THEN printf(${SINK_ID_OVERSIZE}, ${MAX_MESSAGE_ID_LENGTH})
             ELSE 'sink row without a message id' END AS detail,
-       ${NO_POSITIONS} AS positions, ${NO_TIMES}
+       ${NO_POSITIONS} AS positions, ${NO_TIMES}, CAST(NULL AS BOOLEAN) AS committed_seen
 FROM checked_sink_rows WHERE NOT ok
 UNION ALL
 SELECT 'unverifiable' AS verdict, CAST(NULL AS VARCHAR) AS message_id, topic,
@@ -63,7 +67,7 @@ SELECT 'unverifiable' AS verdict, CAST(NULL AS VARCHAR) AS message_id, topic,
        CAST([] AS VARCHAR[]) AS sink_keys, false AS topic_duplicate,
        printf('offsets %d to %d were removed (retention or compaction) before they were read',
               from_offset, log_start_offset - 1) AS detail,
-       ${NO_POSITIONS} AS positions, ${NO_TIMES}
+       ${NO_POSITIONS} AS positions, ${NO_TIMES}, CAST(NULL AS BOOLEAN) AS committed_seen
 FROM removed_ranges
 UNION ALL
 SELECT 'unpublished' AS verdict, message_id, CAST(NULL AS VARCHAR) AS topic,
@@ -71,7 +75,7 @@ SELECT 'unpublished' AS verdict, message_id, CAST(NULL AS VARCHAR) AS topic,
        CAST(NULL AS BIGINT) AS first_offset, CAST(0 AS BIGINT) AS sink_count,
        CAST([] AS VARCHAR[]) AS sink_keys, false AS topic_duplicate,
        printf(${UNPUBLISHED_DETAIL}, source_key, n_rows) AS detail,
-       ${NO_POSITIONS} AS positions, ${NO_TIMES}
+       ${NO_POSITIONS} AS positions, ${NO_TIMES}, CAST(NULL AS BOOLEAN) AS committed_seen
 FROM source_judged
 UNION ALL
 SELECT 'invalid' AS verdict, message_id, CAST(NULL AS VARCHAR) AS topic,
@@ -79,5 +83,5 @@ SELECT 'invalid' AS verdict, message_id, CAST(NULL AS VARCHAR) AS topic,
        CAST(NULL AS BIGINT) AS first_offset, CAST(0 AS BIGINT) AS sink_count,
        CAST([] AS VARCHAR[]) AS sink_keys, false AS topic_duplicate,
        printf(${SOURCE_WITHOUT_ID}, coalesce(source_key, '(unnamed)')) AS detail,
-       ${NO_POSITIONS} AS positions, ${NO_TIMES}
+       ${NO_POSITIONS} AS positions, ${NO_TIMES}, CAST(NULL AS BOOLEAN) AS committed_seen
 FROM source_invalid

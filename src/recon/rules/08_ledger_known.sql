@@ -3,7 +3,7 @@
 -- the window's end) keeps its judged entry; first_run_id never changes.
 WITH pairs AS (
     SELECT o.*, n.n_verdict, n.n_sink_count, n.n_positions, n.n_record_time_ms,
-           n.n_sink_time_ms,
+           n.n_sink_time_ms, n.n_committed_seen,
            (n.n_verdict IS NULL OR (n.n_verdict = 'pending' AND o.verdict IN ${JUDGED}))
                AS keep_old
     FROM ledger o LEFT JOIN ledger_judged n ON o.message_id = n.message_id
@@ -19,5 +19,6 @@ SELECT message_id,
        CASE WHEN keep_old THEN verdict ELSE n_verdict END AS verdict,
        CASE WHEN keep_old THEN positions ELSE n_positions END AS positions,
        CASE WHEN keep_old THEN record_time_ms ELSE n_record_time_ms END AS record_time_ms,
-       CASE WHEN keep_old THEN sink_time_ms ELSE n_sink_time_ms END AS sink_time_ms
+       CASE WHEN keep_old THEN sink_time_ms ELSE n_sink_time_ms END AS sink_time_ms,
+       CASE WHEN keep_old THEN committed_seen ELSE n_committed_seen END AS committed_seen
 FROM pairs

@@ -12,8 +12,12 @@ first step (empty, with their columns, when the run has none):
 ``uncommitted``     records only the read_uncommitted pass saw (``schemas.UNCOMMITTED``)
 ``removed_ranges``  per partition whose window starts below its log-start offset:
                     ``topic, partition, from_offset, log_start_offset``
-``partition_ends``  per partition: ``partition, window_to, log_start`` (where a pending
-                    ledger entry's records stop being pending)
+``partition_ends``  per partition: ``partition, window_to, log_start, last_stable`` (where
+                    a pending ledger entry's records stop being pending; a pending record
+                    below ``last_stable`` was read committed)
+``compaction_gaps`` per partition of a compacted topic whose read range holds fewer
+                    committed records than offsets: ``topic, partition, from_offset,
+                    to_offset, missing, detail`` (``recon.engines.pending.compaction_gaps``)
 ``replays``         ``topic, partition, offset`` of every record a repair replayed
                     (``recon.repairs``): a message at such a position is not a producer's
                     ``topic_duplicate``
@@ -189,7 +193,7 @@ COMMIT_STEPS: tuple[Step, ...] = (
 #: The relations every engine registers before the first step.
 INPUTS = (
     "records", "pending", "sink_rows", "ledger", "uncommitted", "removed_ranges",
-    "partition_ends", "replays", "source_rows", "source_known",
+    "partition_ends", "compaction_gaps", "replays", "source_rows", "source_known",
 )  # fmt: skip
 
 _POSITIONS = 'STRUCT(topic VARCHAR, "partition" INTEGER, "offset" BIGINT)[]'
@@ -234,10 +238,14 @@ OPTIONAL_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
 OPTIONAL_COLUMNS["pending"] = OPTIONAL_COLUMNS["readable"] = OPTIONAL_COLUMNS["records"]
 OPTIONAL_COLUMNS["inflight"] = OPTIONAL_COLUMNS["every"] = OPTIONAL_COLUMNS["records"]
 OPTIONAL_COLUMNS["sink_all"] = OPTIONAL_COLUMNS["sink_rows"]
-# A lost message's record time, a pending one's sink row time (schemas.RESULT): entries written
-# before they were kept have neither.
+# A lost message's record time, a pending one's sink row time and whether a committed record of
+# it was read (schemas.RESULT): entries written before they were kept have none.
 for _name in LEDGER_INPUTS:
-    OPTIONAL_COLUMNS[_name] = (("record_time_ms", "BIGINT"), ("sink_time_ms", "BIGINT"))
+    OPTIONAL_COLUMNS[_name] = (
+        ("record_time_ms", "BIGINT"),
+        ("sink_time_ms", "BIGINT"),
+        ("committed_seen", "BOOLEAN"),  # a pending message read as a committed record
+    )
 
 #: The columns each input must have, in DuckDB's types (the Spark engine renders them).
 INPUT_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -262,7 +270,20 @@ INPUT_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("from_offset", "BIGINT"),
         ("log_start_offset", "BIGINT"),
     ),  # fmt: skip
-    "partition_ends": (("partition", "INTEGER"), ("window_to", "BIGINT"), ("log_start", "BIGINT")),
+    "partition_ends": (
+        ("partition", "INTEGER"),
+        ("window_to", "BIGINT"),
+        ("log_start", "BIGINT"),
+        ("last_stable", "BIGINT"),
+    ),  # fmt: skip
+    "compaction_gaps": (
+        ("topic", "VARCHAR"),
+        ("partition", "INTEGER"),
+        ("from_offset", "BIGINT"),
+        ("to_offset", "BIGINT"),
+        ("missing", "BIGINT"),
+        ("detail", "VARCHAR"),
+    ),  # fmt: skip
     "replays": (("topic", "VARCHAR"), ("partition", "INTEGER"), ("offset", "BIGINT")),
     "carried": (("message_id", "VARCHAR"),),
     "source_rows": (("message_id", "VARCHAR"), ("source_key", "VARCHAR"), ("judge", "BOOLEAN")),

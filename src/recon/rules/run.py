@@ -31,7 +31,7 @@ from recon.rules.render import for_dialect, literal, render
 from recon.verdicts import ALL_VERDICTS, Verdict
 
 UnverifiableRows = Sequence[tuple[str, int, int, int]]
-PartitionEnds = Sequence[tuple[int, int, int]]
+PartitionEnds = Sequence[tuple[int, ...]]
 #: ``(topic, partition, offset)`` of each record a repair replayed.
 Replays = Sequence[tuple[str, int, int]]
 
@@ -142,18 +142,24 @@ def register_parameters(
     unverifiable: UnverifiableRows | None,
     partition_ends: PartitionEnds | None,
     replays: Replays | None = None,
+    compaction_gaps: Sequence[tuple[Any, ...]] | None = None,
 ) -> None:
-    """The run's parameters as the relations ``removed_ranges``, ``partition_ends`` and
-    ``replays``.
+    """The run's parameters as the relations ``removed_ranges``, ``partition_ends``,
+    ``replays`` and ``compaction_gaps``.
 
     :param unverifiable: ``(topic, partition, from_offset, log_start_offset)`` per partition;
         only those whose window starts below the log-start offset are kept.
-    :param partition_ends: ``(partition, window_to, log_start_offset)`` per partition.
+    :param partition_ends: ``(partition, window_to, log_start_offset[, last_stable_offset])``
+        per partition; without the last stable offset, the window's end stands for it (no
+        pending record counts as read committed).
     :param replays: ``(topic, partition, offset)`` of each record a repair replayed.
+    :param compaction_gaps: ``recon.engines.pending.compaction_gaps``'s rows (none: no gaps).
     """
     removed = [u for u in (unverifiable or ()) if u[2] < u[3]]
-    for name, rows in (("removed_ranges", removed), ("partition_ends", partition_ends or ()),
-                       ("replays", replays or ())):  # fmt: skip
+    ends = [tuple(e) if len(e) > 3 else (*e, e[1]) for e in (partition_ends or ())]
+    for name, rows in (("removed_ranges", removed), ("partition_ends", ends),
+                       ("replays", replays or ()),
+                       ("compaction_gaps", compaction_gaps or ())):  # fmt: skip
         # Not kept: a list of values is no plan to cut, and Spark sizes it (and prunes it when
         # empty) as it plans; keeping it cost two Spark jobs each (0.14-0.19 s on Connect).
         engine.define(name, for_dialect(values_sql(name, rows), engine.dialect))

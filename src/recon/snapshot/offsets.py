@@ -3,7 +3,8 @@
 Per partition: the log-start offset, the last stable offset (asked for explicitly with
 read_committed: the admin default gives the high watermark), the high watermark, the group's
 committed offset (``require_stable``: pending transactional offset commits are waited for), and the
-first offset younger than the settle time.
+first offset younger than the settle time; per topic, its ``cleanup.policy`` (a compacted topic's
+log cleaner removes records inside the window, not only below the log-start offset).
 """
 
 from __future__ import annotations
@@ -300,6 +301,7 @@ def take_offsets(
         return _result(futures[consumer_group], what, timeout, admin)
 
     group = _with_retries(group_offsets, retry_for)
+    policy = topic_config(admin, topic, "cleanup.policy", timeout)
     committed = {
         tp.partition: (None if tp.offset < 0 else tp.offset) for tp in group.topic_partitions
     }
@@ -312,9 +314,32 @@ def take_offsets(
             high_watermark=high[p],
             committed_offset=committed.get(p),
             settled_offset=settled.get(p) if settled.get(p, -1) >= 0 else None,
+            cleanup_policy=policy,
         )
         for p in partitions
     ]
+
+
+def topic_config(admin: Any, topic: str, name: str, timeout: float = 15.0) -> str | None:
+    """The value of the topic's configuration entry ``name`` (``cleanup.policy``,
+    ``message.timestamp.type``); None when it cannot be read (no DescribeConfigs right, a broker
+    that does not answer): a run is never refused for it.
+
+    :param admin: an AdminClient (:func:`admin_client`).
+    """
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        ConfigResource,
+        ResourceType,
+    )
+
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    try:
+        future = admin.describe_configs([resource], request_timeout=timeout)[resource]
+        entry = future.result(timeout=timeout).get(name)
+    except (KafkaException, TimeoutError):
+        return None
+    return None if entry is None or entry.value is None else str(entry.value)
 
 
 def topic_timestamp_type(
@@ -326,17 +351,4 @@ def topic_timestamp_type(
 
     :param config: the connection's librdkafka settings.
     """
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import (  # type: ignore[attr-defined]
-        ConfigResource,
-        ResourceType,
-    )
-
-    admin = admin_client(config)
-    resource = ConfigResource(ResourceType.TOPIC, topic)
-    try:
-        future = admin.describe_configs([resource], request_timeout=timeout)[resource]
-        entry = future.result(timeout=timeout).get("message.timestamp.type")
-    except (KafkaException, TimeoutError):
-        return None
-    return None if entry is None else str(entry.value)
+    return topic_config(admin_client(config), topic, "message.timestamp.type", timeout)

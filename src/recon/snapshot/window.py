@@ -15,6 +15,10 @@ Per partition:
   ``to`` (pending ones: the consumer had not claimed them) are reported by the run whose window
   reaches them, so each removed offset is reported once, and a consumer stuck below the
   log-start offset does not fail every run with the same gap.
+- On a compacted topic (``cleanup.policy`` with ``compact``) the log cleaner also removes records
+  *inside* the log: offsets between the log start and the end without a record. The window keeps
+  the policy; the run counts the records it read per partition and hands the rules the
+  partitions with such gaps (``recon.engines.pending.compaction_gaps``).
 - A committed offset lower than the one seen by the previous run is a *rewind*; ``to`` never moves
   below ``from`` (messages already judged stay judged; the duplicates the rewind causes are caught
   through the ledger when their sink rows arrive).
@@ -38,6 +42,13 @@ class PartitionOffsets:
     high_watermark: int
     committed_offset: int | None  # None: the group has committed nothing here
     settled_offset: int | None  # first offset younger than the settle time; None: none is
+    cleanup_policy: str | None = None  # the topic's cleanup.policy; None: not readable
+
+
+def is_compacted(cleanup_policy: str | None) -> bool:
+    """Whether a topic's ``cleanup.policy`` lets the log cleaner remove records inside the log
+    (``compact``, ``compact,delete``), not only from its start."""
+    return "compact" in (cleanup_policy or "").lower()
 
 
 @dataclass(frozen=True)
@@ -64,6 +75,12 @@ class PartitionWindow:
     previous_committed: int | None
     rewound: bool
     new_partition: bool
+    cleanup_policy: str | None = None
+
+    @property
+    def compacted(self) -> bool:
+        """The topic is compacted: offsets inside the window may have lost their records."""
+        return is_compacted(self.cleanup_policy)
 
     @property
     def read_from(self) -> int:
@@ -134,6 +151,7 @@ def plan_windows(
                 previous_committed=previous,
                 rewound=rewound,
                 new_partition=mark is None and not first_run,
+                cleanup_policy=o.cleanup_policy,
             )
         )
     return windows

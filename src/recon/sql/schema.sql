@@ -186,3 +186,10 @@ CREATE TABLE IF NOT EXISTS recon.run_claims (
 -- The version of this file last applied (its SHA-256), so that a run skips the DDL above, and
 -- its table locks, when nothing changed.
 CREATE TABLE IF NOT EXISTS recon.schema_version (version text NOT NULL);
+
+-- Compacted topics (issue 70): the topic's cleanup.policy at the snapshot (NULL: not readable),
+-- and how many offsets of [read_from, pending_to) the run found without a committed record
+-- (set once the window is read; NULL before, 0 when none). On a compacted topic such gaps are
+-- records the log cleaner may have removed: sink rows without a record are unverifiable there.
+ALTER TABLE recon.offset_snapshots ADD COLUMN IF NOT EXISTS cleanup_policy text;
+ALTER TABLE recon.offset_snapshots ADD COLUMN IF NOT EXISTS missing_offsets bigint;

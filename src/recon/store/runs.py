@@ -9,7 +9,7 @@ committed run left (``recon.pipeline_state`` and ``recon.watermarks``), written 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -115,7 +115,7 @@ def find_run(pg: Any, pipeline: str, run_id: str) -> RunRecord | None:
         cur.execute(
             "SELECT topic, partition, log_start_offset, last_stable_offset, high_watermark, "
             "committed_offset, settled_offset, window_from, window_to, previous_committed, "
-            "rewound, new_partition FROM recon.offset_snapshots "
+            "rewound, new_partition, cleanup_policy FROM recon.offset_snapshots "
             "WHERE pipeline = %s AND run_id = %s ORDER BY topic, partition",
             (pipeline, run_id),
         )
@@ -151,13 +151,13 @@ def record_snapshot(
                 "INSERT INTO recon.offset_snapshots (pipeline, run_id, topic, partition, "
                 "log_start_offset, last_stable_offset, high_watermark, committed_offset, "
                 "settled_offset, window_from, window_to, previous_committed, rewound, "
-                "new_partition, snapshot_at) "
-                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                "new_partition, snapshot_at, cleanup_policy) "
+                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
                 (
                     pipeline, run_id, w.topic, w.partition, w.log_start_offset,
                     w.last_stable_offset, w.high_watermark, w.committed_offset,
                     w.settled_offset, w.window_from, w.window_to, w.previous_committed,
-                    w.rewound, w.new_partition, snapshot_at,
+                    w.rewound, w.new_partition, snapshot_at, w.cleanup_policy,
                 ),
             )  # fmt: skip
         cur.execute(
@@ -183,6 +183,30 @@ def record_snapshot(
                 base.sink_floor if sink else None, sink.floor if sink else None,
             ),
         )  # fmt: skip
+    pg.commit()
+
+
+def record_missing_offsets(
+    pg: Any, pipeline: str, run_id: str, missing: Mapping[tuple[str, int], int]
+) -> None:
+    """Store, per partition of a run's snapshot, how many offsets of ``[read_from, pending_to)``
+    hold no committed record (transaction markers, aborted records, and on a compacted topic
+    the records the log cleaner removed); counted from the records read, never from offsets.
+
+    :param missing: by ``(topic, partition)``; a partition absent here has no gap (0).
+    """
+    with pg.cursor() as cur:
+        cur.execute(
+            "SELECT topic, partition FROM recon.offset_snapshots "
+            "WHERE pipeline = %s AND run_id = %s",
+            (pipeline, run_id),
+        )
+        for topic, partition in cur.fetchall():
+            cur.execute(
+                "UPDATE recon.offset_snapshots SET missing_offsets = %s WHERE pipeline = %s "
+                "AND run_id = %s AND topic = %s AND partition = %s",
+                (int(missing.get((topic, partition), 0)), pipeline, run_id, topic, partition),
+            )
     pg.commit()
 
 
