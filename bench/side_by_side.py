@@ -10,13 +10,25 @@ between neighbours). :func:`measure` runs them; :func:`p6` and :func:`p7` are th
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from bench import generate, progress
 from bench.measure import Measured
 
-if TYPE_CHECKING:
-    from bench.run import Bench
+
+class Bench(Protocol):
+    """What P6 and P7 use of the bench (``bench.run.Bench``): its sizes, its results, declaring
+    a pipeline and running the product (a protocol: ``bench.run`` imports this module)."""
+
+    sizes: list[int]
+    results: dict[str, Any]
+
+    def declare(self, name: str, ds: generate.Dataset, engine: str = "spark", *,
+                checks: bool = False, source: str | None = None) -> str: ...  # fmt: skip
+
+    def product(self, pipeline: str, run_id: str, fresh: bool, env: dict[str, str] | None = None,
+                watch: tuple[int, ...] = (), spill: str | None = None) -> Measured: ...  # fmt: skip
+
 
 #: Each optional input: the suffix of its runs' keys, and what ``generate.pipeline_yaml`` is told.
 VARIANTS = {"checks": "_checks", "source": "_source"}

@@ -30,7 +30,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
 from psycopg2 import Error as DatabaseError
 
-from recon_page import data, docs, funnel, render, repairs
+from recon_page import data, docs, funnel, links, render, repairs
 from recon_page.auth import (
     NotAuthenticated,
     authenticate,
@@ -107,10 +107,10 @@ async def _headers(
     return response
 
 
-def _links(request: Request) -> render.Links:
+def _links(request: Request) -> links.Links:
     prefix = str(request.scope.get("root_path") or MOUNT_PATH).rstrip("/")
     airflow = prefix[: -len(MOUNT_PATH)] if prefix.endswith(MOUNT_PATH) else ""
-    return render.Links(prefix=prefix, airflow=airflow)
+    return links.Links(prefix=prefix, airflow=airflow)
 
 
 #: What makes a route answer 503 instead of 500.
@@ -129,7 +129,7 @@ def _visible_latest(conn: Any, user: Any) -> list[data.Run]:
     return [r for r in latest if r.pipeline in allowed]
 
 
-def _run_json(run: data.Run, links: render.Links) -> dict[str, Any]:
+def _run_json(run: data.Run, links: links.Links) -> dict[str, Any]:
     out = asdict(run)
     out.pop("validation_url")
     out["dag_id"] = dag_id(run.pipeline)

@@ -21,7 +21,7 @@ from urllib.parse import quote
 from recon_page.data import _fetch, redact
 
 if TYPE_CHECKING:
-    from recon_page.render import Links
+    from recon_page.links import Links
 
 #: The page lists at most this many plans per pipeline (newest first).
 MAX_REPAIRS = 50

@@ -19,13 +19,13 @@ import pytest
 from fixtures.page_fakes import FakeConn, page_run
 
 from recon import details
-from recon_page import app, chart, data, funnel, hints, render
+from recon_page import app, chart, data, funnel, hints, links, render
 from recon_page.data import Discrepancy, Run
 
 pytestmark = pytest.mark.unit
 
 T0 = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
-LINKS = render.Links(prefix="/recon", airflow="")
+LINKS = links.Links(prefix="/recon", airflow="")
 EVIL = '<script>alert("x")</script>&'
 #: The brief's example: 2 source messages never reached the topic, 1 record no source row names.
 FUNNEL: dict[str, Any] = {

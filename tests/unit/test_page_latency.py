@@ -18,13 +18,13 @@ from fixtures.page_fakes import FakeConn, page_run
 from psycopg2 import errors
 
 from recon import details
-from recon_page import app, chart, data, hints, latency, render, repairs
+from recon_page import app, chart, data, hints, latency, links, render, repairs
 from recon_page.data import Discrepancy, Latency, Run
 
 pytestmark = pytest.mark.unit
 
 T0 = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
-LINKS = render.Links(prefix="/recon", airflow="")
+LINKS = links.Links(prefix="/recon", airflow="")
 EVIL = '<script>alert("x")</script>&'
 
 

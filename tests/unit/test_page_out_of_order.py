@@ -17,13 +17,13 @@ import pytest
 from fixtures.page_fakes import FakeConn, page_run
 
 from recon import details
-from recon_page import chart, data, hints, render
+from recon_page import chart, data, hints, links, render
 from recon_page.data import Discrepancy, Run
 
 pytestmark = pytest.mark.unit
 
 T0 = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
-LINKS = render.Links(prefix="/recon", airflow="")
+LINKS = links.Links(prefix="/recon", airflow="")
 EVIL = '<script>alert("x")</script>&'
 
 

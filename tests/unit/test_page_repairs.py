@@ -19,12 +19,12 @@ from fixtures.page_fakes import FakeConn, page_run
 from fixtures.repair_plans import repair_row, sample_plan, sample_plan_dict
 from psycopg2 import errors
 
-from recon_page import app, data, render, repairs
+from recon_page import app, data, links, render, repairs
 
 pytestmark = pytest.mark.unit
 
 T0 = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
-LINKS = render.Links(prefix="/recon", airflow="")
+LINKS = links.Links(prefix="/recon", airflow="")
 EVIL = '<script>alert("x")</script>&'
 #: What a page that can change nothing must not hold.
 WRITE_MARKUP = re.compile(r"<\s*(form|button|input|textarea|select)\b|formaction|method=", re.I)
