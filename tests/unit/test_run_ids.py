@@ -3,6 +3,7 @@ outside its folder (``recon.paths``); property-based over generated run ids (iss
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -100,3 +101,32 @@ def test_publishing_results_never_removes_a_sibling_run(tmp_path: Path) -> None:
     publish_results(str(written), out)
     publish_results(str(written), out)  # a re-run replaces its own folder only
     assert sibling.exists() and (Path(out) / "part-00000.parquet").read_bytes() == b"results"
+
+
+PIPELINE = """pipelines:
+  {name}:
+    semantics: exactly_once
+    schedule: null
+    kafka: {{connection: kafka_default, topic: t, consumer_group: g, message_id: {{header: id}}}}
+    sink: {{connection: postgres_sink, table: public.t, message_id_column: message_id}}
+"""
+
+
+@given(st.text(min_size=1, max_size=40))
+@PROPERTY
+def test_a_pipeline_name_is_refused_in_one_error_or_names_a_folder_of_its_own(
+    tmp_path: Path, name: str
+) -> None:
+    from recon.config import load_pipelines
+    from recon.errors import ConfigError
+
+    path = tmp_path / "pipelines.yaml"
+    path.write_text(PIPELINE.format(name=json.dumps(name)), encoding="utf-8")
+    try:
+        (declared,) = load_pipelines(path)
+    except ConfigError:
+        return  # a user mistake, named: never a crash
+    assert declared == name
+    for folder in (pipeline_windows("/d", name), results_path("/d", name, "r1")):
+        assert os.path.normpath(folder).startswith("/d/"), (name, folder)
+        assert os.path.normpath(folder).split("/")[3] == name, (name, folder)
