@@ -13,7 +13,24 @@ finish() {
   if [ -n "$airflow_start" ]; then wait "$airflow_start" 2>/dev/null || true; fi
   stop_started
 }
-trap finish EXIT
+# Each tier's wall time, printed again at the very end (also when a tier fails): where the
+# suite's minutes went, without scrolling back through each tier's output.
+tier_times=()
+suite_start=$SECONDS
+timed() {  # <what> <command...>: runs the command, notes its wall time under <what>
+  local what="$1" start=$SECONDS status=0
+  shift
+  "$@" || status=$?
+  tier_times+=("$(printf '%5ds  %s' "$((SECONDS - start))" "$what")")
+  return "$status"
+}
+print_times() {
+  [ "${#tier_times[@]}" -gt 0 ] || return 0
+  say "wall time per tier (the slowest tests of each are listed under its output)"
+  printf '  %s\n' "${tier_times[@]}"
+  printf '%7ds  the whole suite\n' "$((SECONDS - suite_start))"
+}
+trap 'print_times; finish' EXIT
 
 mkdir -p "$RECON_ROOT/test-artifacts"
 # Lint beside the services' start: on a fresh clone mypy takes about 30 s of one core while the
@@ -42,12 +59,14 @@ wait_for_step() {  # <pid> <log> <what>
 }
 wait_for_step "$lint_pid" "$lint_log" "lint"
 cd "$RECON_ROOT"
-pytest_tier() { python -m pytest -p no:cacheprovider --durations=15 "$@"; }
+# --durations=25: each tier ends with its 25 slowest tests (set-up and teardown counted apart).
+pytest_tier() { python -m pytest -p no:cacheprovider --durations=25 "$@"; }
 run_tests() {  # <what> <pytest args...>
-  say "tests: $1"
+  local what="$1"
+  say "tests: $what"
   shift
   local status=0
-  pytest_tier "$@" || status=$?
+  timed "$what" pytest_tier "$@" || status=$?
   # 5 = no tests collected: fine while a tier is still empty.
   if [ "$status" != 0 ] && [ "$status" != 5 ]; then exit "$status"; fi
 }
@@ -62,12 +81,22 @@ run_tests() {  # <what> <pytest args...>
 unit_log="$RECON_ROOT/test-artifacts/unit.log"
 say "tests: unit tier, three at a time (its output once it ends: $unit_log), beside the serial"
 say "integration tests that neither need Airflow nor restart PostgreSQL"
-pytest_tier -m unit -n 3 --dist loadfile "$@" > "$unit_log" 2>&1 &
+unit_time="$RECON_ROOT/test-artifacts/unit.seconds"
+rm -f "$unit_time"
+# The tier's own time, written by its subshell: the serial tests beside it may end later.
+(
+  start=$(date +%s) status=0
+  pytest_tier -m unit -n 3 --dist loadfile "$@" || status=$?
+  echo "$(($(date +%s) - start))" > "$unit_time"
+  exit "$status"
+) > "$unit_log" 2>&1 &
 unit_pid=$!
 serial_status=0
-pytest_tier -m "integration and serial and not after_airflow" "$@" || serial_status=$?
+timed "integration tier, the serial ones beside the unit tier" \
+  pytest_tier -m "integration and serial and not after_airflow" "$@" || serial_status=$?
 unit_status=0
 wait "$unit_pid" || unit_status=$?
+tier_times+=("$(printf '%5ss  %s' "$(cat "$unit_time" 2>/dev/null || echo '?')" "unit tier")")
 say "tests: unit tier"
 cat "$unit_log"
 for status in "$serial_status" "$unit_status"; do
