@@ -51,6 +51,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--run-id", help="re-use an id to re-run a run (default: a new manual id)")
     run.add_argument("--data-dir", help="where windows and the ledger live (default: .state/data)")
     run.add_argument("--json", action="store_true", help="print the summary as JSON")
+    run.add_argument(
+        "--explain",
+        action="store_true",
+        help="print the run's plan (windows, sink read, engine, checks) and record nothing",
+    )
 
     reset = sub.add_parser(
         "reset", help="forget a pipeline's watermarks and ledger pointer (history is kept)"
@@ -192,10 +197,26 @@ def _run(args: argparse.Namespace) -> int:
         args.run_id or f"manual__{datetime.now(UTC):%Y-%m-%dT%H:%M:%S.%fZ}", cfg.name
     )
     check_pipeline(cfg)
+    if args.explain:
+        return _explain(cfg, run_id, args)
     _progress(f"pipeline {cfg.name}: run {run_id} ({cfg.semantics})")
     # An `engine: local` pipeline runs every step in this process: no SparkSession, no JVM.
     run = _run_on_spark if needs_spark(cfg) else _run_local
     return _report(cfg, run_id, run(cfg, run_id, args), args)
+
+
+def _explain(cfg: Any, run_id: str, args: argparse.Namespace) -> int:
+    """``recon run --explain``: the plan a run would follow, resolved as step 1 resolves it."""
+    from recon.engines.plan import explain, resolve_plan
+    from recon.services import default_data_dir, results_db
+    from recon.store import ensure_schema, load_state
+
+    with results_db() as pg:
+        ensure_schema(pg)
+        base = load_state(pg, cfg.name)
+    for line in explain(resolve_plan(cfg, run_id, base), args.data_dir or default_data_dir()):
+        print(shown(line, limit=2000))
+    return EXIT_OK
 
 
 def _run_failed(cfg: Any, run_id: str, exc: Exception) -> RunFailed:

@@ -28,16 +28,15 @@ outcome they commit). The CLI runs the three in one process; the Airflow DAG run
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 from recon import store
 from recon.config import PipelineConfig
-from recon.connections import kafka_connection
 from recon.engines import DRIVER_STEPS as DRIVER_STEPS
 from recon.engines import needs_spark as needs_spark
+from recon.engines.plan import resolve_plan
 from recon.errors import first_line
 
 # Re-exported: callers (the CLI, tests, plugins) find these here.
@@ -48,16 +47,12 @@ from recon.outcome import redact as redact
 from recon.outcome import require_record
 from recon.paths import results_path as results_path
 from recon.paths import window_path as window_path
-from recon.read.sink import inspect_sink
 from recon.run_ids import check_run_id
 from recon.services import DEFAULT_RESULTS_CONN_ID as DEFAULT_RESULTS_CONN_ID
 from recon.services import Progress as Progress
 from recon.services import default_data_dir as default_data_dir
 from recon.services import noop, results_db, sink_db
 from recon.services import results_conn_id as results_conn_id
-from recon.snapshot.offsets import KafkaAuthFailed, take_offsets
-from recon.snapshot.sink_position import take_sink_position
-from recon.snapshot.window import plan_windows
 from recon.store.claims import run_claim
 
 if TYPE_CHECKING:
@@ -155,7 +150,7 @@ def _claimed(step: Step) -> Step:
 def snapshot_offsets(
     cfg: PipelineConfig, run_id: str, *, now: float | None = None, progress: Progress = noop
 ) -> store.RunRecord:
-    """Take (or reuse) the run's snapshot.
+    """Take (or reuse) the run's snapshot: record its plan (``recon.engines.plan``).
 
     :param cfg: the pipeline.
     :param run_id: the run's id (Airflow's run id, or one the CLI makes).
@@ -174,43 +169,22 @@ def snapshot_offsets(
             # Another run committed since this one's snapshot: its window was judged there, and
             # judging it again would count it twice.
             progress(f"run {run_id}: run {base.run_id} committed after its snapshot: taking anew")
-        kafka = kafka_connection(cfg.kafka.connection)
-        # The sink first: every row it sees was written from a record that is in the log by
-        # the time Kafka is asked, so no row of a record past the snapshot becomes a phantom.
-        with sink_db(cfg) as sink_pg:
-            table = inspect_sink(sink_pg, cfg.sink, cfg.name, cfg.payload, cfg.order)
-            sink = (
-                take_sink_position(
-                    sink_pg, table.identifier(), cfg.sink.ingest_seq_column, base.sink_position
-                )
-                if cfg.sink.ingest_seq_column
-                else None
-            )
-        snapshot_time = time.time() if now is None else now
-        try:
-            offsets = take_offsets(
-                kafka.config, cfg.kafka.topic, cfg.kafka.consumer_group, cfg.settle_seconds,
-                now=snapshot_time,
-            )  # fmt: skip
-        except KafkaAuthFailed as exc:
-            raise KafkaAuthFailed(kafka.failure(cfg.name, exc)) from None
-        start = cfg.kafka.start_offsets or "earliest"
-        windows = plan_windows(offsets, base.watermarks, start)
+        plan = resolve_plan(cfg, run_id, base, now=now)
         store.record_snapshot(
             pg,
             pipeline=cfg.name,
             run_id=run_id,
             semantics=cfg.semantics,
-            snapshot_at=datetime.fromtimestamp(snapshot_time, UTC),
-            windows=windows,
+            snapshot_at=datetime.fromtimestamp(plan.snapshot_time, UTC),
+            windows=list(plan.windows),
             base=base,
-            sink=sink,
+            sink=plan.sink_position,
         )
         record = store.find_run(pg, cfg.name, run_id)
     assert record is not None
     progress(
-        f"run {run_id}: window of {sum(w.window_to - w.read_from for w in windows)} offsets in "
-        f"{len(windows)} partitions" + (" (rewind seen)" if any(w.rewound for w in windows) else "")
+        f"run {run_id}: window of {plan.offsets} offsets in {len(plan.windows)} partitions"
+        + (" (rewind seen)" if any(w.rewound for w in plan.windows) else "")
     )
     return record
 

@@ -1,0 +1,42 @@
+"""``recon run --explain`` (issue 71, item 1): the run's plan as step 1 resolves it, printed
+before anything runs, and nothing recorded; the run that follows takes the same windows."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+
+import pytest
+from everyday_kit import REPO, Setup, commit_group, produce, write_rows
+
+pytestmark = pytest.mark.integration
+
+
+def test_explain_prints_the_plan_and_records_nothing(
+    kit_setup: Callable[..., Setup], kafka_config: dict[str, str]
+) -> None:
+    s = kit_setup("local", "explain")
+    where = produce(kafka_config, s.topic, [f"m{i}" for i in range(5)])
+    write_rows(s.pg_kwargs, s.table, ["m0", "m1", "m2"], where)
+    commit_group(kafka_config, s.group, s.topic, {0: 3})
+    command = [sys.executable, "-m", "recon.cli", "--pipelines", str(s.yaml_path), "run",
+               "--pipeline", s.name, "--run-id", "r1", "--data-dir", s.data_dir,
+               "--explain"]  # fmt: skip
+    shown = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0] == f"pipeline {s.name}: claims exactly_once; run r1"
+    assert lines[1].startswith("engine: local (DuckDB, no JVM")
+    assert "state: first run" in lines
+    assert any(line.startswith(f"kafka: topic {s.topic} (1 partitions") for line in lines)
+    assert (
+        "  partition 0: log 0-5 (stable 5), committed 3; window [0, 3): 3 offsets" in lines
+    ), lines
+    assert "window: 3 offsets in all" in lines
+    assert any("reads rows of ingest sequence id after None up to 3" in line for line in lines)
+    assert s.run_row("r1") is None, "--explain recorded a snapshot"
+
+    done = s.cli("r1", timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert s.run_row("r1", "status")[0] == "passed"
