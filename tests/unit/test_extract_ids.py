@@ -3,36 +3,15 @@ readers of both engines run on each chunk); bad records are quarantined with the
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
-import pyarrow as pa
 import pytest
+from fixtures.raw_records import raw_rows
 
 from recon.config import MessageIdSpec
-from recon.read.message_ids import MAX_MESSAGE_ID_LENGTH, extract_ids, raw_schema
+from recon.read.message_ids import MAX_MESSAGE_ID_LENGTH, extract_ids
 
 pytestmark = pytest.mark.unit
-
-TS = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def raw_rows(rows: list[tuple[Any, ...]], header: str | None = "message_id") -> pa.Table:
-    """``(offset, key, value, headers)`` rows as a reader collects them: the first header named
-    ``header`` is the record's ``id_header``."""
-
-    def first(headers: list[tuple[str, bytes]]) -> bytes | None:
-        return next((v for k, v in headers if k == header), None)
-
-    return pa.table(
-        [pa.array(["t"] * len(rows)), pa.array([0] * len(rows), pa.int32()),
-         pa.array([r[0] for r in rows], pa.int64()),
-         pa.array([TS] * len(rows), pa.timestamp("ms", tz="UTC")),
-         pa.array([r[1] for r in rows], pa.binary()), pa.array([r[2] for r in rows], pa.binary()),
-         pa.array([first(r[3]) for r in rows], pa.binary()),
-         pa.array([None] * len(rows), pa.binary())],
-        schema=raw_schema(),
-    )  # fmt: skip
 
 
 def verdicts(rows: list[tuple[Any, ...]], spec: MessageIdSpec) -> dict[int, tuple[Any, Any]]:

@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from fixtures.raw_records import raw_rows
 from fixtures.relations import judge, rows
 from fixtures.scenarios import Scenario, rec, sink
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_extract_ids import raw_rows
 
 from recon.config import MessageIdSpec
 from recon.read.message_ids import MAX_MESSAGE_ID_LENGTH, extract_ids
