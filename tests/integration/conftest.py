@@ -113,6 +113,19 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def spark_judged(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Each named scenario's Spark rows, judged a group of scenarios at a time
+    (``fixtures.spark_batches``), shared by the session's pytest-xdist workers."""
+    from fixtures.spark_batches import SparkJudged
+
+    base = tmp_path_factory.getbasetemp()
+    # Each worker's base is its own folder of the session's: their parent is shared by them
+    # (and by nothing else); without workers the session's own base serves.
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return SparkJudged(spark, shared)
+
+
 @pytest.fixture
 def new_topic(kafka_config: dict[str, str]) -> Iterator[Callable[..., str]]:
     """Creates uniquely named topics and deletes them after the test."""

@@ -1,13 +1,18 @@
-"""Shared fixtures for unit tests: one small local SparkSession for the whole run, and a Great
-Expectations project folder per test module."""
+"""Shared fixtures for unit tests: a Great Expectations project folder per test module, and the
+guard that keeps the tier free of a JVM.
+
+The unit tier judges its tiny relations with DuckDB: a Spark session costs a JVM's start and about
+a second a job, which is what made the tier slow (issue 71). What must run on Spark lives in the
+integration tier, whose conftest offers its one shared ``spark`` session; ``test_test_layout.py``
+checks that no file here asks for one.
+"""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -16,47 +21,26 @@ _PLUGINS = str(Path(__file__).resolve().parents[2] / "plugins")
 if _PLUGINS not in sys.path:
     sys.path.insert(0, _PLUGINS)
 
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
 
-# The session's JVM runs C1 only under the test scripts (scripts/test-env.sh).
-_TEST_ENV = {"RECON_SPARK_SHUFFLE_PARTITIONS": "2"}
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    """A local[1] session with few shuffle partitions: tiny frames, fast tests."""
-    previous = {name: os.environ.get(name) for name in _TEST_ENV}
-    for name, value in _TEST_ENV.items():
-        # An explicit setting from the person running the tests wins (except the partitions).
-        if name == "RECON_SPARK_SHUFFLE_PARTITIONS" or name not in os.environ:
-            os.environ[name] = value
-    from fixtures.session_settings import for_tests
-
-    from recon.spark import spark_session
-
-    session = for_tests(spark_session("recon-unit-tests", master="local[1]"))
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
-    for name, value in previous.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
+def _no_jvm(*_: Any, **__: Any) -> Any:
+    raise RuntimeError(
+        "a unit test started a JVM (a Spark session): unit tests judge with DuckDB; "
+        "move the test to tests/integration, which has a shared `spark` fixture"
+    )
 
 
-@pytest.fixture(scope="session")
-def spark_judged(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """Each named scenario's Spark rows, judged a group of scenarios at a time
-    (``fixtures.spark_batches``), shared by the session's pytest-xdist workers."""
-    from fixtures.spark_batches import SparkJudged
-
-    base = tmp_path_factory.getbasetemp()
-    # Each worker's base is its own folder of the session's: their parent is shared by them
-    # (and by nothing else); without workers the session's own base serves.
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    return SparkJudged(spark, shared)
+@pytest.fixture(autouse=True)
+def no_jvm_in_unit_tests(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fails a test that starts a Spark driver in this process (py4j's gateway launch)."""
+    try:
+        import pyspark.core.context as context
+        import pyspark.java_gateway as gateway
+    except ImportError:  # without pyspark nothing can start one
+        yield
+        return
+    monkeypatch.setattr(gateway, "launch_gateway", _no_jvm)
+    monkeypatch.setattr(context, "launch_gateway", _no_jvm)
+    yield
 
 
 @pytest.fixture(scope="module")

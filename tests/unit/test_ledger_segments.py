@@ -7,7 +7,8 @@ level-1 into a level-2. After run 12 the whole history is one level-2 segment. `
 judged delivered by run 1 and never touched again; run 13 meets a second sink row of it (a
 duplicate of a message from the cold part) and must judge it ``duplicated``, finding its entry
 through the segment's filter (a lookup of that one id), and just the same when the segment has
-no filter (a scan).
+no filter (a scan). The Spark engine's reading of the same segments is in
+``tests/integration/test_ledger_segments_on_spark.py`` (it needs a JVM).
 """
 
 from __future__ import annotations
@@ -19,61 +20,28 @@ from typing import Any
 import duckdb
 import numpy as np
 import pytest
+from fixtures import ledger_history
 from fixtures.engines import duckdb_reconcile
-from fixtures.ledger_lookups import spark_scans
-from fixtures.relations import ARROW_LEDGER, ARROW_SINK, ARROW_WINDOW, arrow_table, rows
+from fixtures.ledger_history import HOT, LOCAL, history, layout, run_version
+from fixtures.relations import ARROW_SINK, ARROW_WINDOW, arrow_table, rows
 from fixtures.scenarios import rec, sink
 
 from recon.engines.duckdb import DuckDBRules
 from recon.ledger import local_segments, membership, versions
-from recon.ledger.local import LocalEntryStore
-from recon.rules.run import conform_sql
 
 pytestmark = pytest.mark.unit
-
-LOCAL = LocalEntryStore()
-HOT = None  # a hot entry's level, in the layouts below
 
 
 @pytest.fixture
 def small_tiers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(versions, "COMPACT_AFTER", 2)
-    monkeypatch.setattr(versions, "MERGE_FANOUT", 2)
-
-
-def _run(con: Any, root: str, n: int, base: list[str], judged: list[tuple[str, str]]) -> str:
-    """Run ``n``'s version: entries ``(message_id, verdict)``, each at offset ``n``."""
-    run = f"run-{n}"
-    entries = [(m, "t", 0, n, [n], 1, run, v, None, None) for m, v in judged]
-    con.register("d", arrow_table(entries, ARROW_LEDGER))
-    columns = [r[0] for r in con.execute("DESCRIBE d").fetchall()]
-    con.execute(f"CREATE OR REPLACE TEMP VIEW d_entries AS {conform_sql('ledger', 'd', columns)}")
-    rules = DuckDBRules(con)
-    manifest, _ = versions.write_version(rules, LOCAL, root, run, base, delta="d_entries")
-    return manifest
-
-
-def _layout(entries: list[str]) -> list[Any]:
-    return [None if (s := versions.segment_of(e)) is None else s for e in entries]
-
-
-def _history(con: Any, root: str, runs: int) -> list[list[Any]]:
-    """Runs 1..``runs``: run 1 judges m-old and fillers f1-*; run n judges m-n and fillers fn-*.
-    Returns each version's layout."""
-    layouts, manifest = [], None
-    for n in range(1, runs + 1):
-        fillers = [(f"f{n}-{i:04d}", "delivered") for i in range(200)]
-        first = [("m-old", "delivered")] if n == 1 else [(f"m-{n}", "delivered")]
-        manifest = _run(con, root, n, LOCAL.read_manifest(manifest), first + fillers)
-        layouts.append(_layout(LOCAL.read_manifest(manifest)))
-    return layouts
+    ledger_history.small_tiers(monkeypatch)
 
 
 def test_hot_entries_merge_into_segments_and_full_levels_into_the_next(
     tmp_path: Path, small_tiers: None
 ) -> None:
     con = duckdb.connect()
-    layouts = _history(con, str(tmp_path), 12)
+    layouts = history(con, str(tmp_path), 12)
     e = 201  # rows per run
     assert layouts == [
         [HOT],
@@ -95,7 +63,7 @@ def test_no_merge_past_the_row_bound(
     tmp_path: Path, small_tiers: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(versions, "MERGE_MAX_ROWS", 1000)
-    layouts = _history(duckdb.connect(), str(tmp_path), 6)
+    layouts = history(duckdb.connect(), str(tmp_path), 6)
     assert layouts[-1] == [(0, 603), (0, 603)]
 
 
@@ -106,9 +74,9 @@ def test_a_newer_entry_in_a_later_segment_wins(tmp_path: Path, small_tiers: None
     for n, verdict in ((1, "lost"), (2, "delivered"), (3, "delivered"), (4, "duplicated"),
                        (5, "delivered"), (6, "delivered"), (7, "delivered")):  # fmt: skip
         judged = [("m1", verdict)] if n in (1, 4) else [(f"m{n}", verdict)]
-        manifest = _run(con, root, n, LOCAL.read_manifest(manifest), judged)
+        manifest = run_version(con, root, n, LOCAL.read_manifest(manifest), judged)
     entries = LOCAL.read_manifest(manifest)
-    assert _layout(entries) == [(1, 5), HOT]  # runs 1-6 hold five messages: m1 twice
+    assert layout(entries) == [(1, 5), HOT]  # runs 1-6 hold five messages: m1 twice
     con.execute("CREATE TEMP TABLE ids AS SELECT * FROM (VALUES ('m1'), ('m9')) t(message_id)")
     found = versions.read_newest(DuckDBRules(con), LOCAL, entries, "ids")
     got = [(r["message_id"], r["verdict"], r["first_run_id"]) for r in rows(con, found)]
@@ -120,7 +88,7 @@ def test_a_duplicate_of_a_message_in_the_cold_part_is_found(
     tmp_path: Path, small_tiers: None, monkeypatch: pytest.MonkeyPatch, filtered: bool
 ) -> None:
     con = duckdb.connect()
-    _history(con, str(tmp_path / "ledger"), 12)
+    history(con, str(tmp_path / "ledger"), 12)
     manifest = sorted((tmp_path / "ledger").glob("run-12.manifest"))[0]
     entries = LOCAL.read_manifest(str(manifest))
     (segment,) = entries
@@ -176,30 +144,3 @@ def test_the_filter_finds_every_id_added_and_lets_few_others_through(tmp_path: P
     bits = tmp_path / membership.BITS
     bits.write_bytes(bits.read_bytes()[:-4])
     assert membership.read(str(tmp_path), check=11) is None  # cut short: not used
-
-
-def test_the_spark_engine_reads_the_same_segments_and_looks_a_runs_ids_up(
-    spark: Any, tmp_path: Path, small_tiers: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from recon.engines.spark import SparkRules
-    from recon.ledger.spark import SparkEntryStore
-
-    con = duckdb.connect()
-    _history(con, str(tmp_path), 9)  # a level-1 segment and a level-0 one
-    entries = LOCAL.read_manifest(str(tmp_path / "run-9.manifest"))
-    assert _layout(entries) == [(1, 6 * 201), (0, 3 * 201)]
-    local = versions.read_newest(DuckDBRules(con), LOCAL, entries)
-    want = sorted((r["message_id"], r["first_run_id"]) for r in rows(con, local))
-    store = SparkEntryStore(spark)
-    assert store.read_manifest(str(tmp_path / "run-9.manifest")) == entries
-    found = versions.read_newest(SparkRules(spark), store, entries)
-    assert found is not None
-    assert sorted((r["message_id"], r["first_run_id"]) for r in found.collect()) == want
-
-    looked_up = spark_scans(monkeypatch)
-    ids = spark.createDataFrame([("m-old",), ("m-8",), ("m-none",)], "message_id string")
-    found = versions.read_newest(SparkRules(spark), store, entries, ids)
-    assert found is not None
-    got = sorted((r["message_id"], r["first_run_id"]) for r in found.collect())
-    assert got == [("m-8", "run-8"), ("m-old", "run-1")]
-    assert looked_up == [[]]  # neither segment scanned

@@ -2,7 +2,8 @@
 
 For every named scenario with a ledger, run 1's entries are written as a version, run 2 is
 judged against it and writes its results plus the entries of known messages; the version read
-back, by this engine and by the Spark engine, must equal the old entries updated by
+back by this engine (by the Spark engine: ``tests/integration/test_local_ledger_on_spark.py``)
+must equal the old entries updated by
 ``ledger_update`` (the specification, shared with the Spark engine).
 """
 
@@ -12,31 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.engines import duckdb_ledger
+from fixtures.ledger_versions import LOCAL, WITH_LEDGER, versions_of, write_local
 from fixtures.relations import ARROW_LEDGER, arrow_table, as_read, judge, plain, row_key, rows
 from fixtures.scenarios import SCENARIOS, T
 
 from recon.engines.duckdb import DuckDBRules
-from recon.engines.spark import SparkRules
 from recon.ledger import versions
-from recon.ledger.local import LedgerMissing, LocalEntryStore
-from recon.ledger.spark import SparkEntryStore
+from recon.ledger.local import LedgerMissing
 from recon.rules import INPUT_COLUMNS, OPTIONAL_COLUMNS
 from recon.rules.run import conform_sql
 
 pytestmark = pytest.mark.unit
-
-WITH_LEDGER = [name for name, make in SCENARIOS.items() if make().ledger is not None]
-LOCAL = LocalEntryStore()
-
-
-def _write(
-    con: Any, root: str, run_id: str, base: list[str], delta: str | None,
-    results: tuple[str, str] | None = None,
-) -> tuple[str, str | None]:  # fmt: skip
-    return versions.write_version(
-        DuckDBRules(con), LOCAL, root, run_id, base, delta=delta, results=results
-    )
 
 
 def _newest(con: Any, entries: list[str], name: str, ids: str | None = None) -> str:
@@ -47,37 +34,11 @@ def _newest(con: Any, entries: list[str], name: str, ids: str | None = None) -> 
     return name
 
 
-def _versions(tmp_path: Path, name: str) -> tuple[Any, str, list[dict[str, Any]]]:
-    """(connection, run 2's manifest, the entries expected in it)."""
-    s = SCENARIOS[name]()
-    con, results = judge(s)
-    root = str(tmp_path / "ledger")
-    # The rules' ledger input: the scenario's entries with their positions derived.
-    first, _ = _write(con, root, "run-1", [], "ledger")
-    base = LOCAL.read_manifest(first)
-    known = duckdb_ledger(con, "run-2", "ledger_known")
-    second, results_file = _write(con, root, "run-2", base, known, results=(results, "run-2"))
-    assert results_file is not None and Path(results_file).is_file()
-    every = "ledger_next"
-    expected = sorted((as_read(plain(r)) for r in rows(con, every)), key=row_key)
-    return con, second, expected
-
-
 @pytest.mark.parametrize("name", WITH_LEDGER)
 def test_the_version_read_back_here_equals_the_updated_ledger(tmp_path: Path, name: str) -> None:
-    con, manifest, expected = _versions(tmp_path, name)
+    con, manifest, expected = versions_of(tmp_path, name)
     merged = _newest(con, LOCAL.read_manifest(manifest), "merged")
     assert sorted((as_read(plain(r)) for r in rows(con, merged)), key=row_key) == expected
-
-
-@pytest.mark.parametrize("name", WITH_LEDGER)
-def test_the_spark_engine_reads_the_same_version(spark: Any, tmp_path: Path, name: str) -> None:
-    _, manifest, expected = _versions(tmp_path, name)
-    store = SparkEntryStore(spark)
-    merged = versions.read_newest(SparkRules(spark), store, store.read_manifest(manifest))
-    assert merged is not None
-    got = sorted((plain(r) for r in merged.collect()), key=row_key)
-    assert got == expected
 
 
 def test_a_manifest_names_the_run_of_a_results_entry(tmp_path: Path) -> None:
@@ -86,7 +47,7 @@ def test_a_manifest_names_the_run_of_a_results_entry(tmp_path: Path) -> None:
     con = duckdb.connect()
     con.register("l", arrow_table([], ARROW_LEDGER))
     con.execute("CREATE TEMP TABLE r AS SELECT 'delivered' AS verdict, 'm1' AS message_id")
-    manifest, _ = _write(con, str(tmp_path), "run-7", [], None, results=("r", "run-7"))
+    manifest, _ = write_local(con, str(tmp_path), "run-7", [], None, results=("r", "run-7"))
     (entry,) = LOCAL.read_manifest(manifest)
     assert versions.parse_entry(entry) == (f"{tmp_path}/run-7.results", "run-7")
 
@@ -95,7 +56,7 @@ def test_a_manifest_names_the_run_of_a_results_entry(tmp_path: Path) -> None:
 def test_a_runs_entries_are_those_of_the_whole_version_for_its_ids(
     tmp_path: Path, name: str
 ) -> None:
-    con, manifest, _ = _versions(tmp_path, name)
+    con, manifest, _ = versions_of(tmp_path, name)
     entries = LOCAL.read_manifest(manifest)
     con.execute("CREATE TEMP TABLE ids AS SELECT message_id FROM w WHERE message_id IS NOT NULL")
     picked = _newest(con, entries, "picked", "ids")
@@ -110,7 +71,7 @@ def _entry(con: Any, root: str, run: str, base: list[str], ids_verdicts: list[tu
     con.register("d", arrow_table(entries, ARROW_LEDGER))
     columns = [r[0] for r in con.execute("DESCRIBE d").fetchall()]
     con.execute(f"CREATE OR REPLACE TEMP VIEW d_entries AS {conform_sql('ledger', 'd', columns)}")
-    manifest, _ = _write(con, root, run, base, "d_entries")
+    manifest, _ = write_local(con, root, run, base, "d_entries")
     return manifest
 
 
@@ -172,11 +133,12 @@ def test_a_version_or_entry_gone_from_disk_stops_the_run(tmp_path: Path) -> None
 
 
 def test_results_keep_positions_only_for_a_message_at_several_and_entries_derive_the_rest(
-    spark: Any, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
     """A run's results store ``positions`` only for a message at more than one position (m1
     twice in partition 0, m3 in partitions 0 and 1); read back as ledger entries, by either
-    engine, every message has its positions: m2's derived from its offset, m3's across both
+    engine (Spark's in ``tests/integration/test_local_ledger_on_spark.py``), every message has its
+    positions: m2's derived from its offset, m3's across both
     partitions (which its topic, partition and offsets alone could not say)."""
     con, results = judge(SCENARIOS["topic_duplicate"]())
     stored = {r["message_id"]: r["positions"] for r in rows(con, results)}
@@ -184,11 +146,9 @@ def test_results_keep_positions_only_for_a_message_at_several_and_entries_derive
     across = [{"topic": T, "partition": p, "offset": o} for p, o in ((0, 3), (1, 0))]
     assert stored == {"m1": pos, "m2": None, "m3": across}
 
-    manifest, _ = _write(con, str(tmp_path / "ledger"), "run-1", [], None, ("results", "run-1"))
+    manifest, _ = write_local(
+        con, str(tmp_path / "ledger"), "run-1", [], None, ("results", "run-1")
+    )
     want = {"m1": pos, "m2": [{"topic": T, "partition": 0, "offset": 1}], "m3": across}
     merged = _newest(con, LOCAL.read_manifest(manifest), "merged")
     assert {r["message_id"]: plain(r["positions"]) for r in rows(con, merged)} == want
-    store = SparkEntryStore(spark)
-    read = versions.read_newest(SparkRules(spark), store, store.read_manifest(manifest))
-    assert read is not None
-    assert {r["message_id"]: plain(r["positions"]) for r in read.collect()} == want

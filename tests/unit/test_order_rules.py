@@ -1,14 +1,15 @@
-"""An upsert sink's order and ``out_of_order`` (issue 19) on tiny relations, on both engines: the
-words of each row (the key and both positions), and the ledger entries the run leaves."""
+"""An upsert sink's order and ``out_of_order`` (issue 19) on tiny relations, judged by DuckDB: the
+words of each row (the key and both positions), and the ledger entries the run leaves. Spark's rows
+of the named scenarios are held to DuckDB's by ``tests/integration/test_engine_parity.py``; the
+tests on relations of their own, on both engines, are in
+``tests/integration/test_order_rules_on_spark.py`` (they need a JVM)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import pytest
 from fixtures.declarations import doc
 from fixtures.order_scenarios import DETAILS
-from fixtures.relations import ENGINES, judge, judged_rows, named_rows, rows
+from fixtures.relations import judge, named_rows, rows
 from fixtures.scenarios import SCENARIOS, Scenario, rec, sink
 
 from recon.config import parse_pipelines
@@ -19,35 +20,12 @@ from recon.rules.run import next_ledger, unordered
 pytestmark = pytest.mark.unit
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("name", list(DETAILS))
-def test_each_row_says_where_its_key_stands(spark_judged: Any, engine: str, name: str) -> None:
-    found = named_rows(engine, spark_judged, name)
+def test_each_row_says_where_its_key_stands(name: str) -> None:
+    found = named_rows("duckdb", None, name)
     assert {r["message_id"]: r["detail"] for r in found if r["message_id"] in DETAILS[name]} == (
         DETAILS[name]
     )
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-def test_without_order_a_superseded_record_stays_lost(spark: Any, engine: str) -> None:
-    # The rows carry keys and positions, the pipeline declares no order: per message only.
-    s = SCENARIOS["stale_overwrite"]()
-    s.ordered = False
-    verdicts = {r["message_id"]: r["verdict"] for r in judged_rows(engine, spark, s)}
-    assert verdicts == {"a1": "delivered", "a2": "lost", "a3": "lost", "b1": "lost",
-                        "b2": "delivered", "c1": "lost"}  # fmt: skip
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-def test_a_record_without_a_position_takes_no_part(spark: Any, engine: str) -> None:
-    # A version that is no whole number reads as null: the record is judged per message only.
-    s = Scenario(
-        window=[rec(0, "a1", key="A"), (*rec(1, "a2", key="A")[:-1], None)],
-        sinks=[sink("A", "a1", upsert=("A", 0))],
-        ordered=True,
-    )
-    verdicts = {r["message_id"]: r["verdict"] for r in judged_rows(engine, spark, s)}
-    assert verdicts == {"a1": "delivered", "a2": "lost"}
 
 
 def test_records_and_rows_without_a_key_or_position_are_counted() -> None:

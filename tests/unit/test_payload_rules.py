@@ -1,116 +1,26 @@
-"""Payload consistency and ``mismatched`` (issue 19) on tiny relations, on both engines: the
-words of each discrepancy row (the differing field names, never their values), the comparison by
-kind, and the rendered comparison itself."""
+"""Payload consistency and ``mismatched`` (issue 19) on tiny relations, judged by DuckDB: the
+words of each discrepancy row of the named scenarios (the differing field names, never their
+values) and the rendered comparison itself. Spark's rows of these scenarios are held to DuckDB's by
+``tests/integration/test_engine_parity.py``; the tests on relations of their own, on both
+engines, are in ``tests/integration/test_payload_rules_on_spark.py`` (they need a JVM)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from fixtures.payload_scenarios import DETAILS
-from fixtures.relations import ENGINES, judged_rows, named_rows
-from fixtures.scenarios import Scenario, rec, sink
+from fixtures.relations import named_rows
 
 from recon.rules.judging import Judging
 
 pytestmark = pytest.mark.unit
 
 
-@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("name", list(DETAILS))
-def test_each_discrepancy_names_the_differing_fields(
-    spark_judged: Any, engine: str, name: str
-) -> None:
-    found = named_rows(engine, spark_judged, name)
+def test_each_discrepancy_names_the_differing_fields(name: str) -> None:
+    found = named_rows("duckdb", None, name)
     details = {r["message_id"]: r["detail"] for r in found if r["verdict"] != "delivered"}
     details = {m: d for m, d in details.items() if m in DETAILS[name]}
     assert details == DETAILS[name]
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-def test_no_value_ever_reaches_the_detail(spark: Any, engine: str) -> None:
-    s = Scenario(
-        window=[rec(0, "m1", payload=["4111111111111111", "alice@example.com"])],
-        sinks=[sink("k1", "m1", payload=["4111111111111112", "bob@example.com"])],
-        compared=("card", "email"),
-        kinds=("text", "text"),
-    )
-    (row,) = judged_rows(engine, spark, s)
-    assert row["verdict"] == "mismatched"
-    assert row["detail"] == "payload differs from its record's in: card, email"
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize(
-    ("kind", "record", "stored", "same"),
-    [
-        ("number", "12.50", "12.5", True),
-        ("number", "7", "7.000", True),
-        ("number", "7", "8", False),
-        ("number", "-0", "0", True),
-        ("number", "1e400", "7", False),
-        ("number", "seven", "7", False),
-        ("text", "007", "7", False),
-        ("boolean", "true", "t", True),
-        ("boolean", "false", "true", False),
-        ("time", "2026-11-26T03:00:00Z", "2026-11-26T04:00:00+01:00", True),
-        ("time", "2026-11-26T03:00:00Z", "2026-11-26T03:00:01+00:00", False),
-        ("sha256", "ab12", "AB12", True),
-        ("text", None, None, True),
-        ("text", None, "x", False),
-        ("number", "1", None, False),
-    ],
-)
-def test_a_field_compares_by_its_kind(
-    spark: Any, engine: str, kind: str, record: str | None, stored: str | None, same: bool
-) -> None:
-    s = Scenario(
-        window=[rec(0, "m1", payload=[record])],
-        sinks=[sink("k1", "m1", payload=[stored])],
-        compared=("f",),
-        kinds=(kind,),
-    )
-    (row,) = judged_rows(engine, spark, s)
-    assert row["verdict"] == ("delivered" if same else "mismatched")
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-def test_fields_that_swapped_their_nulls_differ(spark: Any, engine: str) -> None:
-    # The pairing compares hashes first; a hash that skipped NULL fields (Spark's does) would
-    # call these equal.
-    s = Scenario(
-        window=[rec(0, "m1", payload=[None, "x"]), rec(1, "m2", payload=["x", None])],
-        sinks=[sink("k1", "m1", payload=["x", None]), sink("k2", "m2", payload=["x", None])],
-        compared=("a", "b"),
-        kinds=("text", "text"),
-    )
-    rows = {r["message_id"]: (r["verdict"], r["detail"]) for r in judged_rows(engine, spark, s)}
-    assert rows == {
-        "m1": ("mismatched", "payload differs from its record's in: a, b"),
-        "m2": ("delivered", None),
-    }
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-def test_a_mismatched_delivery_over_the_bound_is_mismatched_with_its_latency(
-    spark: Any, engine: str
-) -> None:
-    s = Scenario(
-        window=[rec(0, "m1", payload=["1"])],
-        sinks=[sink("k1", "m1", after_ms=5000, payload=["2"])],
-        late_after_ms=1000,
-        compared=("f",),
-        kinds=("number",),
-    )
-    (row,) = judged_rows(engine, spark, s)
-    assert (row["verdict"], row["latency_ms"]) == ("mismatched", 5000)
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-def test_without_payload_nothing_is_compared(spark: Any, engine: str) -> None:
-    # The rows carry payloads, the pipeline declares none: every delivery is delivered.
-    s = Scenario(window=[rec(0, "m1", payload=["1"])], sinks=[sink("k1", "m1", payload=["2"])])
-    assert [r["verdict"] for r in judged_rows(engine, spark, s)] == ["delivered"]
 
 
 def test_the_comparison_is_built_once_per_field_in_declared_order() -> None:

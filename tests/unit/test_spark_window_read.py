@@ -3,8 +3,6 @@ reaches the run as the reader's own error (``recon.read.kafka_spark``)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from recon.read.kafka_local.reader import KafkaReadFailed
@@ -54,17 +52,3 @@ def test_a_task_that_lost_its_broker_fails_the_run_with_the_readers_error() -> N
 
 def test_any_other_failure_is_left_to_the_caller() -> None:
     assert reraise_read_failure(RuntimeError("java.lang.OutOfMemoryError: Java heap space")) is None
-
-
-def test_the_connections_secrets_travel_to_the_tasks_but_never_into_the_plan(spark: Any) -> None:
-    """The tasks need the connection's settings (a SASL password among them): they reach them
-    inside the pickled function; the plan, which Spark logs and shows, names only the function."""
-    from recon.config import MessageIdSpec
-    from recon.connections import KafkaConnection
-    from recon.read.kafka_spark import read_window
-
-    secret = "SENTINEL-sasl-pw-81f3"
-    kafka = KafkaConnection("k", {"bootstrap.servers": "127.0.0.1:1", "sasl.password": secret})
-    frame = read_window(spark, kafka, [OffsetRange("t", 0, 0, 5)], MessageIdSpec("key"))
-    plan = frame._jdf.queryExecution().toString()
-    assert "MapInArrow" in plan and secret not in plan

@@ -14,7 +14,7 @@ from recon.engines.spark import SparkRules
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.integration
 
 
 def _rules(engine: str, spark: SparkSession) -> tuple[Any, Any]:

@@ -18,7 +18,7 @@ from recon.paths import results_path
 from recon.rules import INPUT_COLUMNS
 from recon.snapshot.window import PartitionWindow
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.integration
 
 _SPARK_TYPES = {"VARCHAR": "string", "INTEGER": "int", "BIGINT": "bigint",
                 "BIGINT[]": "array<bigint>"}  # fmt: skip

@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.integration
 
 # A driver of its own: the tests' shared session runs without a UI, and a JVM keeps the
 # environment it started with.

@@ -18,7 +18,7 @@ from recon.read.message_ids import write_empty_part
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.integration
 
 
 def _join_plan(spark: SparkSession, rules: SparkRules) -> str:

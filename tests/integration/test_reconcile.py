@@ -18,7 +18,7 @@ from recon import schemas
 from recon.errors import InputSchemaError
 from recon.verdicts import ALL_VERDICTS
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.integration
 
 
 def as_tuple(row: Any) -> Expected:

@@ -29,7 +29,7 @@ from recon.engines.spark import SparkRules
 from recon.ledger import membership, versions
 from recon.ledger.spark import SparkEntryStore
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.integration
 
 T = "payments"
 TS = datetime(2026, 1, 1, tzinfo=UTC)
