@@ -375,7 +375,7 @@ def _gap(results: dict[str, Any]) -> list[str]:
         "**Design decision.** DESIGN.md had PySpark reconcile every window. A pipeline now "
         "declares its engine: `engine: local` for windows that fit one machine (the same "
         "verdict table, ledger layout, results and commit, checked against the Spark engine "
-        "scenario by scenario in `tests/unit/test_local_verdicts.py`), `engine: spark` (the "
+        "scenario by scenario in `tests/integration/test_engine_parity.py`), `engine: spark` (the "
         "default) for windows and clusters beyond it.",
         "",
     ]

@@ -66,8 +66,8 @@ MESSAGES = {"outbox_fire_and_forget": 1000}
 #: The scenarios whose Spark run is re-run with the same run id (every one is on the local engine).
 RERUN_ON_SPARK = ("broken_exactly_once", "bad_records")
 #: The scenarios judged by both engines; the others by the local engine only. Both engines run
-#: the same rule files (the unit tier's parity tests compare every column of their results over
-#: the named fixtures); what differs is how each reads Kafka and the sink, and these scenarios
+#: the same rule files (test_engine_parity.py compares every column of their results over the
+#: named fixtures); what differs is how each reads Kafka and the sink, and these scenarios
 #: cover those reads: delivered and duplicated rows, lost records, aborted transactions (offset
 #: gaps, read_committed), unparseable records and sink rows without an id, and a source table
 #: (``outbox_relay``; unpublished messages on both engines: test_source_verdicts.py, and the unit
