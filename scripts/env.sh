@@ -18,6 +18,9 @@ export RECON_KAFKA_PROXY_PORT="${RECON_KAFKA_PROXY_PORT:-23095}"
 export RECON_KAFKA_SASL_PORT="${RECON_KAFKA_SASL_PORT:-23096}"
 export RECON_KAFKA_SASL_USER="${RECON_KAFKA_SASL_USER:-recon}"
 export RECON_KAFKA_BOOTSTRAP="${RECON_KAFKA_BOOTSTRAP:-127.0.0.1:$RECON_KAFKA_PORT}"
+# The Kafka Connect worker's REST API (scripts/connect.sh), on 127.0.0.1 only.
+export RECON_CONNECT_PORT="${RECON_CONNECT_PORT:-23083}"
+export RECON_CONNECT_URL="http://127.0.0.1:$RECON_CONNECT_PORT"
 export RECON_PG_PORT="${RECON_PG_PORT:-23432}"
 export RECON_PG_HOST="${RECON_PG_HOST:-127.0.0.1}"
 export RECON_PG_USER="${RECON_PG_USER:-recon}"
@@ -50,6 +53,10 @@ export RECON_PIPELINES_DIR="${RECON_PIPELINES_DIR:-$RECON_STATE/pipelines.d}"
 
 export RECON_JARS_KAFKA="$RECON_STATE/jars/kafka"
 export RECON_JARS_SPARK="$RECON_STATE/jars/spark"
+export RECON_JARS_CONNECT="$RECON_STATE/jars/connect"
+# The Connect worker's plugin.path: one folder per plugin, fetched by setup.sh from the pom's
+# connect-plugin-<name> profiles.
+export RECON_CONNECT_PLUGINS="$RECON_STATE/connect/plugins"
 
 # Generated once by scripts/setup.sh, never committed: the database password lives here only.
 if [ -f "$RECON_STATE/secrets.env" ]; then

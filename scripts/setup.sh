@@ -18,27 +18,68 @@ stamp_ok() { [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]; }
 install_venv "$PY" "$RECON_VENV" "installing the Python environment into .venv (a few minutes the first time)"
 
 # --- JVM jars from Maven Central ----------------------------------------------------------------
-jar_hash=$(cat "$RECON_ROOT/jvm/pom.xml" | sha256sum | cut -c1-16)
-if ! stamp_ok "$RECON_STATE/jars/.stamp" "$jar_hash"; then
-  say "fetching the Kafka broker and Spark's extra jars from Maven Central"
-  rm -rf "$RECON_JARS_KAFKA" "$RECON_JARS_SPARK"
-  mkdir -p "$RECON_STATE/jars"
-  for profile in kafka spark; do
-    out="$RECON_STATE/jars/$profile"
-    mvn -B -Dstyle.color=never -s "$RECON_ROOT/jvm/settings.xml" -f "$RECON_ROOT/jvm/pom.xml" -P "$profile" \
-      dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$out" \
-      >"$RECON_STATE/jars/mvn-$profile.log" 2>&1 \
-      || die "Maven could not fetch the $profile jars (see .state/jars/mvn-$profile.log): is Maven Central reachable?"
-  done
-  # pyspark ships Spark's own jars and their dependencies: keep only what it lacks, so two
-  # versions of one library never meet on Spark's classpath.
-  pyspark_jars="$("$RECON_VENV/bin/python" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
-  for jar in "$RECON_JARS_SPARK"/*.jar; do
-    base=$(basename "$jar" | sed -E 's/-[0-9][^-]*(-[A-Za-z0-9.]+)?\.jar$//')
-    if compgen -G "$pyspark_jars/$base-[0-9]*.jar" >/dev/null; then rm -f "$jar"; fi
-  done
-  echo "$jar_hash" > "$RECON_STATE/jars/.stamp"
-fi
+# One folder per profile of jvm/pom.xml, fetched again only when that profile (or the pom's
+# properties) changed: adding a profile does not fetch the running broker's jars anew. The
+# connect-plugin-<name> profiles land in the Connect worker's plugin folder, one folder each.
+pom_profiles() { python3 - "$RECON_ROOT/jvm/pom.xml" "$@" <<'EOPY'
+import hashlib, sys, xml.etree.ElementTree as ET
+ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+root = ET.parse(sys.argv[1]).getroot()
+profiles = {p.findtext("m:id", namespaces=ns): p for p in root.iterfind("m:profiles/m:profile", ns)}
+if len(sys.argv) == 2:
+    print("\n".join(profiles))
+else:  # the hash of one profile: its own block and the versions it may use
+    blocks = [root.find("m:properties", ns), profiles[sys.argv[2]]]
+    for element in blocks:
+        element.tail = None  # the white space after it, which a neighbour's edit changes
+    block = b"".join(ET.tostring(element) for element in blocks)
+    print(hashlib.sha256(block).hexdigest()[:16])
+EOPY
+}
+profile_dir() {
+  case "$1" in
+    connect-plugin-*) echo "$RECON_CONNECT_PLUGINS/${1#connect-plugin-}" ;;
+    *) echo "$RECON_STATE/jars/$1" ;;
+  esac
+}
+mkdir -p "$RECON_STATE/jars" "$RECON_CONNECT_PLUGINS"
+# Through a variable: a failure inside a process substitution would pass `set -e` unseen.
+profile_list=$(pom_profiles) || die "jvm/pom.xml could not be read (above)"
+mapfile -t profiles <<< "$profile_list"
+[ "${#profiles[@]}" -gt 0 ] || die "jvm/pom.xml names no profile"
+for profile in "${profiles[@]}"; do
+  out=$(profile_dir "$profile")
+  hash=$(pom_profiles "$profile")
+  stamp="$RECON_STATE/jars/$profile.stamp"
+  if [ -d "$out" ] && stamp_ok "$stamp" "$hash"; then continue; fi
+  say "fetching the $profile jars from Maven Central"
+  # Into a fresh folder first: an interrupted fetch leaves no half folder behind a stamp.
+  rm -rf "$out.new"
+  mvn -B -Dstyle.color=never -s "$RECON_ROOT/jvm/settings.xml" -f "$RECON_ROOT/jvm/pom.xml" -P "$profile" \
+    dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$out.new" \
+    >"$RECON_STATE/jars/mvn-$profile.log" 2>&1 \
+    || die "Maven could not fetch the $profile jars (see .state/jars/mvn-$profile.log): is Maven Central reachable?"
+  if [ "$profile" = spark ]; then
+    # pyspark ships Spark's own jars and their dependencies: keep only what it lacks, so two
+    # versions of one library never meet on Spark's classpath.
+    pyspark_jars="$("$RECON_VENV/bin/python" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
+    for jar in "$out.new"/*.jar; do
+      base=$(basename "$jar" | sed -E 's/-[0-9][^-]*(-[A-Za-z0-9.]+)?\.jar$//')
+      if compgen -G "$pyspark_jars/$base-[0-9]*.jar" >/dev/null; then rm -f "$jar"; fi
+    done
+  fi
+  rm -rf "$out" && mv "$out.new" "$out"
+  echo "$hash" > "$stamp"
+done
+rm -f "$RECON_STATE/jars/.stamp"  # the whole pom's stamp of earlier checkouts
+# A plugin whose profile was removed leaves the worker's plugin folder.
+for folder in "$RECON_CONNECT_PLUGINS"/*/; do
+  [ -d "$folder" ] || continue
+  name=$(basename "$folder")
+  if ! printf '%s\n' "${profiles[@]}" | grep -qx "connect-plugin-$name"; then
+    rm -rf "$folder" "$RECON_STATE/jars/connect-plugin-$name.stamp"
+  fi
+done
 
 # --- Spark's classes recorded once for its JVMs to share (recon.spark_class_archive) ----------
 "$RECON_VENV/bin/python" -m recon.spark_class_archive

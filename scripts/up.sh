@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Starts the services: PostgreSQL, Kafka, the project's Spark Connect server when runs are to
-# attach to it (RECON_SPARK_REMOTE=$RECON_SPARK_CONNECT_URL), and (unless
+# Starts the services: PostgreSQL, Kafka, the Kafka Connect worker, the project's Spark Connect
+# server when runs are to attach to it (RECON_SPARK_REMOTE=$RECON_SPARK_CONNECT_URL), and (unless
 # --no-airflow) Airflow, whose Spark steps then attach to it too. Idempotent.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 here="$(dirname "$0")"
 bash "$here/postgres.sh" start
 bash "$here/kafka.sh" start
+bash "$here/connect.sh" start
 if [ "${RECON_SPARK_REMOTE:-}" = "$RECON_SPARK_CONNECT_URL" ]; then
   bash "$here/spark-connect.sh" start
 fi

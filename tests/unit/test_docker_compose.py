@@ -25,6 +25,7 @@ AIRFLOW_SERVICES = {
 ONE_SHOT_SERVICES = {"postgres-init", "airflow-init"}
 EXPECTED_SERVICES = {
     "kafka",
+    "kafka-connect",
     "postgres",
     "spark-master",
     "spark-worker",
@@ -34,6 +35,7 @@ EXPECTED_SERVICES = {
 # service -> {host port: container port}; a service not named here publishes nothing.
 EXPECTED_PORTS = {
     "kafka": {23092: 23092},
+    "kafka-connect": {23083: 8083},
     "postgres": {23432: 5432},
     "airflow-apiserver": {23080: 8080},
     "spark-master": {23077: 7077, 23180: 8080},
@@ -226,10 +228,11 @@ def test_spark_image_matches_the_pyspark_pin(services: dict[str, dict[str, Any]]
 
 
 def test_kafka_image_matches_the_pom(services: dict[str, dict[str, Any]]) -> None:
-    image = services["kafka"]["image"]
     version = _pom_property("kafka.version")
-    assert image.startswith("apache/kafka:"), f"kafka runs {image}"
-    assert _image_version(image) == version, f"kafka runs {image}, jvm/pom.xml has {version}"
+    for name in ("kafka", "kafka-connect"):
+        image = services[name]["image"]
+        assert image.startswith("apache/kafka:"), f"{name} runs {image}"
+        assert _image_version(image) == version, f"{name} runs {image}, jvm/pom.xml has {version}"
 
 
 def test_postgres_image_and_databases(services: dict[str, dict[str, Any]]) -> None:
