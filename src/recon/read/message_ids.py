@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from recon.config import MessageIdSpec, OrderSpec, PayloadSpec
 from recon.duckdb_connection import connect
+from recon.read.json_numbers import exact_fields
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -97,13 +98,16 @@ def _payload_sql(payload: PayloadSpec | None, fields: _Fields) -> str:
     """The record's compared content (``records.payload``): each declared JSON field of the value
     as text (JSON null or absent: NULL; a value that is no JSON object: every field NULL, so a
     sink row holding them differs), or the hex SHA-256 of the raw value bytes; NULL when the
-    pipeline declares no ``payload``."""
+    pipeline declares no ``payload``. A number keeps every digit the value wrote
+    (``recon.read.json_numbers``)."""
     if payload is None:
         return "CAST(NULL AS VARCHAR[])"
     if payload.sha256_column is not None:
         return "CASE WHEN value IS NULL THEN NULL ELSE [sha256(value)] END"
-    items = ", ".join(fields.slot(f) for f, _ in payload.fields)
-    return f"CASE WHEN value IS NULL THEN NULL ELSE [{items}] END"
+    slots = [fields.slot(f) for f, _ in payload.fields]
+    paths = [_literal_path(f) for f, _ in payload.fields]
+    exact = exact_fields(paths, slots, "TRY(decode(value))")
+    return f"CASE WHEN value IS NULL THEN NULL ELSE {exact} END"
 
 
 def _order_sql(order: OrderSpec | None, fields: _Fields) -> tuple[str, str]:

@@ -29,10 +29,9 @@ from recon.config import PipelineConfig
 from recon.rules.render import literal
 
 #: Per kind, the cast that makes two texts of equal meaning compare equal (``{}``: the text;
-#: NULL: the text has no value of that kind). Both engines' hashes of a double take -0 for 0,
-#: as their ``=`` does (tests/unit/test_payload_rules.py).
+#: NULL: the text has no value of that kind). Numbers have their own digest
+#: (:func:`_number_digest`).
 _CANONICAL: dict[str, str] = {
-    "number": "TRY_CAST({} AS DOUBLE)",
     "boolean": "TRY_CAST({} AS BOOLEAN)",
     "time": "TRY_CAST({} AS TIMESTAMPTZ)",
     "sha256": "lower({})",
@@ -111,9 +110,61 @@ def _digest(i: int, kind: str) -> str:
     """The digest of field ``i`` (1-based) of ``payload``: the hash of its canonical value, or
     of its text when it has none (a hash of NULL is not NULL: Spark's is its seed)."""
     text = f"payload[{i}]"
+    if kind == "number":
+        return f"CASE WHEN {text} IS NULL THEN NULL {_number_digest(text)}ELSE hash({text}) END"
     value = _CANONICAL[kind].format(text) if kind in _CANONICAL else None
     typed = f"WHEN {value} IS NOT NULL THEN hash({value}) " if value else ""
     return f"CASE WHEN {text} IS NULL THEN NULL {typed}ELSE hash({text}) END"
+
+
+def _number_digest(text: str) -> str:
+    """The ``WHEN`` branches of a number's digest: the same for every text of one value, and
+    exact (``12345678901234567890`` is not ``12345678901234567891``).
+
+    A value of at most 15 significant digits and a small exponent is hashed as the double it
+    reads as: a double holds it exactly, and both engines hash -0 as 0, as their ``=`` does
+    (tests/unit/test_payload_rules.py). A short text without an exponent always is one, and goes
+    straight there (nearly every number: no text function runs). Any other value is hashed as
+    its canonical decimal text (:func:`_exact_number`). Which of the two a value takes depends
+    on the value, never on how it is written, so ``10``, ``10.0`` and ``1e1`` share a digest.
+    A text that is no decimal (``NaN``, ``Infinity``) is hashed as the double it casts to.
+    """
+    double = f"TRY_CAST({text} AS DOUBLE)"
+    exact = _exact_number(text)
+    # 15 significant digits and an exponent of at most two: a normal double, exact.
+    fits = f"regexp_matches({exact}, '^-?[0-9]{{1,15}}(e-?[0-9]{{1,2}})?$')"
+    return (
+        f"WHEN length({text}) <= 15 AND NOT contains({text}, 'e') AND NOT contains({text}, 'E') "
+        f"AND {double} IS NOT NULL THEN hash({double}) "
+        f"WHEN {exact} IS NOT NULL THEN (CASE WHEN {fits} THEN hash(CAST({exact} AS DOUBLE)) "
+        f"ELSE hash({exact}) END) "
+        f"WHEN {double} IS NOT NULL THEN hash({double}) "
+    )
+
+
+def _exact_number(text: str) -> str:
+    """A decimal ``text`` as its canonical form, computed on its digits (no double): the
+    significant digits without leading or trailing zeros, ``e`` and the exponent that makes them
+    the value, a ``-`` before them when negative (``12.50`` and ``1.25E+1``: ``125e-1``); zero of
+    either sign is ``0``. NULL when ``text`` is no decimal, or its exponent has more than 15
+    digits. The rules' regular expressions are anchored, so DuckDB's and Spark's agree."""
+    decimal = "^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]{1,15})?$"
+    valid = f"regexp_matches({text}, '{decimal}')"
+    whole = f"regexp_extract({text}, '^[+-]?([0-9]*)', 1)"
+    digits = f"({whole} || regexp_extract({text}, '[.]([0-9]*)', 1))"
+    # The digits up to the last that is not zero; without those zeros, the significant ones.
+    kept = f"regexp_extract({digits}, '^([0-9]*[1-9])', 1)"
+    significant = f"regexp_replace({kept}, '^0+', '')"
+    written = f"regexp_extract({text}, '[eE]([+-]?[0-9]+)$', 1)"
+    exponent = (
+        f"(CASE WHEN {written} = '' THEN 0 ELSE CAST({written} AS BIGINT) END "
+        f"+ length({whole}) - length({kept}))"
+    )
+    sign = f"(CASE WHEN starts_with({text}, '-') THEN '-' ELSE '' END)"
+    return (
+        f"(CASE WHEN NOT {valid} THEN NULL WHEN {kept} = '' THEN '0' "
+        f"ELSE {sign} || {significant} || 'e' || CAST({exponent} AS VARCHAR) END)"
+    )
 
 
 def _field(i: int) -> str:
