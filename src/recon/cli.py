@@ -142,6 +142,11 @@ def _check_config(args: argparse.Namespace) -> int:
         for cfg in pipelines.values():
             check_pipeline(cfg)
     print(f"{len(pipelines)} pipelines OK: {', '.join(sorted(pipelines))}")
+    from recon.read.sink_copy import read_way
+
+    for name in sorted(pipelines):
+        way, why = read_way(pipelines[name])
+        print(f"  {name}: new sink rows found by {way}: {why}")
     return EXIT_OK
 
 

@@ -170,6 +170,8 @@ def snapshot_offsets(
             # judging it again would count it twice.
             progress(f"run {run_id}: run {base.run_id} committed after its snapshot: taking anew")
         plan = resolve_plan(cfg, run_id, base, now=now)
+        if plan.sink_read is not None:
+            progress(f"run {run_id}: {plan.sink_read}")
         store.record_snapshot(
             pg,
             pipeline=cfg.name,
@@ -177,7 +179,7 @@ def snapshot_offsets(
             semantics=cfg.semantics,
             snapshot_at=datetime.fromtimestamp(plan.snapshot_time, UTC),
             windows=list(plan.windows),
-            base=base,
+            base=plan.base,
             sink=plan.sink_position,
         )
         record = store.find_run(pg, cfg.name, run_id)

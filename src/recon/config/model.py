@@ -17,6 +17,8 @@ MESSAGE_ID_KINDS: tuple[str, ...] = ("header", "json_field", "key")
 #: Where an alert may go (``recon.alert.transport`` sends each): a Slack incoming webhook, a
 #: generic webhook (Slack-compatible JSON), an email.
 NOTIFIERS: tuple[str, ...] = ("slack", "webhook", "email")
+#: How a sink without an ingest sequence may be read each run (``sink.incremental``).
+INCREMENTAL_WAYS: tuple[str, ...] = ("xmin", "full")
 
 
 def split_table(table: str) -> tuple[str, str]:
@@ -68,6 +70,10 @@ class SinkSpec:
     #: Which of a duplicated message's sink rows a repair keeps: the first by this column
     #: (default: ``ingest_seq_column``, else the primary key).
     keep_first_by: str | None = None
+    #: How a sink without ``ingest_seq_column`` is read each run: ``xmin`` (the rows written
+    #: since the previous run's snapshot), ``full`` (the whole table); None: the default
+    #: (``recon.read.sink_copy.read_way``).
+    incremental: str | None = None
 
     @property
     def keep_order(self) -> str | None:

@@ -35,6 +35,7 @@ from pydantic import (
 
 from recon.config.checks import LatencyDecl, OrderDecl, PayloadDecl
 from recon.config.model import (
+    INCREMENTAL_WAYS,
     NOTIFIERS,
     AlertRoute,
     KafkaSource,
@@ -112,6 +113,22 @@ class SinkDecl(Declaration):
     ingest_seq_column: Text | None = None
     time_column: Text | None = None
     keep_first_by: Text | None = None
+    incremental: Text | None = None
+
+    @field_validator("incremental")
+    @classmethod
+    def _incremental_way(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # One way per pipeline: a sequence says itself which rows are new.
+        if value is None:
+            return value
+        if value not in INCREMENTAL_WAYS:
+            raise invalid(f"expected one of {', '.join(INCREMENTAL_WAYS)}, got {value!r}")
+        if info.data.get("ingest_seq_column") is not None:
+            raise invalid(
+                "applies only to a sink without ingest_seq_column (the sequence says which rows "
+                "are new): remove one of them"
+            )
+        return value
 
     def spec(self) -> SinkSpec:
         """The validated value."""

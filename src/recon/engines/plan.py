@@ -16,9 +16,10 @@ from recon.config import PipelineConfig
 from recon.connections import kafka_connection
 from recon.engines import needs_spark
 from recon.read.sink import SinkTable, inspect_sink
+from recon.read.sink_copy import sink_position_for_run
 from recon.services import sink_db
 from recon.snapshot.offsets import KafkaAuthFailed, take_offsets
-from recon.snapshot.sink_position import SinkPosition, take_sink_position
+from recon.snapshot.sink_position import SinkPosition
 from recon.snapshot.window import PartitionWindow, plan_windows
 from recon.store.runs import PipelineState
 
@@ -44,6 +45,9 @@ class RunPlan:
     sink_position: SinkPosition | None
     snapshot_time: float
     windows: tuple[PartitionWindow, ...]
+    #: how the run reads the sink when it has something to say (``recon.read.sink_copy``:
+    #: by ``xmin``, or whole and why); ``base`` then holds no sink snapshot for a whole read.
+    sink_read: str | None = None
 
     @property
     def offsets(self) -> int:
@@ -65,13 +69,7 @@ def resolve_plan(
     """
     with sink_db(cfg) as sink_pg:
         table = inspect_sink(sink_pg, cfg.sink, cfg.name, cfg.payload, cfg.order)
-        position = (
-            take_sink_position(
-                sink_pg, table.identifier(), cfg.sink.ingest_seq_column, base.sink_position
-            )
-            if cfg.sink.ingest_seq_column
-            else None
-        )
+        position, base, sink_read = sink_position_for_run(cfg, sink_pg, table.identifier(), base)
     kafka = kafka_connection(cfg.kafka.connection)
     snapshot_time = time.time() if now is None else now
     try:
@@ -82,7 +80,7 @@ def resolve_plan(
     except KafkaAuthFailed as exc:
         raise KafkaAuthFailed(kafka.failure(cfg.name, exc)) from None
     windows = plan_windows(offsets, base.watermarks, cfg.kafka.start_offsets or "earliest")
-    return RunPlan(cfg, run_id, base, table, position, snapshot_time, tuple(windows))
+    return RunPlan(cfg, run_id, base, table, position, snapshot_time, tuple(windows), sink_read)
 
 
 def explain(plan: RunPlan, data_dir: str) -> list[str]:
@@ -146,7 +144,7 @@ def _message_id(cfg: PipelineConfig) -> str:
 def _sink_read(plan: RunPlan) -> str:
     seq = plan.cfg.sink.ingest_seq_column
     if seq is None:
-        return "the whole table (no ingest_seq_column)"
+        return plan.sink_read or "the whole table"
     to = plan.sink_position.seq if plan.sink_position is not None else None
     since = plan.base.sink_seq
     if to is None:

@@ -2,9 +2,10 @@
 
 With an ``ingest_seq_column`` only the run's rows are read
 (``recon.snapshot.sink_position.SinkRange``: the new ones up to the sequence at snapshot, and the
-ones that committed late below it), sliced on that column. Without one, the whole table is read
-every run (sliced on ``ctid`` pages would need a server-side helper, so it is read as one slice
-plus ``fetchsize`` streaming).
+ones that committed late below it), sliced on that column. Without one, the rows written since
+the previous run's snapshot and the other rows of their messages (``SinkRange.changed_where``),
+or the whole table (``recon.read.sink_copy.read_way``), as one slice plus ``fetchsize``
+streaming (slices on ``ctid`` pages would need a server-side helper).
 Identifiers are quoted with psycopg2's ``sql.Identifier``; nothing from the YAML is pasted into
 SQL unquoted.
 """
@@ -173,7 +174,8 @@ def sink_query(
     :param pg: a psycopg2 connection (only used to quote identifiers).
     :param spec: the sink declaration.
     :param table: the inspected table.
-    :param rows: the run's range of the ingest sequence (None: the whole table).
+    :param rows: the run's range of the ingest sequence, or its snapshots for a sink read by
+        ``xmin`` (None: the whole table).
     :param payload: the pipeline's ``payload`` (``table`` inspected with it).
     :param order: the pipeline's ``order`` (``table`` inspected with it).
     :param flat: each compared column as a column of its own (``payload_1``, ``payload_2``, ...)
@@ -192,6 +194,12 @@ def sink_query(
     where: list[sql.Composable] = []
     if seq is not None and rows is not None:
         where.append(rows.where(seq))
+    elif rows is not None:
+        changed = rows.changed_where(
+            sql.Identifier(spec.message_id_column), sql.Identifier(table.schema, table.table)
+        )
+        if changed is not None:
+            where.append(changed)
     types = dict(zip(payload.columns, table.payload_types, strict=True)) if payload else {}
     order_key, order_position = order_expressions(order)
     # The select list as parts: a flat read with nothing compared has no payload column at all.

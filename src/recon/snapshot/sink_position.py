@@ -96,6 +96,33 @@ class SinkRange:
         parts.append(new)
         return sql.SQL(" AND ").join(parts)
 
+    def changed_where(self, message_id: Any, table: Any) -> Any:
+        """The filter of a sink without ingest sequence read by ``xmin`` (``recon.snapshot.
+        sink_changes``): the rows written since the previous snapshot, and every row of their
+        messages (the rules compare a message's row count with its ledger entry's, so a row read
+        again is never counted twice). None: the whole table (no previous snapshot).
+
+        :param message_id: the messageId column as a composable.
+        :param table: the table as a composable.
+        """
+        from psycopg2 import sql
+
+        if self.snapshot_from is None or self.snapshot_to is None:
+            return None
+        horizon = int(self.snapshot_from.split(":")[0])
+        # Everything at or past the previous snapshot's xmin: a transaction in progress then is
+        # read once it commits, and so is each of its subtransactions (pg_current_snapshot lists
+        # no subtransaction ids, so pg_visible_in_snapshot cannot tell them from committed ones).
+        changed = sql.SQL(
+            "{x} >= {h}::xid8 AND pg_visible_in_snapshot({x}, {s}::pg_snapshot)"
+        ).format(x=_ROW_XID, h=sql.Literal(str(horizon)), s=sql.Literal(self.snapshot_to))
+        return sql.SQL(
+            "pg_visible_in_snapshot({x}, {s}::pg_snapshot) AND ({changed} OR {m} IN "
+            "(SELECT {m} FROM {t} WHERE {changed}))"
+        ).format(
+            x=_ROW_XID, s=sql.Literal(self.snapshot_to), changed=changed, m=message_id, t=table
+        )
+
 
 def _xid8_sql() -> Any:
     """The row's inserting transaction as ``xid8``: ``xmin`` is 32 bits, so its epoch is taken
