@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Stops every process of the project: Airflow's process group, the Spark Connect server, the Kafka
-# Connect worker, Kafka, PostgreSQL, and any Spark or workload process left behind by an
-# interrupted run.
+# Connect worker, both Kafka clusters, PostgreSQL, and any Spark or workload process left behind
+# by an interrupted run.
 set -uo pipefail
 . "$(dirname "$0")/env.sh"
 here="$(dirname "$0")"
@@ -9,6 +9,7 @@ bash "$here/catcher.sh" stop
 bash "$here/airflow.sh" stop
 bash "$here/spark-connect.sh" stop
 bash "$here/connect.sh" stop
+bash "$here/kafka-replica.sh" stop
 bash "$here/kafka.sh" stop
 bash "$here/postgres.sh" stop
 # Stragglers: anything still running from this checkout's .venv or jars (a killed test run's Spark

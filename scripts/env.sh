@@ -18,6 +18,10 @@ export RECON_KAFKA_PROXY_PORT="${RECON_KAFKA_PROXY_PORT:-23095}"
 export RECON_KAFKA_SASL_PORT="${RECON_KAFKA_SASL_PORT:-23096}"
 export RECON_KAFKA_SASL_USER="${RECON_KAFKA_SASL_USER:-recon}"
 export RECON_KAFKA_BOOTSTRAP="${RECON_KAFKA_BOOTSTRAP:-127.0.0.1:$RECON_KAFKA_PORT}"
+# A second Kafka cluster for replicas (scripts/kafka-replica.sh): connection id kafka_replica.
+export RECON_KAFKA_REPLICA_PORT="${RECON_KAFKA_REPLICA_PORT:-23192}"
+export RECON_KAFKA_REPLICA_CONTROLLER_PORT="${RECON_KAFKA_REPLICA_CONTROLLER_PORT:-23193}"
+export RECON_KAFKA_REPLICA_BOOTSTRAP="${RECON_KAFKA_REPLICA_BOOTSTRAP:-127.0.0.1:$RECON_KAFKA_REPLICA_PORT}"
 # The Kafka Connect worker's REST API (scripts/connect.sh), on 127.0.0.1 only.
 export RECON_CONNECT_PORT="${RECON_CONNECT_PORT:-23083}"
 export RECON_CONNECT_URL="http://127.0.0.1:$RECON_CONNECT_PORT"
@@ -145,6 +149,7 @@ default_conn() { if [ -z "${!1:-}" ]; then export "$1=$2"; fi; }
 # The connections the project's own stack offers, in Airflow's AIRFLOW_CONN_<ID> form: Airflow,
 # the CLI and the tests resolve the same ids. The password comes from secrets.env above.
 default_conn AIRFLOW_CONN_KAFKA_DEFAULT "{\"conn_type\": \"kafka\", \"extra\": {\"bootstrap.servers\": \"$RECON_KAFKA_BOOTSTRAP\"}}"
+default_conn AIRFLOW_CONN_KAFKA_REPLICA "{\"conn_type\": \"kafka\", \"extra\": {\"bootstrap.servers\": \"$RECON_KAFKA_REPLICA_BOOTSTRAP\"}}"
 default_conn AIRFLOW_CONN_POSTGRES_SINK "{\"conn_type\": \"postgres\", \"host\": \"$RECON_PG_HOST\", \"port\": $RECON_PG_PORT, \"login\": \"$RECON_PG_USER\", \"password\": \"${RECON_PG_PASSWORD:-}\", \"schema\": \"$RECON_PG_SINK_DB\"}"
 default_conn AIRFLOW_CONN_POSTGRES_RECON "{\"conn_type\": \"postgres\", \"host\": \"$RECON_PG_HOST\", \"port\": $RECON_PG_PORT, \"login\": \"$RECON_PG_USER\", \"password\": \"${RECON_PG_PASSWORD:-}\", \"schema\": \"$RECON_PG_RESULTS_DB\"}"
 # Alerts go to the demo's local catcher (scripts/catcher.sh) unless you point these elsewhere.

@@ -1,6 +1,7 @@
-"""The stack's Kafka Connect worker (scripts/connect.sh, started by `make up`): its REST API on
-loopback only, MirrorMaker 2's connectors installed, and a real connector copying records on the
-project's broker, values and headers byte for byte."""
+"""The stack's Kafka Connect worker (scripts/connect.sh) and second Kafka cluster
+(scripts/kafka-replica.sh), both started by `make up`: on loopback only, MirrorMaker 2's connectors
+installed, and a real connector copying records within the project's cluster and into the second
+one, values and headers byte for byte."""
 
 from __future__ import annotations
 
@@ -80,9 +81,33 @@ def _wait_running(connect_url: str, name: str, timeout: float = 60) -> None:
     pytest.fail(f"connector {name} not running within {timeout} s: {status}")
 
 
+@pytest.fixture(scope="module")
+def replica_config() -> dict[str, str]:
+    """The librdkafka settings of the second cluster (scripts/kafka-replica.sh)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    config = {"bootstrap.servers": os.environ["RECON_KAFKA_REPLICA_BOOTSTRAP"]}
+    try:
+        AdminClient(config).list_topics(timeout=15)
+    except KafkaException as exc:
+        pytest.fail(
+            f"the replica Kafka did not answer ({exc}): start it with `make up`", pytrace=False
+        )
+    return config
+
+
+def test_the_replica_cluster_listens_on_loopback_only(replica_config: dict[str, str]) -> None:
+    for variable in ("RECON_KAFKA_REPLICA_PORT", "RECON_KAFKA_REPLICA_CONTROLLER_PORT"):
+        assert listening_addresses(int(os.environ[variable])) == {"127.0.0.1"}, variable
+
+
+@pytest.mark.parametrize("target", ["the same cluster", "the replica cluster"])
 def test_a_mirror_source_connector_copies_a_topic_byte_for_byte(
+    target: str,
     connect_url: str,
     kafka_config: dict[str, str],
+    replica_config: dict[str, str],
     new_topic: Callable[..., str],
 ) -> None:
     from confluent_kafka import Producer
@@ -96,9 +121,9 @@ def test_a_mirror_source_connector_copies_a_topic_byte_for_byte(
         producer.produce(topic, key=key, value=value, headers=[("message_id", message_id)])
     assert producer.flush(30) == 0
 
-    bootstrap = os.environ["RECON_KAFKA_BOOTSTRAP"]
-    admin = AdminClient(kafka_config)
-    # The project's cluster to itself: the rename keeps the replica apart from its source.
+    # On the same cluster the rename keeps the replica apart from its source.
+    target_config = kafka_config if target == "the same cluster" else replica_config
+    admin = AdminClient(target_config)
     name = f"mm2-test-{uuid.uuid4().hex[:8]}"
     try:
         _call(
@@ -111,8 +136,11 @@ def test_a_mirror_source_connector_copies_a_topic_byte_for_byte(
                     "tasks.max": "1",
                     "source.cluster.alias": SOURCE_ALIAS,
                     "target.cluster.alias": "recontarget",
-                    "source.cluster.bootstrap.servers": bootstrap,
-                    "target.cluster.bootstrap.servers": bootstrap,
+                    "source.cluster.bootstrap.servers": os.environ["RECON_KAFKA_BOOTSTRAP"],
+                    "target.cluster.bootstrap.servers": target_config["bootstrap.servers"],
+                    # The task's records go out through the worker's producer, which writes to
+                    # the worker's own cluster unless the connector points it at the target.
+                    "producer.override.bootstrap.servers": target_config["bootstrap.servers"],
                     "topics": re.escape(topic),
                     "replication.factor": "1",
                     "offset-syncs.topic.replication.factor": "1",
@@ -126,7 +154,7 @@ def test_a_mirror_source_connector_copies_a_topic_byte_for_byte(
         copied: list[Any] = []
         while time.monotonic() < deadline:
             if replica in admin.list_topics(timeout=10).topics:
-                copied = read_topic(kafka_config, replica)
+                copied = read_topic(target_config, replica)
                 if len(copied) >= len(sent):
                     break
             time.sleep(1)

@@ -25,6 +25,7 @@ AIRFLOW_SERVICES = {
 ONE_SHOT_SERVICES = {"postgres-init", "airflow-init"}
 EXPECTED_SERVICES = {
     "kafka",
+    "kafka-replica",
     "kafka-connect",
     "postgres",
     "spark-master",
@@ -35,6 +36,7 @@ EXPECTED_SERVICES = {
 # service -> {host port: container port}; a service not named here publishes nothing.
 EXPECTED_PORTS = {
     "kafka": {23092: 23092},
+    "kafka-replica": {23192: 23192},
     "kafka-connect": {23083: 8083},
     "postgres": {23432: 5432},
     "airflow-apiserver": {23080: 8080},
@@ -229,7 +231,7 @@ def test_spark_image_matches_the_pyspark_pin(services: dict[str, dict[str, Any]]
 
 def test_kafka_image_matches_the_pom(services: dict[str, dict[str, Any]]) -> None:
     version = _pom_property("kafka.version")
-    for name in ("kafka", "kafka-connect"):
+    for name in ("kafka", "kafka-replica", "kafka-connect"):
         image = services[name]["image"]
         assert image.startswith("apache/kafka:"), f"{name} runs {image}"
         assert _image_version(image) == version, f"{name} runs {image}, jvm/pom.xml has {version}"
