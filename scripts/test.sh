@@ -6,7 +6,7 @@ set -euo pipefail
 . "$(dirname "$0")/test-env.sh"
 here="$(dirname "$0")"
 
-note_stopped_services postgres kafka connect airflow
+note_stopped_services postgres kafka kafka-replica connect airflow
 airflow_start=""
 finish() {
   # A start still going on would leave Airflow running after the suite: let it end, then stop.
