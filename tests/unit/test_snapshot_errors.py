@@ -166,6 +166,11 @@ class FakeAdmin:
         tps = [SimpleNamespace(partition=tp.partition, offset=3) for tp in request.topic_partitions]
         return {request.group_id: _done(SimpleNamespace(topic_partitions=tps))}
 
+    def describe_configs(self, resources: list[Any], **_: Any) -> dict[Any, Future[Any]]:
+        """The topic's configuration: the default cleanup policy."""
+        entries = {"cleanup.policy": SimpleNamespace(value="delete")}
+        return {r: _done(entries) for r in resources}
+
 
 # --- topic metadata (the first request of a snapshot, and the preflight check) ------------------
 
