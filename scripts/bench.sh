@@ -11,10 +11,10 @@ here="$(dirname "$0")"
 # The bench measures both ways of running Spark side by side: a JVM per run by default, and the
 # Spark Connect figures on a server it starts itself (bench/connect.py).
 export RECON_SPARK_REMOTE=""
-note_stopped_services postgres kafka
+note_stopped_services postgres kafka kafka-replica connect
 trap stop_started EXIT
 
-say "starting the services the bench needs (PostgreSQL, Kafka)"
+say "starting the services the bench needs (PostgreSQL, Kafka, Kafka Connect and the replica cluster)"
 bash "$here/up.sh" --no-airflow
 cd "$RECON_ROOT"
 # Airflow is started by P5 itself (bench/scheduled.py), with the environment each of its figures

@@ -34,7 +34,8 @@ done
 
 # 1. Nothing of this checkout's stack may be running: each service's own status command.
 busy=""
-for svc in postgres:PostgreSQL kafka:Kafka airflow:Airflow catcher:catcher; do
+for svc in postgres:PostgreSQL kafka:Kafka kafka-replica:"the replica Kafka" connect:"Kafka Connect" \
+    airflow:Airflow catcher:catcher; do
   if bash "$here/${svc%%:*}.sh" status >/dev/null 2>&1; then busy="$busy${busy:+, }${svc#*:}"; fi
 done
 [ -z "$busy" ] || die "not cleaning: running from this checkout: $busy; stop them with 'make down'"

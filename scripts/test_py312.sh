@@ -26,7 +26,7 @@ install_venv "$py" "$venv" "installing the Python 3.12 environment into $venv ($
 
 RECON_VENV="$venv" bash "$here/with-env.sh" python -m recon.spark_class_archive
 
-note_stopped_services postgres kafka
+note_stopped_services postgres kafka kafka-replica connect
 trap stop_started EXIT
 bash "$here/up.sh" --no-airflow
 
