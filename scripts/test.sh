@@ -70,10 +70,10 @@ run_tests() {  # <what> <pytest args...>
   # 5 = no tests collected: fine while a tier is still empty.
   if [ "$status" != 0 ] && [ "$status" != 5 ]; then exit "$status"; fi
 }
-# The unit tier is mostly tiny Spark jobs that wait on the JVM's scheduling more than they
-# compute (the tier's processes use about a third of the two cores): two workers (a local[1]
-# session each) took about 3.4 min instead of 4.4, three 5:02 instead of 5:38 (same machine,
-# same hour, 1226 tests). The integration tier is CPU-bound: three workers there gained nothing.
+# The unit tier starts no JVM (issue 71: its Spark tests moved to the integration tier). When it
+# was mostly tiny Spark jobs waiting on the JVM's scheduling, three workers took 5:02 instead of
+# 5:38 for two (same machine, same hour, 1226 tests). The integration tier is CPU-bound: three
+# workers there gained nothing.
 # The serial integration tests mostly wait too (a frozen broker, a held lock, Kafka's restart)
 # and the unit tier uses no service: they run beside it, those that need Airflow up or restart
 # the PostgreSQL Airflow is starting on (after_airflow) excepted. One after the other they took

@@ -3,8 +3,9 @@
 For each claimed semantic: a results fixture that passes with every tolerance exactly at its
 threshold, and one that breaks every rule (each tolerance just past its threshold, every
 forbidden verdict present, each with a distinct count), both run through the real checkpoint on
-Spark (``engine: spark``) and on pandas over the results Parquet (``engine: local``, no JVM), and
-cross-checked against the pure-Python contract on the same counts; and the GX project the runs
+pandas over the results Parquet (``engine: local``, no JVM), and cross-checked against the
+pure-Python contract on the same counts (on Spark, ``engine: spark``, in
+``tests/integration/test_suites_on_spark.py``: it needs a JVM); and the GX project the runs
 share: a run validated again replaces its validation, runs validate side by side.
 
 The suite files themselves, and their generation from the contract table, are tested without
@@ -19,12 +20,11 @@ import json
 import os
 import subprocess
 import sys
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.suite_cases import CASES, Case, _counts
 from fixtures.suite_runs import (
     RESULT_COLUMNS,
     _cfg,
@@ -37,71 +37,14 @@ from fixtures.suite_runs import (
 
 from recon.config import Tolerances
 from recon.contract.evaluate import evaluate_contract
-from recon.verdicts import ROW_VERDICTS, Verdict
+from recon.verdicts import ROW_VERDICTS
 
 pytestmark = pytest.mark.unit
 
 
-def _counts(counts: dict[str, int], topic_duplicates: int) -> dict[str, int]:
-    return {**Counter(counts), Verdict.TOPIC_DUPLICATE.value: topic_duplicates}
-
-
-@dataclass(frozen=True)
-class Case:
-    semantics: str
-    tolerances: Tolerances
-    passing: dict[str, int]
-    passing_topic_duplicates: int
-    broken: dict[str, int]
-    broken_topic_duplicates: int
-    # (verdict, observed, allowed) expected from the broken fixture, in suite order
-    expected: list[tuple[str, int, float]] = field(default_factory=list)
-
-
-CASES = [
-    Case(
-        "at_most_once",
-        Tolerances(max_loss_ratio=0.29, max_unverifiable=1, max_invalid=2, max_late_ratio=0.1),
-        # 29 lost and 10 late of 100 judged: exactly max_loss_ratio (0.29 * 100 is 28.999... in
-        # floats) and max_late_ratio
-        {"delivered": 61, "late": 10, "lost": 29, "pending": 4, "unverifiable": 1, "invalid": 2},
-        3,
-        {"delivered": 57, "late": 11, "lost": 30, "duplicated": 2, "phantom": 1,
-         "aborted_read": 3, "unverifiable": 2, "invalid": 3, "pending": 1},
-        4,
-        [("lost", 30, 0.29), ("duplicated", 2, 0), ("late", 11, 0.1), ("phantom", 1, 0),
-         ("aborted_read", 3, 0), ("topic_duplicate", 4, 0), ("unverifiable", 2, 1),
-         ("invalid", 3, 2)],
-    ),
-    Case(
-        "at_least_once",
-        Tolerances(max_duplicate_ratio=0.07, max_late_ratio=0.05),
-        {"delivered": 88, "late": 5, "duplicated": 7, "pending": 3},
-        2,
-        {"delivered": 85, "late": 6, "duplicated": 8, "lost": 1, "phantom": 2, "aborted_read": 3,
-         "unverifiable": 1, "invalid": 4},
-        5,
-        [("lost", 1, 0), ("duplicated", 8, 0.07), ("late", 6, 0.05), ("phantom", 2, 0),
-         ("aborted_read", 3, 0), ("topic_duplicate", 5, 0), ("unverifiable", 1, 0),
-         ("invalid", 4, 0)],
-    ),
-    Case(
-        "exactly_once",
-        # latency is no part of the semantic: exactly_once tolerates late up to its ratio too
-        Tolerances(max_unverifiable=2, max_invalid=1, max_late_ratio=0.25),
-        {"delivered": 15, "late": 5, "pending": 2, "unverifiable": 2, "invalid": 1},
-        2,
-        {"delivered": 10, "late": 6, "lost": 1, "duplicated": 2, "phantom": 3, "aborted_read": 4,
-         "unverifiable": 3, "invalid": 2},
-        5,
-        [("lost", 1, 0), ("duplicated", 2, 0), ("late", 6, 0.25), ("phantom", 3, 0),
-         ("aborted_read", 4, 0), ("topic_duplicate", 5, 0), ("unverifiable", 3, 2),
-         ("invalid", 2, 1)],
-    ),
-]  # fmt: skip
-
-
-ENGINES = ("spark", "pandas")
+#: The unit tier validates on pandas only (no JVM): ``tests/integration/test_suites_on_spark.py``
+#: holds Spark's validation of the same cases to pandas's.
+ENGINES = ("pandas",)
 
 
 def test_the_fixture_rows_have_the_results_layout() -> None:
@@ -309,24 +252,6 @@ def test_a_suite_installed_by_another_run_meanwhile_does_not_stop_the_validation
 
     assert raced == [True]
     assert not outcome.passed and _gx_failures(outcome) == [("lost", 1, 0.0)]
-
-
-def test_revalidation_on_the_other_engine_replaces_the_run(
-    request: pytest.FixtureRequest, gx_dir: str
-) -> None:
-    """A pipeline that switches engines keeps one validation per run: the new one."""
-    cfg = _cfg("exactly_once", Tolerances(), idempotent=True, name="switching")
-    rows = _rows({"delivered": 3, "lost": 1})
-    on_spark = _validate(request, "spark", gx_dir, cfg, rows, "switched")
-    on_pandas = _validate(request, "pandas", gx_dir, cfg, _rows({"delivered": 4}), "switched")
-    again_on_spark = _validate(request, "spark", gx_dir, cfg, rows, "switched")
-
-    assert not on_spark.passed and on_pandas.passed and not again_on_spark.passed
-    assert not os.path.exists(on_spark.data_docs_path)
-    assert not os.path.exists(on_pandas.data_docs_path)
-    stored = list(Path(gx_dir, "uncommitted", "validations").rglob("*-switching.json"))
-    assert [p.parent.parent.name for p in stored] == ["switched"], stored
-    assert stored[0].name == "recon_results-switching.json"
 
 
 def test_pandas_validation_reads_only_the_suite_columns_lean_and_starts_no_jvm(
