@@ -54,6 +54,7 @@ def test_when_the_run_reads_the_whole_table() -> None:
     now = "5000:5010:5001"
     assert full_copy_reason("4990:4995:", now, 4000) is None
     assert "no earlier run" in (full_copy_reason(None, now, 4000) or "")
+    assert "a view or a foreign table" in (full_copy_reason("4990:4995:", now, None) or "")
     assert "oldest unfrozen" in (full_copy_reason("3990:3995:", now, 4000) or "")
     assert "restored or replaced" in (full_copy_reason("6000:6000:", now, 4000) or "")
     far = 2**33

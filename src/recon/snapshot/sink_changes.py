@@ -43,9 +43,10 @@ def _epoch_xid(raw: int, xmax: int) -> int:
 
 def take_sink_snapshot(
     pg: Any, table: Any, *, probe_seconds: float = PROBE_SECONDS
-) -> tuple[SinkPosition, int]:
+) -> tuple[SinkPosition, int | None]:
     """The database's snapshot for a new run of a sink read by ``xmin``, and the table's
-    oldest unfrozen transaction (``relfrozenxid`` as a 64-bit id).
+    oldest unfrozen transaction (``relfrozenxid`` as a 64-bit id; None: the relation keeps no
+    rows of its own, a view or a foreign table, so its rows have no ``xmin``).
 
     Like the ingest sequence's probe, it waits up to ``probe_seconds`` for the transactions in
     progress at a first look to end: the next run reads from this snapshot's ``xmin``, so a
@@ -58,7 +59,8 @@ def take_sink_snapshot(
 
     query = sql.SQL(
         "SELECT s::text, pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint, "
-        "(SELECT relfrozenxid::text::bigint FROM pg_class WHERE oid = {t}::regclass) "
+        "(SELECT CASE WHEN relkind IN ('r', 'p', 'm') THEN relfrozenxid::text::bigint END "
+        "FROM pg_class WHERE oid = {t}::regclass) "
         "FROM (SELECT pg_current_snapshot() AS s) c"
     ).format(t=sql.Literal(table.as_string(pg)))
     with pg.cursor() as cur:
@@ -72,20 +74,21 @@ def take_sink_snapshot(
                 break
             time.sleep(0.05)
     pg.rollback()
-    return SinkPosition(seq=None, snapshot=str(snapshot), floor=None), _epoch_xid(
-        int(frozen), int(xmax)
-    )
+    horizon = None if frozen is None else _epoch_xid(int(frozen), int(xmax))
+    return SinkPosition(seq=None, snapshot=str(snapshot), floor=None), horizon
 
 
-def full_copy_reason(previous: str | None, current: str, frozen_horizon: int) -> str | None:
+def full_copy_reason(previous: str | None, current: str, frozen_horizon: int | None) -> str | None:
     """Why this run reads the whole table instead of the rows changed since ``previous`` (None:
     it need not).
 
     :param previous: the snapshot of the run this one starts from (None: there is none).
     :param current: this run's snapshot.
     :param frozen_horizon: the table's ``relfrozenxid`` as a 64-bit id: every transaction
-        below it is frozen in the table.
+        below it is frozen in the table (None: a view or a foreign table, without ``xmin``).
     """
+    if frozen_horizon is None:
+        return "sink.table is a view or a foreign table: its rows carry no xmin"
     if previous is None:
         return "no earlier run recorded a snapshot of the sink"
     prev_xmin, prev_xmax = (int(part) for part in previous.split(":")[:2])
