@@ -5,7 +5,9 @@
 * :mod:`recon.snapshot.window` decides each partition's window from that snapshot and the previous
   run's watermarks (pure: no Kafka, no database);
 * :mod:`recon.snapshot.sink_position` records where the run stands in the sink's ingest sequence,
-  so that rows committing late are read by the next run.
+  so that rows committing late are read by the next run;
+* :mod:`recon.snapshot.sink_changes` records the database's snapshot for a sink without one, whose
+  rows are read by their writing transaction (``xmin``).
 
 Nothing is imported here: each importer names the module it uses.
 """
