@@ -110,16 +110,24 @@ def where(msg: Message) -> Position:
     return Position(topic, partition, offset)
 
 
-def create_topics(conf: dict[str, Any], names: Iterable[str], partitions: int) -> None:
+def create_topics(
+    conf: dict[str, Any],
+    names: Iterable[str],
+    partitions: int,
+    config: Mapping[str, str] | None = None,
+) -> None:
     """Create topics (auto-create is off), retrying while a same-named deleted topic lingers.
 
     :param partitions: partition count of every topic.
+    :param config: topic settings (``cleanup.policy`` ...), the broker's defaults otherwise.
     """
     admin = AdminClient(quiet(conf))
     pending = list(names)
     deadline = time.monotonic() + 60
     while pending:
-        futures = admin.create_topics([NewTopic(n, num_partitions=partitions) for n in pending])
+        futures = admin.create_topics(
+            [NewTopic(n, num_partitions=partitions, config=dict(config or {})) for n in pending]
+        )
         retry = []
         for name, future in futures.items():
             try:

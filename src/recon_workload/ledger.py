@@ -23,6 +23,9 @@ Expected verdict rules (per messageId):
 - committed, but only at or past the committed offset -> ``pending``;
 - not committed, yet in the sink -> ``aborted_read`` if an aborted record carries the id, else
   ``phantom``;
+- not committed any more, yet in the sink, on a compacted topic where the producer placed it
+  (acknowledged at a known position) -> ``unverifiable``: the log cleaner removed it (an older
+  version of its key) and nothing left in the topic can prove or refute the sink row;
 - neither committed nor in the sink, yet in the run's source (a row of the outbox table the
   outbox scenarios' relay publishes from) -> ``unpublished``: the source says it was produced,
   the topic never got it;
@@ -54,6 +57,7 @@ VERDICTS = (
     "aborted_read",
     "pending",
     "invalid",
+    "unverifiable",  # a sink row whose record the log cleaner removed (compacted topics)
 )
 
 
@@ -118,6 +122,7 @@ def build(
     sink_rows: Sequence[SinkRow],
     committed_offsets: Mapping[int, int | None],
     outbox_ids: Collection[str] | None = None,
+    compacted: bool = False,
 ) -> list[LedgerRow]:
     """One ledger row per message (and per id-less record), from what was read back.
 
@@ -128,6 +133,8 @@ def build(
     :param committed_offsets: the sink consumer group's committed offset per partition.
     :param outbox_ids: the messageIds of the run's source rows (its outbox table), in a run that
         has one (``None``: no source, nothing is ``unpublished``).
+    :param compacted: the topic's ``cleanup.policy`` is ``compact``: an acknowledged record
+        missing from it was removed by the log cleaner.
     """
     produced = list(produced)
     committed_set = {r.position for r in committed_records}
@@ -165,7 +172,11 @@ def build(
         )
         verdict = _verdict(pos, abt, n, committed_offsets)
         detail = None
-        if verdict is None:
+        if compacted and verdict == "phantom" and acked_by_id.get(mid):
+            verdict, detail = "unverifiable", "compacted away after the consumer wrote it"
+        elif compacted and verdict is None and acked_by_id.get(mid):
+            detail = "compacted away before any consumer read it"
+        if verdict is None and detail is None:
             detail = "aborted, never read" if abt else "never committed in the topic"
             if not abt and mid not in acked_by_id:
                 detail = "in the outbox, never sent"
@@ -219,6 +230,7 @@ class Summary:
     # the upsert sink's key and position columns ``out_of_order`` is judged by, if any
     order_columns: tuple[str, str] | None = None
     source_table: str | None = None  # the outbox ``unpublished`` is judged by, if the run has one
+    compacted: bool = False  # a compacted topic: ``unverifiable`` is judged
 
     def line(self, scenario_run: str) -> str:
         # ``late`` only where a bound was declared, ``mismatched`` only where payloads were
@@ -228,6 +240,7 @@ class Summary:
         hidden |= {"mismatched"} if self.payload_fields is None else set()
         hidden |= {"out_of_order"} if self.order_columns is None else set()
         hidden |= {"unpublished"} if self.source_table is None else set()
+        hidden |= set() if self.compacted else {"unverifiable"}
         verdicts = " ".join(f"{v}={self.counts[v]}" for v in VERDICTS if v not in hidden)
         if self.late_bound is not None:
             verdicts += f" (late: over {self.late_bound:g} s)"
@@ -256,6 +269,7 @@ class Summary:
             "payload_fields": None if self.payload_fields is None else list(self.payload_fields),
             "order_columns": None if self.order_columns is None else list(self.order_columns),
             "source_table": self.source_table,
+            "compacted": self.compacted,
         }
 
 
@@ -268,6 +282,7 @@ def summarize(
     payload_fields: Sequence[str] | None = None,
     order_columns: tuple[str, str] | None = None,
     source_table: str | None = None,
+    compacted: bool = False,
 ) -> Summary:
     """Counts per expected verdict plus the run's totals.
 
@@ -277,6 +292,7 @@ def summarize(
     :param order_columns: the upsert sink's key and position columns the run's
         ``out_of_order`` verdicts were judged by, if any.
     :param source_table: the outbox table the run's ``unpublished`` was judged by, if any.
+    :param compacted: the run's topic is compacted (its ``unverifiable`` verdicts count).
     """
     counts = {v: 0 for v in VERDICTS}
     for r in rows:
@@ -293,4 +309,5 @@ def summarize(
         None if payload_fields is None else tuple(payload_fields),
         order_columns,
         source_table,
+        compacted,
     )

@@ -82,6 +82,9 @@ class Outcome:
     payload: PayloadPlan | None = None
     order: OrderPlan | None = None
     source_table: str | None = None
+    #: the topic is compacted (``cleanup.policy=compact``) and the scenario waited for the log
+    #: cleaner: an acknowledged record missing from it was compacted away.
+    compacted: bool = False
 
 
 @dataclass
@@ -200,7 +203,7 @@ def finish(run: Run, outcome: Outcome, started: float) -> ScenarioResult:
         if outcome.source_table is not None:
             outbox = sink.read_outbox(cur, outcome.source_table)
             source = {mid for _, mid in outbox if mid is not None}
-    entries = ledger.build(outcome.produced, rc, ru, rows, offsets, source)
+    entries = ledger.build(outcome.produced, rc, ru, rows, offsets, source, outcome.compacted)
     late: set[str] = set()
     bound = None
     if outcome.latency is not None:
@@ -226,6 +229,7 @@ def finish(run: Run, outcome: Outcome, started: float) -> ScenarioResult:
         compared,
         columns,
         outcome.source_table,
+        outcome.compacted,
     )
     unpublished = [e.message_id for e in entries if e.expected_verdict == "unpublished"]
     line = summary.line(names.scenario_run)
