@@ -27,6 +27,7 @@ DEMO = {
     "shipments_concurrent_writers": "concurrent_writers",
     "deliveries_latency_bound": "slow_consumer",
     "refunds_outbox_exactly_once": "outbox_relay",
+    "stock_compacted_changelog": "compacted_changelog",
 }
 #: The pipelines whose claim the demo's workload breaks: each must fail and send its alerts.
 BROKEN = ("ledger_broken_exactly_once", "deliveries_latency_bound")

@@ -26,6 +26,7 @@ DEMO_DAGS = {
     "recon_ledger_broken_exactly_once",
     "recon_shipments_concurrent_writers",
     "recon_refunds_outbox_exactly_once",
+    "recon_stock_compacted_changelog",
 }
 
 
