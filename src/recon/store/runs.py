@@ -194,6 +194,9 @@ def record_missing_offsets(
     the records the log cleaner removed); counted from the records read, never from offsets.
 
     :param missing: by ``(topic, partition)``; a partition absent here has no gap (0).
+
+    The caller commits: the run's driver calls it on the connection of ``commit_run``, so the
+    counts are stored in the run's one commit transaction, or not at all.
     """
     with pg.cursor() as cur:
         cur.execute(
@@ -207,7 +210,6 @@ def record_missing_offsets(
                 "AND run_id = %s AND topic = %s AND partition = %s",
                 (int(missing.get((topic, partition), 0)), pipeline, run_id, topic, partition),
             )
-    pg.commit()
 
 
 def mark_running(pg: Any, pipeline: str, run_id: str) -> None:
