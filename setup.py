@@ -2,7 +2,7 @@
 
 The GX suites (``expectations/*.json``), the Spark steps' application
 (``spark_apps/reconcile.py``) and the Spark jars' coordinates (``jvm/pom.xml``, read by
-``recon.spark_jars``) stay at the top of the checkout, where docker-compose mounts them and
+``recon.spark.jars``) stay at the top of the checkout, where docker-compose mounts them and
 people read them; a wheel carries a copy under ``recon/_shipped/`` and ``recon.settings.shipped``
 picks it when no checkout is around. Everything else is in ``pyproject.toml``.
 """

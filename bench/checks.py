@@ -29,7 +29,7 @@ def check_counts(label: str, expected: dict[str, int], measured: dict[str, Measu
 
 def same_verdicts(a: str, run_a: str, b: str, run_b: str) -> bool:
     """Both runs' discrepancy rows, compared as (verdict, messageId, offsets, sink count)."""
-    from recon.engine import results_db
+    from recon.run.steps import results_db
 
     query = (
         "SELECT md5(string_agg(verdict || '|' || coalesce(message_id, '') || '|' || "

@@ -75,7 +75,7 @@ def _meta_path(name: str) -> str:
 
 
 def kafka_conf() -> dict[str, Any]:
-    from recon.connections import kafka_connection
+    from recon.config.connections import kafka_connection
 
     return dict(kafka_connection("kafka_default").config)
 
@@ -83,7 +83,7 @@ def kafka_conf() -> dict[str, Any]:
 def sink_connect() -> Any:
     import psycopg2
 
-    from recon.connections import postgres_connection
+    from recon.config.connections import postgres_connection
 
     return psycopg2.connect(**postgres_connection("postgres_sink").psycopg2_kwargs())
 

@@ -22,7 +22,7 @@ import os
 import uuid
 
 from bench import progress
-from recon.duckdb_connection import connect
+from recon.engines.duckdb_connection import connect
 
 #: DuckDB's memory while it writes a segment; past it the sort spills to ``directory/tmp``.
 SIMULATION_MEMORY = "4GB"
@@ -87,10 +87,10 @@ def set_history(pipeline: str, entries: list[str], directory: str) -> str:
     ``entries`` empty takes the simulated history out again: it holds no message of the runs'.
     Returns the version's manifest."""
     from recon import settings
-    from recon.engine import results_db
     from recon.ledger.local import LocalEntryStore
     from recon.ledger.versions import parse_entry
-    from recon.paths import ledger_dir
+    from recon.run.paths import ledger_dir
+    from recon.run.steps import results_db
     from recon.store.runs import load_state
 
     store = LocalEntryStore()

@@ -29,7 +29,7 @@ def dag_run(airflow: Any, ds: generate.Dataset, engine: str = "spark") -> dict[s
     :param engine: the pipeline's ``engine`` (``local``: every step in its task's process, no
         JVM at all).
     """
-    from recon.engine import results_db
+    from recon.run.steps import results_db
     from recon.store import ensure_schema, forget_pipeline
 
     # Declared where the running dag-processor reads pipeline files (dags/recon_pipelines_dir.py).

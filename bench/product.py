@@ -23,8 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fresh", action="store_true", help="forget the pipeline's state first")
     args = parser.parse_args(argv)
 
-    from recon import engine, store
+    from recon import store
     from recon.config import load_pipelines
+    from recon.run import steps as engine
     from recon.spark import spark_session
 
     def progress(line: str) -> None:

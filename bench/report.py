@@ -137,7 +137,7 @@ def write(results: dict[str, Any], root: str | None = None) -> str:
         "(deterministic in the sequence number) is below; the product and both peers must find "
         "exactly these counts or the bench stops.",
         "- **Product** (`bench/product.py`): `snapshot_offsets`, `snapshot_topic` and "
-        "`reconcile_run` of `recon.engine`, as `recon run` calls them, in a fresh process each "
+        "`reconcile_run` of `recon.run.steps`, as `recon run` calls them, in a fresh process each "
         "time (for the Spark engine the JVM start is included), from an empty pipeline state; "
         "stops when the verdicts, the ledger, the results file and the watermarks are committed "
         "(the Great Expectations step is in P5). Both engines run on the same data: the local "

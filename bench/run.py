@@ -193,7 +193,7 @@ class Bench:
         past its memory limit and spills, and the Spark engine in a JVM of its own, whose driver
         stays within its heap setting however large the window (about 3.5 minutes at 30M)."""
         from recon import settings
-        from recon.paths import spill_dir
+        from recon.run.paths import spill_dir
 
         size = SCALE_FACTOR * self.sizes[-1]
         label = generate.label(size)

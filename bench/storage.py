@@ -19,10 +19,10 @@ def ledger_bytes(pipeline: str) -> dict[str, int]:
     """``current``: the entries the pipeline's current ledger version lists (and its manifest);
     ``folder``: everything under the pipeline's ledger folder."""
     from recon import settings
-    from recon.engine import results_db
     from recon.ledger.local import LocalEntryStore
     from recon.ledger.versions import local_path, parse_entry
-    from recon.paths import ledger_dir
+    from recon.run.paths import ledger_dir
+    from recon.run.steps import results_db
     from recon.store.runs import load_state
 
     with results_db() as pg:

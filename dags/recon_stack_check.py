@@ -22,13 +22,13 @@ from airflow.sdk import dag, task
 def recon_stack_check() -> None:
     @task
     def kafka_reachable(conn_id: str = "kafka_default") -> int:
-        from recon.stackcheck import kafka_broker_count
+        from recon.stack.check import kafka_broker_count
 
         return kafka_broker_count(conn_id)
 
     @task
     def sink_reachable(conn_id: str = "postgres_sink") -> str:
-        from recon.stackcheck import postgres_server_version
+        from recon.stack.check import postgres_server_version
 
         return postgres_server_version(conn_id)
 

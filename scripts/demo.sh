@@ -7,5 +7,5 @@ here="$(dirname "$0")"
 bash "$here/catcher.sh" start
 bash "$here/up.sh"
 say "smoke: transactional producer -> read_committed consumer -> PostgreSQL, counted by Spark"
-python -m recon.smoke 2> "$RECON_STATE/smoke.log" || die "the smoke pipeline failed: see $RECON_STATE/smoke.log"
+python -m recon.stack.smoke 2> "$RECON_STATE/smoke.log" || die "the smoke pipeline failed: see $RECON_STATE/smoke.log"
 python -m recon_workload.demo

@@ -26,8 +26,8 @@ def stale_suites(write: bool) -> list[Path]:
     """
     # This checkout's package: the virtualenv's editable install may point at another checkout.
     sys.path.insert(0, str(ROOT / "src"))
+    from recon.model.verdicts import SEMANTICS
     from recon.validation.suites import render_suite
-    from recon.verdicts import SEMANTICS
 
     stale = []
     for semantics in SEMANTICS:

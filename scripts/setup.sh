@@ -81,8 +81,8 @@ for folder in "$RECON_CONNECT_PLUGINS"/*/; do
   fi
 done
 
-# --- Spark's classes recorded once for its JVMs to share (recon.spark_class_archive) ----------
-"$RECON_VENV/bin/python" -m recon.spark_class_archive
+# --- Spark's classes recorded once for its JVMs to share (recon.spark.class_archive) ----------
+"$RECON_VENV/bin/python" -m recon.spark.class_archive
 
 # --- PostgreSQL server packages and its OS user -------------------------------------------------
 if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then

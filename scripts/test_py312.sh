@@ -24,7 +24,7 @@ fi
 venv="$RECON_STATE/venv-py312"
 install_venv "$py" "$venv" "installing the Python 3.12 environment into $venv ($("$py" -V))"
 
-RECON_VENV="$venv" bash "$here/with-env.sh" python -m recon.spark_class_archive
+RECON_VENV="$venv" bash "$here/with-env.sh" python -m recon.spark.class_archive
 
 note_stopped_services postgres kafka kafka-replica connect
 trap stop_started EXIT

@@ -5,7 +5,7 @@
 
 Steps: ``snapshot_offsets``, ``snapshot_topic``, ``reconcile``, ``validate`` (exit 1 when the
 contract is broken) or ``all``. The same functions
-``recon run`` and the Airflow tasks call (``recon.engine``); the master comes from spark-submit.
+``recon run`` and the Airflow tasks call (``recon.run.steps``); the master comes from spark-submit.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from recon import engine
     from recon.config import load_pipelines
     from recon.errors import ReconError
-    from recon.preflight import get_pipeline
+    from recon.run import steps as engine
+    from recon.stack.preflight import get_pipeline
 
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)

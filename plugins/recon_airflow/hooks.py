@@ -14,7 +14,8 @@ from airflow.sdk import BaseHook
 
 
 def airflow_raw_connection(conn_id: str) -> Any:
-    """An Airflow connection as ``recon.connections.RawConnection`` (secrets stay masked in logs):
+    """An Airflow connection as ``recon.config.connections.RawConnection`` (secrets stay masked
+    in logs):
     in a task through the API server; elsewhere (the CLI) from the secrets backend of Airflow's
     configuration and ``AIRFLOW_CONN_*`` (the entry point ``recon.connection_resolvers``).
 
@@ -23,7 +24,7 @@ def airflow_raw_connection(conn_id: str) -> Any:
     """
     from airflow.sdk.exceptions import AirflowNotFoundException
 
-    from recon.connections import RawConnection, env_variable
+    from recon.config.connections import RawConnection, env_variable
     from recon.errors import ConnectionNotFound
 
     try:
@@ -38,7 +39,7 @@ def airflow_raw_connection(conn_id: str) -> Any:
 
 def use_airflow_connections() -> None:
     """Make ``recon`` resolve connection ids through Airflow in this process."""
-    from recon.connections import set_resolver
+    from recon.config.connections import set_resolver
 
     set_resolver(airflow_raw_connection)
 
@@ -48,6 +49,6 @@ def connections_env(conn_ids: list[str]) -> dict[str, str]:
 
     :param conn_ids: the connection ids the child resolves.
     """
-    from recon.connections import connection_env
+    from recon.config.connections import connection_env
 
     return dict(connection_env(airflow_raw_connection(c)) for c in conn_ids)

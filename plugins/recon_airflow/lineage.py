@@ -74,7 +74,7 @@ def postgres_dataset_naming(host: str, port: int, database: str, table: str) -> 
 
 
 def _datasets(cfg: Any, results_conn_id: str) -> dict[str, Kafka | Postgres]:
-    from recon.connections import kafka_connection, postgres_connection
+    from recon.config.connections import kafka_connection, postgres_connection
 
     kafka = kafka_connection(cfg.kafka.connection)
     sink = postgres_connection(cfg.sink.connection)

@@ -27,7 +27,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from recon.verdicts import ALL_VERDICTS, Verdict
+from recon.model.verdicts import ALL_VERDICTS, Verdict
 
 #: The latency figures sent as gauges, in this order.
 LATENCY_GAUGES = ("p50_ms", "p95_ms", "p99_ms", "max_ms")
@@ -57,7 +57,7 @@ def emit_run_metrics(
     :param counts: messages per verdict, as the run committed them (``recon.runs.counts``).
     :param duration_seconds: the run's duration; ``None`` sends no duration.
     :param latency: the run's overall latency figures (``p50_ms``, ``p95_ms``, ``p99_ms``,
-        ``max_ms``, as ``recon.outcome.latency_figures`` names them); ``None`` sends none.
+        ``max_ms``, as ``recon.run.outcome.latency_figures`` names them); ``None`` sends none.
     """
     from airflow.sdk.observability.stats import Stats
 
@@ -85,7 +85,7 @@ def emit_stored_run_metrics(cfg: Any, run_id: str, log: Any) -> None:
 
     from recon import store
     from recon.errors import ReconError
-    from recon.services import results_db
+    from recon.run.services import results_db
 
     try:
         with results_db() as pg:

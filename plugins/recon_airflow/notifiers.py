@@ -41,7 +41,7 @@ from recon.alert.channels import (
 from recon.alert.content import Alert
 from recon.alert.formats import email_content, webhook_payload
 from recon.alert.slack import check_slack_url, slack_payload, slack_secrets
-from recon.connections import env_variable
+from recon.config.connections import env_variable
 from recon.errors import ConnectionNotFound
 
 #: The extras of a webhook connection that ``recon`` reads and ``HttpHook`` must not send as

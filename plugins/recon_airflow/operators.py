@@ -1,5 +1,5 @@
 """Thin operators: each resolves the pipeline and its connections at run time and calls one step
-of ``recon.engine`` (in-process, or under spark-submit for the Spark steps).
+of ``recon.run.steps`` (in-process, or under spark-submit for the Spark steps).
 
 Every operator validates its arguments at construction (the DAG file fails to import with a
 clear message otherwise) and is idempotent per Airflow run id: a retry, clear or backfill
@@ -24,7 +24,7 @@ SPARK_STEPS = ("snapshot_topic", "reconcile", "validate")
 
 def _load(pipeline: str, pipelines_file: str | None) -> Any:
     from recon.config import load_pipelines
-    from recon.preflight import get_pipeline
+    from recon.stack.preflight import get_pipeline
 
     return get_pipeline(load_pipelines(pipelines_file), pipeline)
 
@@ -73,9 +73,9 @@ class SnapshotOffsetsOperator(_StepLineage, BaseOperator):
         self.pipelines_file = pipelines_file
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from recon import engine
         from recon.errors import ReconError, ServiceUnavailable
-        from recon.preflight import check_pipeline
+        from recon.run import steps as engine
+        from recon.stack.preflight import check_pipeline
         from recon_airflow.hooks import use_airflow_connections
 
         use_airflow_connections()
@@ -134,8 +134,8 @@ def _step_in_process(op: Any, context: Any, spark: Any) -> dict[str, Any]:
     the connections through Airflow, a user's mistake failing the task without retries, a
     service that is down failing it for a retry.
     ``validate`` fails the task when the run broke its contract."""
-    from recon import engine
     from recon.errors import ReconError, ServiceUnavailable
+    from recon.run import steps as engine
     from recon_airflow.hooks import use_airflow_connections
     from recon_airflow.metrics import emit_run_metrics
 
@@ -172,7 +172,7 @@ class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
     spark-submit, on the master of the Spark connection (``local[*]`` or ``spark://host:port``);
     or, when ``RECON_SPARK_REMOTE`` names a Spark Connect server as the task runs, in the task's
     own process as that server's client (no JVM, no spark-submit). The ``snapshot_topic`` and
-    ``validate`` of a run small enough for the driver (``recon.engine.step_needs_spark``) run in
+    ``validate`` of a run small enough for the driver (``recon.run.steps.step_needs_spark``) run in
     the task's own process without Spark.
 
     The child process cannot ask Airflow for connections: the ones it needs are resolved here
@@ -204,7 +204,7 @@ class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
         if step not in SPARK_STEPS:
             raise ValueError(f"step must be one of {', '.join(SPARK_STEPS)}, not {step!r}")
         from recon.spark import DRIVER_ENV, spark_settings
-        from recon.spark_jars import spark_jar_settings
+        from recon.spark.jars import spark_jar_settings
 
         args = ["--pipeline", pipeline, "--run-id", "{{ run_id }}", "--step", step]
         if pipelines_file:
@@ -230,7 +230,7 @@ class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
     def execute(self, context: Any) -> None:
         if self.step in DRIVER_STEPS and not self._needs_spark(context):
             # A small run's window and results are read by this process
-            # (recon.engine.step_needs_spark): no JVM, no Spark Connect session for the step.
+            # (recon.run.steps.step_needs_spark): no JVM, no Spark Connect session for the step.
             _step_in_process(self, context, spark=None)
             return
         remote = settings.spark_remote()
@@ -262,8 +262,8 @@ class ReconSparkSubmitOperator(_StepLineage, SparkSubmitOperator):
             emit_stored_run_metrics(cfg, context["run_id"], self.log)
 
     def _needs_spark(self, context: Any) -> bool:
-        from recon import engine
         from recon.errors import ReconError, ServiceUnavailable
+        from recon.run import steps as engine
         from recon_airflow.hooks import use_airflow_connections
 
         use_airflow_connections()

@@ -37,7 +37,7 @@ def load_plan(pipeline: str, plan_id: str) -> Any:
     :raises recon.repair.plan_model.RepairPlanInvalid: the stored plan no longer matches its id.
     """
     from recon.repair.plan_model import plan_from_dict
-    from recon.services import results_db
+    from recon.run.services import results_db
     from recon.store import ensure_schema
     from recon.store.repairs import find_repair
 

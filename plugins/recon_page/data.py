@@ -1,8 +1,9 @@
 """Reads the results (schema ``recon``) with psycopg2: short read-only connections, bounded queries.
 
 The connection id is ``postgres_recon`` (``$RECON_RESULTS_CONN_ID`` overrides it), resolved like
-the rest of the product (``recon.connections``: ``AIRFLOW_CONN_<ID>``), else from Airflow's own
-connections. Credentials stay here: nothing from the connection is ever returned to a caller.
+the rest of the product (``recon.config.connections``: ``AIRFLOW_CONN_<ID>``), else from
+Airflow's own connections. Credentials stay here: nothing from the connection is ever returned
+to a caller.
 """
 
 from __future__ import annotations
@@ -146,7 +147,7 @@ def redact(text: str | None) -> str | None:
 def connect_kwargs() -> dict[str, Any]:
     """psycopg2 keyword arguments for the results database (never shown to anyone)."""
     from recon import settings
-    from recon.connections import RawConnection, postgres_connection, postgres_from_raw
+    from recon.config.connections import RawConnection, postgres_connection, postgres_from_raw
     from recon.errors import ConnectionNotFound
 
     conn_id = settings.results_conn_id()

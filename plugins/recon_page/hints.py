@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from recon.alert.funnel import source_row_without_id, unpublished_source
-from recon.details import differing_fields, late_figures, out_of_order_positions
+from recon.model.details import differing_fields, late_figures, out_of_order_positions
 from recon_page.data import Discrepancy
 
 #: The general advice, shown once per verdict above the table.
@@ -72,7 +72,7 @@ def position(d: Discrepancy) -> str:
 
 
 def _late_hint(d: Discrepancy, offsets: str) -> str:
-    # The latency is only in the row's detail (recon.details.LATE); the table shows no detail.
+    # The latency is only in the row's detail (recon.model.details.LATE); the table shows no detail.
     where = f"{d.topic or '?'}[{'?' if d.partition is None else d.partition}]"
     lag = f"check the consumer lag of {where} around offset {offsets}, or the bound"
     figures = late_figures(d.detail)
@@ -90,7 +90,8 @@ def _where(d: Discrepancy, offsets: str) -> str:
 
 
 def _mismatched_hint(d: Discrepancy, offsets: str) -> str:
-    # The names are only in the row's detail (recon.details.MISMATCHED); the table shows no detail.
+    # The names are only in the row's detail (recon.model.details.MISMATCHED); the table shows
+    # no detail.
     # recon.config imported here, not at the top: the page loads no configuration machinery.
     from recon.config.model import SHA256_FIELD
 
@@ -110,9 +111,10 @@ def _mismatched_hint(d: Discrepancy, offsets: str) -> str:
 
 
 def _out_of_order_hint(d: Discrepancy, offsets: str) -> str:
-    # The key and both positions are only in the row's detail (recon.details.OUT_OF_ORDER); the
-    # table shows no detail. A position is an offset or the pipeline's version field: named
-    # "position", while where to re-apply from is the record's own Kafka offset.
+    # The key and both positions are only in the row's detail
+    # (recon.model.details.OUT_OF_ORDER); the table shows no detail. A position is an offset or
+    # the pipeline's version field: named "position", while where to re-apply from is the
+    # record's own Kafka offset.
     record = f"this record at {_where(d, offsets)}"
     found = out_of_order_positions(d.detail)
     if found is None:
@@ -168,8 +170,8 @@ def _source_key(d: Discrepancy) -> str | None:
 
 
 def _unpublished_hint(d: Discrepancy) -> str:
-    # The source row is only in the row's detail (recon.details.UNPUBLISHED): the message is in
-    # no topic, so the table's topic, partition and offsets are empty.
+    # The source row is only in the row's detail (recon.model.details.UNPUBLISHED): the message
+    # is in no topic, so the table's topic, partition and offsets are empty.
     source = unpublished_source(d.detail)
     held = ""
     if source is not None and source[1] > 1:

@@ -120,7 +120,7 @@ def _facts(view: PipelineView, links: Links) -> str:
     if run.rewinds:
         facts.append(("Consumer-group rewinds", f'<strong class="bad">{len(run.rewinds)}</strong>'))
     if run.unchecked:
-        from recon.details import unchecked_phrases
+        from recon.model.details import unchecked_phrases
 
         facts.append(("Not checked", "<br>".join(_e(p) for p in unchecked_phrases(run.unchecked))))
     dl = "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts)

@@ -20,8 +20,8 @@ from typing import Any
 from recon import settings
 from recon.alert.funnel import funnel_line
 from recon.alert.text import shown
-from recon.details import unchecked_phrases
 from recon.errors import ReconError, RunFailed, SparkDriverLost, first_line
+from recon.model.details import unchecked_phrases
 
 EXIT_OK, EXIT_CONTRACT_BROKEN, EXIT_USER_ERROR = 0, 1, 2
 #: Verdicts whose sample lines end in the row's detail: the figures (late), the differing field
@@ -137,7 +137,7 @@ def _check_config(args: argparse.Namespace) -> int:
 
     pipelines = load_pipelines(args.pipelines)
     if args.connect:
-        from recon.preflight import check_pipeline
+        from recon.stack.preflight import check_pipeline
 
         for cfg in pipelines.values():
             check_pipeline(cfg)
@@ -193,9 +193,9 @@ def _driver_lost(spark: Any, exc: BaseException, grace_seconds: float = 10.0) ->
 
 def _run(args: argparse.Namespace) -> int:
     from recon.config import load_pipelines
-    from recon.engine import needs_spark
-    from recon.preflight import check_pipeline, get_pipeline
-    from recon.run_ids import check_run_id
+    from recon.run.ids import check_run_id
+    from recon.run.steps import needs_spark
+    from recon.stack.preflight import check_pipeline, get_pipeline
 
     cfg = get_pipeline(load_pipelines(args.pipelines), args.pipeline)
     run_id = check_run_id(
@@ -213,7 +213,7 @@ def _run(args: argparse.Namespace) -> int:
 def _explain(cfg: Any, run_id: str, args: argparse.Namespace) -> int:
     """``recon run --explain``: the plan a run would follow, resolved as step 1 resolves it."""
     from recon.engines.plan import explain, resolve_plan
-    from recon.services import default_data_dir, results_db
+    from recon.run.services import default_data_dir, results_db
     from recon.store import ensure_schema, load_state
 
     with results_db() as pg:
@@ -225,7 +225,7 @@ def _explain(cfg: Any, run_id: str, args: argparse.Namespace) -> int:
 
 
 def _run_failed(cfg: Any, run_id: str, exc: Exception) -> RunFailed:
-    from recon.engine import redact
+    from recon.run.steps import redact
 
     return RunFailed(
         f"pipeline '{cfg.name}': run '{run_id}' failed: "
@@ -235,7 +235,7 @@ def _run_failed(cfg: Any, run_id: str, exc: Exception) -> RunFailed:
 
 
 def _run_local(cfg: Any, run_id: str, args: argparse.Namespace) -> Any:
-    from recon.engine import run_pipeline
+    from recon.run.steps import run_pipeline
 
     try:
         return run_pipeline(cfg, run_id, None, data_dir=args.data_dir, progress=_progress)
@@ -247,7 +247,7 @@ def _run_local(cfg: Any, run_id: str, args: argparse.Namespace) -> Any:
 
 def _run_on_spark(cfg: Any, run_id: str, args: argparse.Namespace) -> Any:
     """The run with a SparkSession of its own, stopped after; a dead driver is named as such."""
-    from recon.engine import run_pipeline
+    from recon.run.steps import run_pipeline
     from recon.spark import driver_gone, is_remote, spark_session
 
     spark = spark_session(f"recon-{cfg.name}")
@@ -290,8 +290,8 @@ def _report(cfg: Any, run_id: str, summary: Any, args: argparse.Namespace) -> in
 def _runs(args: argparse.Namespace) -> int:
     from recon import store
     from recon.config import load_pipelines
-    from recon.preflight import get_pipeline
-    from recon.services import results_db
+    from recon.run.services import results_db
+    from recon.stack.preflight import get_pipeline
 
     cfg = get_pipeline(load_pipelines(args.pipelines), args.pipeline)
     with results_db() as pg:
@@ -313,8 +313,8 @@ def _runs(args: argparse.Namespace) -> int:
 def _reset(args: argparse.Namespace) -> int:
     from recon import store
     from recon.config import load_pipelines
-    from recon.preflight import get_pipeline
-    from recon.services import results_db
+    from recon.run.services import results_db
+    from recon.stack.preflight import get_pipeline
 
     cfg = get_pipeline(load_pipelines(args.pipelines), args.pipeline)
     with results_db() as pg:

@@ -57,7 +57,7 @@ RECON_SPARK_JAVA_OPTIONS       unset: none                    JVM options added 
 RECON_SPARK_CLASS_ARCHIVE      ``true``                       ``false``: no Spark driver or executor
                                                               maps the class-data archive of
                                                               Spark's classes that ``make setup``
-                                                              makes (``recon.spark_class_archive``)
+                                                              makes (``recon.spark.class_archive``)
 RECON_SPARK_REMOTE             unset: a Spark of its own      a Spark Connect server
                                                               (``sc://localhost:PORT``) every
                                                               ``engine: spark`` run attaches to
@@ -77,7 +77,7 @@ RECON_SPARK_DRIVER_READ        ``250000``; unset, a local     a Spark engine's r
 RECON_SPARK_PYTHON_IDLE        ``60``                         seconds a Python daemon of the Spark
                                                               Connect server stays without a
                                                               worker before it exits
-                                                              (``recon.spark_daemon``)
+                                                              (``recon.spark.daemon``)
 RECON_SPARK_POOL               ``default_pool``               the Airflow pool of the Spark steps
                                                               (env.sh: ``recon_spark``)
 RECON_LOCAL_READERS            one per core                   Kafka reader processes of the local
@@ -181,7 +181,7 @@ def data_dir() -> str:
 
 def spark_jars_dir() -> str:
     """``$RECON_JARS_SPARK``, else ``jars/spark`` under :func:`state_dir` (``make setup``; when it
-    holds no jar, Spark resolves them: ``recon.spark_jars``)."""
+    holds no jar, Spark resolves them: ``recon.spark.jars``)."""
     return _set(RECON_JARS_SPARK) or os.path.join(state_dir(), "jars", "spark")
 
 
@@ -295,7 +295,7 @@ def spark_java_options() -> str:
 
 def spark_class_archive() -> bool:
     """``$RECON_SPARK_CLASS_ARCHIVE`` is not ``false``: Spark's JVMs map the class-data archive
-    when one was made for the Spark and Java installed (``recon.spark_class_archive``)."""
+    when one was made for the Spark and Java installed (``recon.spark.class_archive``)."""
     return (_set(RECON_SPARK_CLASS_ARCHIVE) or "true").strip().lower() != "false"
 
 
@@ -327,7 +327,7 @@ def spark_driver_read() -> int | None:
 
 def spark_python_idle() -> float:
     """``$RECON_SPARK_PYTHON_IDLE``, else 60: seconds a Python daemon of the Spark Connect server
-    (``recon.spark_daemon``) stays without a worker before it exits.
+    (``recon.spark.daemon``) stays without a worker before it exits.
 
     :raises recon.errors.ConfigError: the variable is not a number of seconds, 0 or more.
     """

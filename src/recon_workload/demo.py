@@ -77,7 +77,7 @@ class Airflow:
 
 
 def _results(pipelines: dict[str, str]) -> list[tuple[Any, ...]]:
-    from recon.services import results_db
+    from recon.run.services import results_db
 
     rows = []
     with results_db() as pg, pg.cursor() as cur:
@@ -115,7 +115,7 @@ def _repair_plan(pipeline: str, run_id: str) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     from recon import store
     from recon.config import load_pipelines
-    from recon.services import results_db
+    from recon.run.services import results_db
     from recon_workload import run_scenario
 
     messages = int(os.environ.get("RECON_DEMO_MESSAGES", "1000"))

@@ -22,7 +22,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from recon.connections import kafka_connection
+from recon.config.connections import kafka_connection
 from recon_workload.errors import WorkloadError
 from recon_workload.messages import extract_id
 

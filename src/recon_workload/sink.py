@@ -20,7 +20,7 @@ import psycopg2
 from psycopg2 import sql
 from psycopg2.extras import execute_values
 
-from recon.connections import postgres_connection
+from recon.config.connections import postgres_connection
 
 PG_CONN_ID = "postgres_sink"
 #: The sink column with each row's write time: what a pipeline declares as ``sink.time_column``.

@@ -55,8 +55,8 @@ def _require_env() -> None:
 @pytest.fixture(scope="session")
 def kafka_config() -> dict[str, str]:
     _require_env()
-    from recon.connections import kafka_connection
-    from recon.stackcheck import ServiceUnreachable, kafka_broker_count
+    from recon.config.connections import kafka_connection
+    from recon.stack.check import ServiceUnreachable, kafka_broker_count
 
     try:
         kafka_broker_count("kafka_default", timeout=15)
@@ -68,8 +68,8 @@ def kafka_config() -> dict[str, str]:
 @pytest.fixture(scope="session")
 def pg_kwargs() -> dict[str, Any]:
     _require_env()
-    from recon.connections import postgres_connection
-    from recon.stackcheck import ServiceUnreachable, postgres_server_version
+    from recon.config.connections import postgres_connection
+    from recon.stack.check import ServiceUnreachable, postgres_server_version
 
     try:
         postgres_server_version("postgres_sink")
@@ -85,7 +85,7 @@ def results_pg() -> Iterator[Any]:
     import psycopg2
 
     from recon import settings
-    from recon.connections import postgres_connection
+    from recon.config.connections import postgres_connection
     from recon.store import ensure_schema
 
     conn = psycopg2.connect(

@@ -33,9 +33,9 @@ from fixtures.pipelines import WORKLOAD_PIPELINE
 from kafka_ends import high_watermarks, last_stable_offsets
 
 from recon.config import PipelineConfig, load_pipelines
-from recon.engine import results_db, results_path
 from recon.ledger import local_segments, membership
-from recon.paths import ledger_dir
+from recon.run.paths import ledger_dir
+from recon.run.steps import results_db, results_path
 from recon.store import ensure_schema, forget_pipeline
 
 REPO = Path(__file__).resolve().parents[2]
@@ -275,7 +275,7 @@ class Setup:
     # -- running ------------------------------------------------------------------------------
 
     def run(self, spark: Any, run_id: str) -> Any:
-        from recon.engine import run_pipeline
+        from recon.run.steps import run_pipeline
 
         return run_pipeline(self.cfg, run_id, spark, data_dir=self.data_dir)
 

@@ -25,7 +25,7 @@ from typing import IO, Any
 import psycopg2
 from fixtures.pipelines import SYNTHETIC_PIPELINE
 
-from recon.engine import RunSummary, results_db
+from recon.run.steps import RunSummary, results_db
 from recon.store import ensure_schema, forget_pipeline
 
 ROOT = Path(os.environ.get("RECON_ROOT", Path(__file__).resolve().parents[2]))
@@ -177,8 +177,8 @@ def recon_run_here(
     the `recon run` process itself (killed, its driver killed, its one-line errors) is tested
     on the disturbed run, which stays a process of its own."""
     from recon.config import load_pipelines
-    from recon.engine import needs_spark, run_pipeline
-    from recon.preflight import check_pipeline
+    from recon.run.steps import needs_spark, run_pipeline
+    from recon.stack.preflight import check_pipeline
 
     cfg = load_pipelines(pipelines)[name]
     check_pipeline(cfg)

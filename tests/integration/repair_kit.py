@@ -21,7 +21,7 @@ from confluent_kafka import Producer
 from everyday_kit import EXIT_OK, REPO, Setup, consume_into_sink, no_traceback, tail
 
 from recon.config import load_pipelines
-from recon.engine import results_db
+from recon.run.steps import results_db
 
 
 def produce_unkeyed(kafka_config: dict[str, str], topic: str,

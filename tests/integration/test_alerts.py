@@ -193,8 +193,8 @@ def test_broken_run_alerts_once_by_email_and_webhook(
     smtp_server: tuple[Mailbox, int],
     http_receiver: tuple[WebhookCatcher, int],
 ) -> None:
-    from recon import schemas
     from recon.alert.send import send_alerts
+    from recon.model import schemas
     from recon.validation import validate_run
 
     mailbox, _ = smtp_server

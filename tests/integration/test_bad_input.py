@@ -14,8 +14,8 @@ import psycopg2
 import pytest
 from faultkit import Synthetic, message_id, recon_run_here, stored, synthetic
 
-from recon.engine import results_db
 from recon.read.message_ids import MAX_MESSAGE_ID_LENGTH
+from recon.run.steps import results_db
 
 pytestmark = pytest.mark.integration
 
@@ -125,7 +125,7 @@ def test_absent_consumer_group_judges_nothing(
         assert result.returncode == 0, result.stderr[-2000:]
         assert "pending=1" in result.stdout and "delivered=0" in result.stdout
     finally:
-        from recon.engine import results_db
+        from recon.run.steps import results_db
         from recon.store import forget_pipeline
 
         with results_db() as pg:

@@ -18,8 +18,8 @@ import pytest
 from fixtures.alerts import alert_catcher, email_text
 from fixtures.pipelines import WORKLOAD_PIPELINE
 
-from recon.connections import postgres_connection
-from recon.engine import results_db
+from recon.config.connections import postgres_connection
+from recon.run.steps import results_db
 from recon.store import forget_pipeline
 from recon_workload import remove_run, run_scenario
 

@@ -24,8 +24,8 @@ import psycopg2
 import pytest
 from faultkit import recon_run_here
 
-from recon.engine import results_db
-from recon.paths import results_path
+from recon.run.paths import results_path
+from recon.run.steps import results_db
 from recon.store import ensure_schema, forget_pipeline
 
 pytestmark = pytest.mark.integration

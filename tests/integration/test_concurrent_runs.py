@@ -27,7 +27,7 @@ from faultkit import (
     watermark_writes_held,
 )
 
-from recon.engine import results_db
+from recon.run.steps import results_db
 
 # It kills, restarts or locks a service every test shares: it runs alone (scripts/test.sh).
 pytestmark = [pytest.mark.integration, pytest.mark.serial]

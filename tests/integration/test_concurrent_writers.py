@@ -18,7 +18,7 @@ import pytest
 from fixtures.pipelines import WORKLOAD_PIPELINE
 
 from recon.config import load_pipelines
-from recon.engine import results_db, results_path, run_pipeline
+from recon.run.steps import results_db, results_path, run_pipeline
 from recon.store import forget_pipeline
 from recon_workload import HoldGate, ScenarioResult, remove_run, run_scenario
 

@@ -24,7 +24,7 @@ from fixtures.pipelines import WORKLOAD_PIPELINE
 from fixtures.verdicts import actual_verdicts, assert_local_layout, expected_verdicts
 
 from recon.config import PipelineConfig, load_pipelines
-from recon.engine import RunSummary, results_db, results_path, run_pipeline
+from recon.run.steps import RunSummary, results_db, results_path, run_pipeline
 from recon.store import forget_pipeline
 from recon_workload import remove_run, run_scenario
 from recon_workload.kafka_io import alter_offsets, base_config

@@ -29,7 +29,10 @@ from fixtures.verdicts import actual_verdicts, assert_local_layout, expected_ver
 from fixtures.workload_runs import query
 
 from recon.config import PipelineConfig, load_pipelines
-from recon.engine import (
+from recon.ledger.versions import local_path
+from recon.read.sink_copy import is_copied
+from recon.run.outcome import RunSummary
+from recon.run.steps import (
     reconcile_run,
     results_db,
     run_pipeline,
@@ -38,9 +41,6 @@ from recon.engine import (
     validate_step,
     window_path,
 )
-from recon.ledger.versions import local_path
-from recon.outcome import RunSummary
-from recon.read.sink_copy import is_copied
 from recon.store import forget_pipeline
 from recon_workload import SCENARIOS, ScenarioResult, remove_run, run_scenario
 

@@ -30,9 +30,9 @@ def test_explain_prints_the_plan_and_records_nothing(
     assert lines[1].startswith("engine: local (DuckDB, no JVM")
     assert "state: first run" in lines
     assert any(line.startswith(f"kafka: topic {s.topic} (1 partitions") for line in lines)
-    assert (
-        "  partition 0: log 0-5 (stable 5), committed 3; window [0, 3): 3 offsets" in lines
-    ), lines
+    assert "  partition 0: log 0-5 (stable 5), committed 3; window [0, 3): 3 offsets" in lines, (
+        lines
+    )
     assert "window: 3 offsets in all" in lines
     assert any("reads rows of ingest sequence id after None up to 3" in line for line in lines)
     assert s.run_row("r1") is None, "--explain recorded a snapshot"

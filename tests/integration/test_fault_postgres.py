@@ -24,7 +24,7 @@ from faultkit import (
 )
 from kill_switches import restart_postgres
 
-from recon.engine import results_db
+from recon.run.steps import results_db
 
 # It restarts the PostgreSQL every test shares: it runs alone (scripts/test.sh), and not while
 # Airflow starts on that PostgreSQL (beside the unit tier).

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from faultkit import STATE, recon_command, synthetic
 
-from recon.engine import results_db
+from recon.run.steps import results_db
 
 pytestmark = pytest.mark.integration
 

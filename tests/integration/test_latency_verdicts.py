@@ -21,7 +21,7 @@ from fixtures.pipelines import LATENCY_PIPELINE
 from fixtures.verdicts import actual_verdicts, assert_same_verdicts, expected_verdicts
 
 from recon.config import load_pipelines
-from recon.engine import results_db, run_pipeline
+from recon.run.steps import results_db, run_pipeline
 from recon.store import forget_pipeline
 from recon_workload import ScenarioResult, remove_run, run_scenario
 

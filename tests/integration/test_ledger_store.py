@@ -24,10 +24,10 @@ from fixtures.ledger_lookups import spark_scans
 from fixtures.scenarios import LEDGER_BEFORE_TIMES, rec, sink
 from pyspark.sql import DataFrame, SparkSession
 
-from recon import schemas
 from recon.engines.spark import SparkRules
 from recon.ledger import membership, versions
 from recon.ledger.spark import SparkEntryStore
+from recon.model import schemas
 
 pytestmark = pytest.mark.integration
 

@@ -21,7 +21,7 @@ from faultkit import recon_command, synthetic
 from fixtures.pipelines import SYNTHETIC_PIPELINE
 from fixtures.verdicts import assert_local_layout
 
-from recon.engine import results_db
+from recon.run.steps import results_db
 from recon.store import forget_pipeline
 
 pytestmark = pytest.mark.integration

@@ -23,7 +23,7 @@ from faultkit import recon_command, synthetic
 from fixtures.pipelines import SYNTHETIC_PIPELINE
 from proc_tree import find_process
 
-from recon.engine import results_db
+from recon.run.steps import results_db
 
 pytestmark = pytest.mark.integration
 

@@ -23,8 +23,8 @@ from fixtures.pipelines import ORDER_PIPELINE
 from fixtures.verdicts import actual_verdicts, assert_same_verdicts, expected_verdicts
 
 from recon.config import load_pipelines
-from recon.details import OUT_OF_ORDER, SUPERSEDED
-from recon.engine import results_db, results_path, run_pipeline
+from recon.model.details import OUT_OF_ORDER, SUPERSEDED
+from recon.run.steps import results_db, results_path, run_pipeline
 from recon.store import forget_pipeline
 from recon_workload import ScenarioResult, remove_run, run_scenario
 

@@ -91,7 +91,7 @@ def docs_page() -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def seeded(docs_page: Path) -> Iterator[dict[str, Any]]:
     """A unique pipeline with 55 runs; the latest failed with 105 discrepancies."""
-    from recon.connections import postgres_connection
+    from recon.config.connections import postgres_connection
     from recon.store import ensure_schema
 
     pipeline = f"pagetest_{uuid.uuid4().hex[:8]}"

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from recon.config import MessageIdSpec, OrderSpec, PayloadSpec, SinkSpec
-from recon.connections import postgres_connection
+from recon.config.connections import postgres_connection
 from recon.errors import SinkTableError
 from recon.read.sink import inspect_sink, read_sink_rows, sink_query
 from recon.read.sink_arrow import copy_sink_rows, sink_rows_sql

@@ -21,8 +21,8 @@ from fixtures.verdicts import actual_verdicts, assert_same_verdicts, expected_ve
 
 from recon.config import load_pipelines
 from recon.config.model import SHA256_FIELD
-from recon.details import DUPLICATE_COPIES_DIFFER, MISMATCHED
-from recon.engine import results_db, results_path, run_pipeline
+from recon.model.details import DUPLICATE_COPIES_DIFFER, MISMATCHED
+from recon.run.steps import results_db, results_path, run_pipeline
 from recon.store import forget_pipeline
 from recon_workload import ScenarioResult, remove_run, run_scenario
 

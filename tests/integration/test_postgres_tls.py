@@ -20,7 +20,7 @@ from typing import Any
 import psycopg2
 import pytest
 
-from recon.connections import RawConnection, postgres_from_raw
+from recon.config.connections import RawConnection, postgres_from_raw
 
 pytestmark = pytest.mark.integration
 

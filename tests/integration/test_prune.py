@@ -26,13 +26,13 @@ from everyday_kit import (
     write_rows,
 )
 
-from recon.engine import results_db, results_path
 from recon.ledger.local import LocalEntryStore
 from recon.ledger.versions import parse_entry
-from recon.paths import window_path
 from recon.prune import apply_prune, plan_prune
 from recon.prune.commands import parse_before
 from recon.prune.forget import forget
+from recon.run.paths import window_path
+from recon.run.steps import results_db, results_path
 from recon.store.prune import PruneRaced
 from recon.validation import default_gx_dir
 

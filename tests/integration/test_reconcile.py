@@ -14,9 +14,9 @@ from fixtures.scenarios import SCENARIOS, Expected, Scenario, T, frames, rec, si
 from fixtures.spark_batches import SparkJudged
 from pyspark.sql import DataFrame, SparkSession
 
-from recon import schemas
 from recon.errors import InputSchemaError
-from recon.verdicts import ALL_VERDICTS
+from recon.model import schemas
+from recon.model.verdicts import ALL_VERDICTS
 
 pytestmark = pytest.mark.integration
 

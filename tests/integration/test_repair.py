@@ -281,8 +281,8 @@ def test_a_repair_column_the_sink_lacks_is_named_before_any_run(
     setup: Callable[..., Setup],
 ) -> None:
     from recon.config import load_pipelines
-    from recon.preflight import check_pipeline
     from recon.repair.sink_rows import RepairRefused
+    from recon.stack.preflight import check_pipeline
 
     s = setup("nocolumn")
     s.yaml_path.write_text(s.yaml_path.read_text() + "    repair:\n      sink_columns: "

@@ -17,9 +17,9 @@ from fixtures.verdicts import expected_verdicts
 from kafka_ends import high_watermarks
 
 from recon.config import load_pipelines
-from recon.engine import results_db, run_pipeline
 from recon.repair.applier import apply_plan
 from recon.repair.planner import make_plan, save_plan
+from recon.run.steps import results_db, run_pipeline
 from recon.store import forget_pipeline
 from recon.store.repairs import find_repair
 from recon_workload import remove_run, run_scenario

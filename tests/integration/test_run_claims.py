@@ -66,7 +66,7 @@ def test_a_claim_dies_with_its_process(pg_kwargs: dict[str, Any]) -> None:
     finally:
         if child.is_alive():
             child.kill()
-        from recon.engine import results_db
+        from recon.run.steps import results_db
         from recon.store import forget_pipeline
 
         with results_db() as pg:

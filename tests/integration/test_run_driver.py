@@ -14,8 +14,8 @@ import pytest
 from recon.engines.driver import JudgedRun, judge_run
 from recon.engines.duckdb import DuckDBRules
 from recon.engines.spark import SparkRules
-from recon.paths import results_path
 from recon.rules import INPUT_COLUMNS
+from recon.run.paths import results_path
 from recon.snapshot.window import PartitionWindow
 
 pytestmark = pytest.mark.integration

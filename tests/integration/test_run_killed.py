@@ -15,7 +15,7 @@ import pytest
 from faultkit import recon_run_here
 from fixtures.pipelines import SYNTHETIC_PIPELINE
 
-from recon.engine import results_db
+from recon.run.steps import results_db
 from recon.store import forget_pipeline
 from recon_workload import remove_run, run_scenario
 

@@ -20,7 +20,7 @@ import pytest
 from everyday_kit import ENGINES, Setup, commit_group, ids, produce, same
 
 from recon.config import load_pipelines
-from recon.engine import results_db, run_pipeline, window_path
+from recon.run.steps import results_db, run_pipeline, window_path
 
 pytestmark = pytest.mark.integration
 

@@ -19,7 +19,7 @@ from fixtures.relations import (
 )
 from fixtures.scenarios import LEDGER_NO_POSITIONS, led, rec, sink
 
-from recon.details import UNPUBLISHED
+from recon.model.details import UNPUBLISHED
 from recon.rules.run import FUNNEL_FIELDS, funnel, next_ledger
 
 pytestmark = pytest.mark.integration
@@ -67,8 +67,8 @@ def _judge(
                              source_known="known", named_once=named_once, **names)  # fmt: skip
         found = rows(con, "results")
     else:
-        from recon import schemas
         from recon.engines.spark import reconcile
+        from recon.model import schemas
 
         def df(data: list[tuple] | None, schema: Any) -> Any:
             return None if data is None else spark.createDataFrame(data, schema)

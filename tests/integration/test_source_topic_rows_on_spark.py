@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 def test_spark_reads_and_judges_by_kafka_timestamp(spark: Any) -> None:
     from pyspark.sql.types import StructType
 
-    from recon import schemas
+    from recon.model import schemas
 
     # The window's columns the statement reads, as the readers type them.
     used = ("message_id", "topic", "partition", "offset", "timestamp")

@@ -1,5 +1,5 @@
 """A Spark driver of the product maps the class archive ``make setup`` made
-(``recon.spark_class_archive``; ``tests/unit/test_spark_class_archive.py`` holds the rest). Here,
+(``recon.spark.class_archive``; ``tests/unit/test_spark_class_archive.py`` holds the rest). Here,
 not in the unit tier, because it starts a JVM."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from recon import settings, spark_classes
+from recon import settings
+from recon.spark import classes as spark_classes
 
 pytestmark = pytest.mark.integration
 

@@ -4,7 +4,7 @@ the test wrote it, the run is a session of the server's, a client the server ref
 once with one line that names the server, a server killed mid-run is named as the lost driver
 (nothing committed, the re-run gives the undisturbed verdicts), a ledger compacted on the
 server (in a second session of its own, stopped after) still knows every earlier message, and
-a session's Python processes leave the server once idle (``recon.spark_daemon``) while the
+a session's Python processes leave the server once idle (``recon.spark.daemon``) while the
 session can still run Python."""
 
 from __future__ import annotations

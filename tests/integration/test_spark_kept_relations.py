@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from recon import schemas
 from recon.engines.spark import BROADCAST_MAX_ROWS, SparkRules
 from recon.engines.spark_run import _without_rows
+from recon.model import schemas
 from recon.read.message_ids import write_empty_part
 
 if TYPE_CHECKING:

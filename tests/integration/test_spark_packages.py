@@ -1,6 +1,6 @@
 """Spark's extra jars without ``make setup`` (an installed wheel: issue 22): with no jar in
 ``$RECON_JARS_SPARK``, a driver asks Spark to resolve the pom's coordinates from Maven Central
-(``recon.spark_jars``), and reads Kafka through the Kafka source and PostgreSQL through the JDBC
+(``recon.spark.jars``), and reads Kafka through the Kafka source and PostgreSQL through the JDBC
 driver it got that way. Its own process: the test session's driver has the fetched files."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 
 DRIVER = r"""
 import sys
-from recon.connections import postgres_connection
+from recon.config.connections import postgres_connection
 from recon.read.sink import jdbc_read_properties
 from recon.spark import spark_session
 
@@ -40,7 +40,7 @@ def test_a_driver_without_fetched_jars_resolves_them_and_reads_kafka_and_postgre
     tmp_path: Path, kafka_config: dict[str, str], new_topic: Callable[..., str]
 ) -> None:
     from recon import settings
-    from recon.spark_jars import spark_coordinates
+    from recon.spark.jars import spark_coordinates
 
     topic = new_topic("packages")
     producer = Producer(kafka_config)

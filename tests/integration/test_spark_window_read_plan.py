@@ -17,7 +17,7 @@ def test_the_connections_secrets_travel_to_the_tasks_but_never_into_the_plan(spa
     """The tasks need the connection's settings (a SASL password among them): they reach them
     inside the pickled function; the plan, which Spark logs and shows, names only the function."""
     from recon.config import MessageIdSpec
-    from recon.connections import KafkaConnection
+    from recon.config.connections import KafkaConnection
     from recon.read.kafka_spark import read_window
 
     secret = "SENTINEL-sasl-pw-81f3"

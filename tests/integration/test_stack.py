@@ -183,7 +183,7 @@ def test_spark_reads_postgres_through_jdbc_in_partitions(
             f"INSERT INTO {table} (message_id) SELECT 'm' || g FROM generate_series(1, 1000) g"
         )
     try:
-        from recon.connections import postgres_connection
+        from recon.config.connections import postgres_connection
 
         conn = postgres_connection("postgres_sink")
         df = spark.read.jdbc(

@@ -41,7 +41,7 @@ def wl_kafka() -> dict[str, str]:
     """The ``kafka_default`` connection's client config, from the project's environment."""
     if "AIRFLOW_CONN_KAFKA_DEFAULT" not in os.environ:
         pytest.fail("run through scripts/with-env.sh (or make test)", pytrace=False)
-    from recon.connections import kafka_connection
+    from recon.config.connections import kafka_connection
 
     conf = dict(kafka_connection("kafka_default").config)
     AdminClient(conf).list_topics(timeout=15)  # fails loudly when the broker is down
@@ -50,7 +50,7 @@ def wl_kafka() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def wl_pg() -> dict[str, Any]:
-    from recon.connections import postgres_connection
+    from recon.config.connections import postgres_connection
 
     return postgres_connection("postgres_sink").psycopg2_kwargs()
 

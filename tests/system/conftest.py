@@ -135,7 +135,7 @@ def seeded_pipeline() -> Iterator[tuple[str, list[str]]]:
     _require_env()
     import psycopg2
 
-    from recon.connections import postgres_connection
+    from recon.config.connections import postgres_connection
     from recon.store import ensure_schema
 
     pg = psycopg2.connect(**postgres_connection("postgres_recon").psycopg2_kwargs())

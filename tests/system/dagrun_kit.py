@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from recon.engine import results_db
+from recon.run.steps import results_db
 
 TERMINAL = ("success", "failed")
 

@@ -22,7 +22,7 @@ import psutil
 import pytest
 from fixtures.pipelines import DAG_DIR_PIPELINE
 
-from recon.engine import results_db
+from recon.run.steps import results_db
 from recon.store import forget_pipeline
 from recon_workload import ScenarioResult, remove_run, run_scenario
 from recon_workload.names import RunNames

@@ -14,7 +14,7 @@ import pytest
 from fault_runs import group_offsets
 from fixtures.pipelines import DAG_DIR_PIPELINE
 
-from recon.engine import results_db
+from recon.run.steps import results_db
 from recon.store import forget_pipeline
 from recon_workload import remove_run, run_scenario
 from recon_workload.kafka_io import alter_offsets, base_config

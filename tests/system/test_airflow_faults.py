@@ -28,7 +28,7 @@ from secret_search import files_under, find_secrets, scan
 
 from recon.alert.for_run import alert_for_run
 from recon.config import parse_pipelines
-from recon.engine import results_db
+from recon.run.steps import results_db
 from recon.store import forget_pipeline
 from recon_workload.kafka_io import alter_offsets, base_config
 

@@ -13,10 +13,10 @@ import pytest
 from fixtures.pipelines import DAGS_TEST_PIPELINE
 from fixtures.spark_connect import running_server, sessions
 
-from recon.connections import postgres_connection
-from recon.engine import results_db, results_path
-from recon.paths import safe_name
-from recon.services import default_data_dir
+from recon.config.connections import postgres_connection
+from recon.run.paths import safe_name
+from recon.run.services import default_data_dir
+from recon.run.steps import results_db, results_path
 from recon.store import forget_pipeline
 from recon_workload import ScenarioResult, remove_run, run_scenario
 

@@ -13,9 +13,9 @@ import pytest
 from fixtures.pipelines import DAG_DIR_PIPELINE
 
 from recon.config import load_pipelines
-from recon.connections import postgres_connection
-from recon.engine import results_db, run_pipeline
+from recon.config.connections import postgres_connection
 from recon.repair.planner import make_plan, save_plan
+from recon.run.steps import results_db, run_pipeline
 from recon.store import forget_pipeline
 from recon_workload import remove_run, run_scenario
 

@@ -61,8 +61,8 @@ def latency_rows(seeded_pipeline: tuple[str, list[str]]) -> Iterator[int]:
     fixture deletes the runs and discrepancies, this one its latency rows."""
     import psycopg2
 
-    from recon import details
-    from recon.connections import postgres_connection
+    from recon.config.connections import postgres_connection
+    from recon.model import details
 
     pipeline, run_ids = seeded_pipeline
     pg = psycopg2.connect(**postgres_connection("postgres_recon").psycopg2_kwargs())
@@ -110,8 +110,8 @@ def funnel_run(seeded_pipeline: tuple[str, list[str]]) -> Iterator[str]:
     the runs and discrepancies."""
     import psycopg2
 
-    from recon import details
-    from recon.connections import postgres_connection
+    from recon.config.connections import postgres_connection
+    from recon.model import details
 
     pipeline, run_ids = seeded_pipeline
     pg = psycopg2.connect(**postgres_connection("postgres_recon").psycopg2_kwargs())
@@ -149,7 +149,7 @@ def repair_plan(seeded_pipeline: tuple[str, list[str]]) -> Iterator[str]:
     plan`` records it); yields its id. The seeding fixture forgets the pipeline after."""
     from fixtures.repair_plans import sample_plan_dict
 
-    from recon.engine import results_db
+    from recon.run.steps import results_db
     from recon.store.repairs import record_plan
 
     pipeline, run_ids = seeded_pipeline

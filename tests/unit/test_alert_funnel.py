@@ -12,15 +12,15 @@ from typing import Any
 import pytest
 from fixtures.alert_results import FakeResults, alert_from, run_row
 
-from recon import details
 from recon.alert.content import Alert, build_alert
 from recon.alert.formats import email_content, webhook_payload
 from recon.alert.funnel import funnel_line, source_row_without_id, unpublished_source
 from recon.alert.hints import repair_hint
 from recon.alert.slack import slack_payload
 from recon.contract.table import CONTRACT
+from recon.model import details
+from recon.model.verdicts import Verdict
 from recon.validation import ValidationOutcome
-from recon.verdicts import Verdict
 
 pytestmark = pytest.mark.unit
 

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from fixtures.alert_results import FakeResults, alert_from, run_row
 
-from recon import details
 from recon.alert.content import Alert, build_alert, latency_line
 from recon.alert.formats import email_content, webhook_payload
 from recon.alert.hints import repair_hint
-from recon.details import late_figures
+from recon.model import details
+from recon.model.details import late_figures
 from recon.validation import ValidationOutcome
 
 pytestmark = pytest.mark.unit
@@ -77,7 +77,7 @@ def test_the_late_repair_hint_names_the_partitions_the_consumer_lag_and_the_boun
 
 
 def test_late_from_the_contract_reads_as_a_ratio_not_as_forbidden_by_the_semantic() -> None:
-    # a run's own violations name the verdict as the rule (recon.outcome.judged_outcome)
+    # a run's own violations name the verdict as the rule (recon.run.outcome.judged_outcome)
     (report,) = _alert(rule="late", allowed=0.0).reports
     assert report.allowed == "allowed up to 0.00% of 1000 judged messages"
 

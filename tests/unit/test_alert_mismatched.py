@@ -13,13 +13,14 @@ from typing import Any
 import pytest
 from fixtures.alert_results import FakeResults, alert_from, run_row
 
-from recon import cli, details
+from recon import cli
 from recon.alert.content import Alert, build_alert
 from recon.alert.formats import email_content, webhook_payload
 from recon.alert.hints import repair_hint
 from recon.config.model import SHA256_FIELD
-from recon.details import differing_fields
-from recon.outcome import RunSummary
+from recon.model import details
+from recon.model.details import differing_fields
+from recon.run.outcome import RunSummary
 from recon.validation import ValidationOutcome
 
 pytestmark = pytest.mark.unit
@@ -66,7 +67,7 @@ def _two() -> list[dict[str, Any]]:
     ]
 
 
-# --- recon.details: the names read back by the format that wrote them ---------------------------
+# --- recon.model.details: the names read back by the format that wrote them -------------------
 
 
 def test_the_differing_fields_are_read_back_from_both_formats() -> None:

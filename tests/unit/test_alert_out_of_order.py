@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 from fixtures.alert_results import FakeResults, alert_from, run_row
 
-from recon import cli, details
+from recon import cli
 from recon.alert.content import Alert, build_alert
 from recon.alert.formats import email_content, webhook_payload
 from recon.alert.hints import repair_hint
-from recon.details import out_of_order_positions
-from recon.outcome import RunSummary
+from recon.model import details
+from recon.model.details import out_of_order_positions
+from recon.run.outcome import RunSummary
 from recon.validation import ValidationOutcome
 
 pytestmark = pytest.mark.unit
@@ -72,7 +73,7 @@ def _two() -> list[dict[str, Any]]:
     return [_stale("o-1", 2, "A", 0), _stale("o-2", 9, "B", 5, partition=3, newest=12)]
 
 
-# --- recon.details: the key and positions read back by the format that wrote them ---------------
+# --- recon.model.details: the key and positions read back by the format that wrote them -------
 
 
 def test_the_key_and_both_positions_are_read_back_from_the_format() -> None:

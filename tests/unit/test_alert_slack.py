@@ -310,7 +310,7 @@ def test_alert_for_run_sends_the_pipelines_routes(monkeypatch: pytest.MonkeyPatc
         sent.update(kwargs)
         return {"slack:unit_slack": "sent"}
 
-    monkeypatch.setattr("recon.services.results_db", results_db)
+    monkeypatch.setattr("recon.run.services.results_db", results_db)
     monkeypatch.setattr("recon.alert.send.send_alerts", send_alerts)
     cfg = SimpleNamespace(name="payments", semantics="exactly_once", alerts=ROUTES)
     result = for_run.alert_for_run(cfg, "r1")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from recon.cli import _format_summary
-from recon.outcome import RunSummary
+from recon.run.outcome import RunSummary
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,7 @@ import pytest
 from fixtures.declarations import doc, errors_of
 
 from recon.config import LatencySpec, SinkSpec, Tolerances, parse_pipelines
-from recon.verdicts import SEMANTICS
+from recon.model.verdicts import SEMANTICS
 
 pytestmark = pytest.mark.unit
 

@@ -244,7 +244,7 @@ def test_no_airflow_import() -> None:
     import sys
 
     code = (
-        "import sys, recon.config, recon.contract.evaluate, recon.verdicts; "
+        "import sys, recon.config, recon.contract.evaluate, recon.model.verdicts; "
         "print('airflow' in sys.modules)"
     )
     out = subprocess.run(

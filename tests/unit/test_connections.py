@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from recon.connections import (
+from recon.config.connections import (
     RawConnection,
     java_client_config,
     kafka_connection,

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from recon import connections
+from recon.config import connections
 from recon.errors import ConnectionNotFound
 
 pytestmark = pytest.mark.unit
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.unit
 #: What the child prints: the resolved PostgreSQL connection, and whether it imported Airflow.
 RESOLVE = """
 import json, sys
-from recon.connections import postgres_connection
+from recon.config.connections import postgres_connection
 from recon.errors import ConnectionNotFound
 try:
     c = postgres_connection(sys.argv[1])

@@ -16,7 +16,7 @@ from recon.contract.table import (
     unless_idempotent,
     up_to_ratio,
 )
-from recon.verdicts import SEMANTICS, Verdict
+from recon.model.verdicts import SEMANTICS, Verdict
 
 pytestmark = pytest.mark.unit
 

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DAGS = ROOT / "dags"
 # recon.repair and recon.store: the repair DAG's task imports them when it runs, never a parse.
 HEAVY = (
-    "pyspark", "confluent_kafka", "great_expectations", "psycopg2", "recon.engine",
+    "pyspark", "confluent_kafka", "great_expectations", "psycopg2", "recon.run.steps",
     "recon.repair", "recon.store",
 )  # fmt: skip
 DEMO_DAGS = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from recon.duckdb_connection import connect
+from recon.engines.duckdb_connection import connect
 
 pytestmark = pytest.mark.unit
 

@@ -43,7 +43,7 @@ def _pipeline_yaml(table: str = "orders.sink_rows") -> str:
 
 @pytest.fixture
 def connections(monkeypatch: pytest.MonkeyPatch) -> None:
-    from recon.connections import set_resolver
+    from recon.config.connections import set_resolver
 
     for name, value in CONNECTIONS.items():
         monkeypatch.setenv(name, value)

@@ -21,8 +21,8 @@ from fixtures.relations import (
 )
 from fixtures.scenarios import LEDGER_NO_POSITIONS, SCENARIOS, T
 
-from recon import schemas
-from recon.verdicts import ALL_VERDICTS
+from recon.model import schemas
+from recon.model.verdicts import ALL_VERDICTS
 
 pytestmark = pytest.mark.unit
 

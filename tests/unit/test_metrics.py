@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from recon.verdicts import ALL_VERDICTS
+from recon.model.verdicts import ALL_VERDICTS
 
 #: The lines of a run without latency: a counter per verdict (zeros too), the lag, the duration.
 RUN_LINES = len(ALL_VERDICTS) + 2

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.unit
 
 
 def _execute(monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
-    import recon.preflight
+    import recon.stack.preflight
     import recon_airflow.hooks
     from recon_airflow import operators
 
@@ -20,7 +20,7 @@ def _execute(monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
 
     monkeypatch.setattr(recon_airflow.hooks, "use_airflow_connections", lambda: None)
     monkeypatch.setattr(operators, "_load", lambda *_: object())
-    monkeypatch.setattr(recon.preflight, "check_pipeline", fail)
+    monkeypatch.setattr(recon.stack.preflight, "check_pipeline", fail)
     task = operators.SnapshotOffsetsOperator(task_id="snapshot_offsets", pipeline="p1")
     task.execute({"run_id": "r1"})
 

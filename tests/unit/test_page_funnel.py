@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from fixtures.page_fakes import FakeConn, page_run
 
-from recon import details
+from recon.model import details
 from recon_page import app, chart, data, funnel, hints, links, render
 from recon_page.data import Discrepancy, Run
 

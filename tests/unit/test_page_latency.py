@@ -17,7 +17,7 @@ import pytest
 from fixtures.page_fakes import FakeConn, page_run
 from psycopg2 import errors
 
-from recon import details
+from recon.model import details
 from recon_page import app, chart, data, hints, latency, links, render, repairs
 from recon_page.data import Discrepancy, Latency, Run
 

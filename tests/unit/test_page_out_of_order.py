@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from fixtures.page_fakes import FakeConn, page_run
 
-from recon import details
+from recon.model import details
 from recon_page import chart, data, hints, links, render
 from recon_page.data import Discrepancy, Run
 

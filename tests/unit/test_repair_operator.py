@@ -26,7 +26,7 @@ WHO = f"airflow:{DAG_ID}/manual__2026-11-20T08:06 (triggered by ops)"
 @pytest.fixture
 def stored(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """``recon.repairs`` as a dict of plan id -> row; the pipeline ``payments``; no services."""
-    import recon.services
+    import recon.run.services
     import recon.store
     import recon.store.repairs
     import recon_airflow.hooks
@@ -40,7 +40,7 @@ def stored(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
     monkeypatch.setattr(recon_airflow.hooks, "use_airflow_connections", lambda: None)
     monkeypatch.setattr(repair, "_load", lambda p, f: types.SimpleNamespace(name=p))
-    monkeypatch.setattr(recon.services, "results_db", no_db)
+    monkeypatch.setattr(recon.run.services, "results_db", no_db)
     monkeypatch.setattr(recon.store, "ensure_schema", lambda pg: None)
     monkeypatch.setattr(recon.store.repairs, "find_repair", lambda pg, plan_id: rows.get(plan_id))
     return rows

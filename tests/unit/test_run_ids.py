@@ -1,5 +1,6 @@
-"""One run-id rule (``recon.run_ids``) before any path is built from a run id, and no removal
-outside its folder (``recon.paths``); property-based over generated run ids (issue 77, item 1)."""
+"""One run-id rule (``recon.run.ids``) before any path is built from a run id, and no removal
+outside its folder (``recon.run.paths``); property-based over generated run ids (issue 77,
+item 1)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recon.paths import (
+from recon.run.ids import MAX_RUN_ID_LENGTH, InvalidRunId, check_run_id
+from recon.run.paths import (
     pipeline_windows,
     publish_results,
     remove_tree,
@@ -20,7 +22,6 @@ from recon.paths import (
     version_name,
     window_path,
 )
-from recon.run_ids import MAX_RUN_ID_LENGTH, InvalidRunId, check_run_id
 
 pytestmark = pytest.mark.unit
 

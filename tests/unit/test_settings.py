@@ -248,7 +248,7 @@ def test_callers_follow_the_settings(clean_env: pytest.MonkeyPatch, tmp_path: Pa
     from recon.alert.content import airflow_run_url
     from recon.config import default_pipelines_path
     from recon.read.kafka_local.pool import default_workers
-    from recon.services import default_data_dir, results_conn_id
+    from recon.run.services import default_data_dir, results_conn_id
     from recon.spark import spark_settings
     from recon.validation import default_gx_dir, expectations_dir
     from recon_airflow.callbacks import webhook_conn_id

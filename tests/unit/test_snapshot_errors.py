@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from recon.connections import scrub
+from recon.config.connections import scrub
 from recon.errors import ReconError
 from recon.snapshot import offsets as snapshot
 from recon.snapshot.offsets import (

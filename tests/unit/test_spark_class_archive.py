@@ -1,4 +1,4 @@
-"""The class archive of Spark's classes (recon.spark_class_archive): one per installed Spark and
+"""The class archive of Spark's classes (recon.spark.class_archive): one per installed Spark and
 Java, mapped by every Spark JVM of the product, never in the way when it is missing or stale."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from recon import spark_class_archive, spark_classes
+from recon.spark import class_archive as spark_class_archive
+from recon.spark import classes as spark_classes
 from recon.spark import spark_settings
 
 pytestmark = pytest.mark.unit

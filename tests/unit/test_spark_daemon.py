@@ -1,4 +1,4 @@
-"""The Spark Connect server's Python daemon (``recon.spark_daemon``): pyspark's daemon, which
+"""The Spark Connect server's Python daemon (``recon.spark.daemon``): pyspark's daemon, which
 exits once it has had no worker for its idle time, and not while a worker lives; its listening
 socket closed first, so a late connection is refused or reset (Spark then starts another
 daemon), never accepted and dropped."""
@@ -16,8 +16,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from recon import spark_daemon
-from recon.spark_daemon import IdleExit, has_children
+from recon.spark import daemon as spark_daemon
+from recon.spark.daemon import IdleExit, has_children
 
 pytestmark = pytest.mark.unit
 
@@ -124,7 +124,7 @@ def _start_daemon(idle: str) -> tuple[subprocess.Popen[bytes], int]:
         "SPARK_REUSE_WORKER": "1",
     }
     daemon = subprocess.Popen(
-        [sys.executable, "-m", "recon.spark_daemon", "pyspark.worker"],
+        [sys.executable, "-m", "recon.spark.daemon", "pyspark.worker"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
     )  # fmt: skip
     assert daemon.stdout is not None

@@ -114,13 +114,13 @@ _PIPELINE = SimpleNamespace(
 def test_reconcile_always_needs_spark_the_others_only_for_a_large_run(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
-    import recon.engine
+    import recon.run.steps
 
     monkeypatch.setenv("RECON_SPARK_DRIVER_READ", "100")
     records = {"small": _record(100), "large": _record(101), "huge": _record(IN_PROCESS_OFFSETS, 1)}
-    monkeypatch.setattr(recon.engine, "require_record", lambda cfg, run_id: records[run_id])
+    monkeypatch.setattr(recon.run.steps, "require_record", lambda cfg, run_id: records[run_id])
     needs = {
-        (run, step): recon.engine.step_needs_spark(_PIPELINE, run, step, data_dir=str(tmp_path))
+        (run, step): recon.run.steps.step_needs_spark(_PIPELINE, run, step, data_dir=str(tmp_path))
         for run in ("small", "large")
         for step in ("snapshot_topic", "reconcile", "validate")
     }
@@ -130,12 +130,12 @@ def test_reconcile_always_needs_spark_the_others_only_for_a_large_run(
         ("large", "reconcile"): True, ("large", "validate"): True,
     }  # fmt: skip
     local = SimpleNamespace(**{**vars(_PIPELINE), "engine": "local"})
-    assert not recon.engine.step_needs_spark(local, "large", "reconcile")
+    assert not recon.run.steps.step_needs_spark(local, "large", "reconcile")
     # Without a bound, a local master's driver reads a window of any size.
     monkeypatch.delenv("RECON_SPARK_DRIVER_READ")
     monkeypatch.setenv("RECON_SPARK_MASTER", "local[*]")
     huge = {
-        step: recon.engine.step_needs_spark(_PIPELINE, "huge", step, data_dir=str(tmp_path))
+        step: recon.run.steps.step_needs_spark(_PIPELINE, "huge", step, data_dir=str(tmp_path))
         for step in ("snapshot_topic", "reconcile", "validate")
     }
     assert huge == {"snapshot_topic": False, "reconcile": True, "validate": True}
@@ -148,7 +148,7 @@ def test_a_step_the_driver_does_runs_in_the_task_without_spark(
 ) -> None:
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-    import recon.engine
+    import recon.run.steps
     import recon.spark
     import recon_airflow.hooks
     import recon_airflow.operators as operators
@@ -164,7 +164,7 @@ def test_a_step_the_driver_does_runs_in_the_task_without_spark(
         asked.append(name)
         return needs[0]
 
-    monkeypatch.setattr(recon.engine, "step_needs_spark", step_needs_spark)
+    monkeypatch.setattr(recon.run.steps, "step_needs_spark", step_needs_spark)
     steps: list[Any] = []
     monkeypatch.setattr(operators, "_step_in_process", lambda op, ctx, spark: steps.append(spark))
 

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.unit
 
 def test_spark_submit_runs_with_the_cli_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     from recon.spark import spark_settings
-    from recon.spark_jars import spark_jar_settings
+    from recon.spark.jars import spark_jar_settings
     from recon_airflow.operators import ReconSparkSubmitOperator
 
     monkeypatch.delenv("RECON_SPARK_UI", raising=False)
@@ -28,7 +28,7 @@ def test_fetched_jars_are_used_else_spark_resolves_the_poms_coordinates(
 ) -> None:
     import pyspark
 
-    from recon.spark_jars import spark_coordinates, spark_jar_settings
+    from recon.spark.jars import spark_coordinates, spark_jar_settings
 
     jars = tmp_path / "jars"
     jars.mkdir()
@@ -63,7 +63,7 @@ def test_fetched_jars_are_used_else_spark_resolves_the_poms_coordinates(
 def test_a_pom_without_the_profile_or_a_property_is_refused_by_name(
     tmp_path: Path, body: str, error: str
 ) -> None:
-    from recon.spark_jars import spark_coordinates
+    from recon.spark.jars import spark_coordinates
 
     pom = tmp_path / "pom.xml"
     pom.write_text(f'<project xmlns="http://maven.apache.org/POM/4.0.0">{body}</project>')
@@ -88,7 +88,7 @@ def test_the_connect_server_runs_every_drivers_settings_on_loopback(
 ) -> None:
     from recon import settings
     from recon.spark import CONNECT_SERVER_CLASS, connect_server_command, spark_settings
-    from recon.spark_jars import spark_jar_settings
+    from recon.spark.jars import spark_jar_settings
 
     token = "not-on-the-command-line"
     monkeypatch.setenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", token)
@@ -105,7 +105,7 @@ def test_the_connect_server_runs_every_drivers_settings_on_loopback(
         "spark.driver.memory": settings.spark_connect_memory(),
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": "23999",
-        "spark.python.daemon.module": "recon.spark_daemon",
+        "spark.python.daemon.module": "recon.spark.daemon",
     }
     # The server reads its token from its environment: `ps` shows command lines to every user.
     assert not any(token in arg for arg in command)

@@ -21,7 +21,7 @@ from fixtures.suite_runs import _cfg, _gx_failures, _rows, _validate, _violation
 
 from recon.config import Tolerances
 from recon.contract.evaluate import evaluate_contract
-from recon.verdicts import RATIO_BASE, ROW_VERDICTS, SEMANTICS, Verdict
+from recon.model.verdicts import RATIO_BASE, ROW_VERDICTS, SEMANTICS, Verdict
 
 pytestmark = pytest.mark.unit
 

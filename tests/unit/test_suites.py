@@ -37,7 +37,7 @@ from fixtures.suite_runs import (
 
 from recon.config import Tolerances
 from recon.contract.evaluate import evaluate_contract
-from recon.verdicts import ROW_VERDICTS
+from recon.model.verdicts import ROW_VERDICTS
 
 pytestmark = pytest.mark.unit
 
@@ -49,7 +49,7 @@ ENGINES = ("pandas",)
 
 def test_the_fixture_rows_have_the_results_layout() -> None:
     """The rows here are ``schemas.RESULT`` tuples: a column added there must be added here."""
-    from recon import schemas
+    from recon.model import schemas
 
     assert [name for name, _ in RESULT_COLUMNS] == schemas.RESULT.fieldNames()
     assert {len(row) for row in _rows({v: 1 for v in ROW_VERDICTS})} == {len(RESULT_COLUMNS)}

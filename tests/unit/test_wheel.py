@@ -50,7 +50,7 @@ found["rule_sql"] = len(render.source("05_general_verdicts"))
 found["suite"] = load_suite("exactly_once")["name"]
 found["expectations_dir"] = settings.expectations_dir()
 found["spark_app"] = [settings.spark_app(), os.path.isfile(settings.spark_app())]
-from recon.spark_jars import pom_path, spark_coordinates
+from recon.spark.jars import pom_path, spark_coordinates
 found["pom"] = [pom_path(), spark_coordinates()]
 state = os.environ.pop("RECON_STATE")
 found["default_state"] = settings.state_dir()
@@ -83,7 +83,7 @@ class Refuse(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, Refuse())
-import recon.cli, recon.engine, recon.engines.local_run, recon.validation, recon.store.schema
+import recon.cli, recon.run.steps, recon.engines.local_run, recon.validation, recon.store.schema
 print("ok")
 """
 
@@ -191,7 +191,7 @@ def test_the_installed_wheel_registers_the_plugin_and_builds_the_dags(venv: Path
     # The Spark steps submit the wheel's copy of spark_apps/reconcile.py.
     assert found["applications"] == [app]
     # The Spark jars' coordinates come with the wheel, for Spark to resolve (no Maven here).
-    from recon.spark_jars import spark_coordinates
+    from recon.spark.jars import spark_coordinates
 
     pom, coordinates = found["pom"]
     assert Path(pom).resolve().is_relative_to(shipped) and coordinates == spark_coordinates()

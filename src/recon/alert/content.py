@@ -14,9 +14,9 @@ from recon.alert.funnel import funnel_line, source_row_without_id, unpublished_s
 from recon.alert.hints import field_names, full_list_sql, repair_hint, sample_keys
 from recon.alert.text import shown, value
 from recon.contract.table import CONTRACT, Allowance
-from recon.details import differing_fields, late_figures, out_of_order_positions
+from recon.model.details import differing_fields, late_figures, out_of_order_positions
+from recon.model.verdicts import RATIO_BASE, Verdict
 from recon.validation import ValidationOutcome, data_docs_url
-from recon.verdicts import RATIO_BASE, Verdict
 
 DEFAULT_SAMPLE_SIZE = 10
 
@@ -139,7 +139,7 @@ def _sample_line(verdict: str, sample: Mapping[str, Any]) -> str:
 
 def latency_line(latency: Mapping[str, Any] | None) -> str | None:
     """``latency p50/p95/p99/max: 120/800/1900/2500 ms (bound 2000 ms)`` from a summary's
-    ``latency`` (``recon.outcome.latency_figures``: ``bound_ms`` and the whole run's
+    ``latency`` (``recon.run.outcome.latency_figures``: ``bound_ms`` and the whole run's
     ``overall``); with the count of negative latencies (clock skew) when there are any."""
     overall = (latency or {}).get("overall")
     if not overall:
@@ -160,7 +160,7 @@ def latency_line(latency: Mapping[str, Any] | None) -> str | None:
 def _allowance(failure: Mapping[str, Any], semantics: str) -> Allowance | None:
     """How the failed rule allows its verdict: by the checkpoint's rule name (``<verdict>_ratio``,
     ``_count``, ``_forbidden``), else by the contract's cell: the contract's own violations
-    (``recon.outcome.judged_outcome``) name the bare verdict as the rule, and a verdict such as
+    (``recon.run.outcome.judged_outcome``) name the bare verdict as the rule, and a verdict such as
     ``mismatched`` is a ratio under one semantic and forbidden under another."""
     rule = str(failure.get("rule") or "")
     for allowance in (Allowance.RATIO, Allowance.COUNT, Allowance.FORBIDDEN):

@@ -40,7 +40,7 @@ def _samples(cur: Any, pipeline: str, run_id: str, verdicts: list[str]) -> dict[
             )
         # detail: a late row's latency and bound, a mismatched (or duplicated) row's differing
         # fields, an out_of_order row's key and positions, an unpublished (or source invalid)
-        # row's source row: the alert shows only those, read back by recon.details and
+        # row's source row: the alert shows only those, read back by recon.model.details and
         # recon.alert.funnel
         samples[verdict] = [
             {
@@ -55,7 +55,7 @@ def _samples(cur: Any, pipeline: str, run_id: str, verdicts: list[str]) -> dict[
 def _latency(pg: Any, pipeline: str, run_id: str) -> dict[str, Any] | None:
     """The run's whole-run latency in the run summary's shape (``bound_ms``, ``overall``, ...),
     built by the function that builds the summary; None when the run measured none."""
-    from recon.outcome import latency_figures
+    from recon.run.outcome import latency_figures
     from recon.store import LATENCY_FIGURES, committed_latency
 
     stored = committed_latency(pg, pipeline, run_id)
@@ -76,7 +76,7 @@ def alert_for_run(cfg: PipelineConfig, run_id: str, dag_id: str | None = None) -
         channel is ``<notifier>:<connection>``).
     """
     from recon.alert.send import send_alerts
-    from recon.services import results_db
+    from recon.run.services import results_db
     from recon.validation import ValidationOutcome
 
     with results_db() as pg:

@@ -1,8 +1,8 @@
 """Three-way runs in an alert: the line of a run's way from source to sink, and the source row an
 ``unpublished`` or source ``invalid`` row's detail names.
 
-The readers take the detail apart by the formats that wrote it (``recon.details.UNPUBLISHED``,
-``SOURCE_WITHOUT_ID``), like ``recon.details.late_figures`` does for ``late``: a change of the
+The readers take the detail apart by the formats that wrote it (``recon.model.details.UNPUBLISHED``,
+``SOURCE_WITHOUT_ID``), like ``recon.model.details.late_figures`` does for ``late``: a change of the
 wording fails the tests instead of silently dropping the source row. The page reads them here
 too (``recon_page.hints``).
 """
@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from recon.details import SOURCE_WITHOUT_ID, UNPUBLISHED
+from recon.model.details import SOURCE_WITHOUT_ID, UNPUBLISHED
 
 #: The hops of a run's way from source to sink, in order (``recon.runs.funnel``'s keys).
 STAGES = ("produced", "published", "committed", "delivered")
@@ -34,7 +34,7 @@ def unpublished_source(detail: object) -> tuple[str, int] | None:
     message and how many rows name it; ``None`` for any other text. The key is data: whoever
     shows it escapes it.
 
-    :param detail: the row's ``detail`` (``recon.details.UNPUBLISHED``).
+    :param detail: the row's ``detail`` (``recon.model.details.UNPUBLISHED``).
     """
     found = _UNPUBLISHED_READ.match(detail) if isinstance(detail, str) else None
     return (found[1], int(found[2])) if found else None
@@ -42,7 +42,7 @@ def unpublished_source(detail: object) -> tuple[str, int] | None:
 
 def source_row_without_id(detail: object) -> str | None:
     """The source key of an ``invalid`` row that is a source row without a messageId
-    (``recon.details.SOURCE_WITHOUT_ID``); ``None`` for any other text (an invalid record or
+    (``recon.model.details.SOURCE_WITHOUT_ID``); ``None`` for any other text (an invalid record or
     sink row).
 
     :param detail: the row's ``detail``.

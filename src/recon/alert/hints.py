@@ -8,8 +8,8 @@ from typing import Any
 from recon.alert.funnel import source_row_without_id, unpublished_source
 from recon.alert.text import shown, sql_literal, value
 from recon.config.model import SHA256_FIELD
-from recon.details import differing_fields, out_of_order_positions
-from recon.verdicts import Verdict
+from recon.model.details import differing_fields, out_of_order_positions
+from recon.model.verdicts import Verdict
 
 
 def sample_keys(sample: Mapping[str, Any]) -> list[str]:
@@ -18,8 +18,8 @@ def sample_keys(sample: Mapping[str, Any]) -> list[str]:
 
 
 def field_names(fields: Iterable[str]) -> str:
-    """Differing fields (from a detail, :func:`recon.details.differing_fields`) as an alert shows
-    them: each escaped like a messageId (:func:`recon.alert.text.value`): a name is the
+    """Differing fields (from a detail, :func:`recon.model.details.differing_fields`) as an alert
+    shows them: each escaped like a messageId (:func:`recon.alert.text.value`): a name is the
     pipeline's own, and may hold anything; the SHA-256 mode's own name bare (not data)."""
     return ", ".join(name if name == SHA256_FIELD else value(name) for name in fields)
 

@@ -20,8 +20,8 @@ from recon.alert.channels import EMAIL, WEBHOOK, describe
 from recon.alert.content import DEFAULT_SAMPLE_SIZE, Alert, build_alert
 from recon.alert.text import shown
 from recon.alert.transport import installed_transport
+from recon.config.entry_points import plugin_output
 from recon.config.model import NOTIFIERS, AlertRoute
-from recon.entry_points import plugin_output
 from recon.errors import ConnectionNotFound
 from recon.validation import ValidationOutcome
 

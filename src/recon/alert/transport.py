@@ -14,7 +14,7 @@ import functools
 from typing import Any, Protocol
 
 from recon.alert.content import Alert
-from recon.entry_points import first_loadable
+from recon.config.entry_points import first_loadable
 from recon.errors import ConnectionNotFound
 
 #: The entry point group of transports (``name = "module:object"``, the object a

@@ -22,7 +22,7 @@ from pydantic import (
 from recon.config.model import ENGINES, MESSAGE_ID_KINDS, NOTIFIERS, MessageIdSpec
 from recon.config.problems import invalid, kind_of
 from recon.config.schedule import cron_problem
-from recon.verdicts import SEMANTICS
+from recon.model.verdicts import SEMANTICS
 
 # Airflow's own rule for connection ids and DAG ids (pipelines become DAGs).
 ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,250}$")

@@ -5,8 +5,8 @@ forbidden, allowed up to a ratio or a count tolerance, or forbidden for an idemp
 only); this module judges a run's counts by it. The Great Expectations suites of
 ``expectations/`` are generated from the same table, so both decide alike.
 
-Ratios are relative to the messages judged in the run (``recon.verdicts.RATIO_BASE``: delivered,
-late, mismatched, out_of_order, lost, duplicated, unpublished);
+Ratios are relative to the messages judged in the run (``recon.model.verdicts.RATIO_BASE``:
+delivered, late, mismatched, out_of_order, lost, duplicated, unpublished);
 ``late`` is allowed up to ``tolerances.max_late_ratio`` under every semantic (0 unless set).
 ``topic_duplicate`` fails only a pipeline that declares ``idempotent_producer: true``.
 ``unverifiable`` and ``invalid`` fail unless ``max_unverifiable`` / ``max_invalid`` (absolute
@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from recon.config import Tolerances
 from recon.contract.table import CONTRACT, Allowance, Rule
-from recon.verdicts import ALL_VERDICTS, RATIO_BASE, SEMANTICS
+from recon.model.verdicts import ALL_VERDICTS, RATIO_BASE, SEMANTICS
 
 
 class Violation(NamedTuple):
@@ -65,7 +65,7 @@ def _over(rule: Rule, count: int, judged: int, allowed: float, idempotent_produc
 
     :param rule: the verdict's cell of the contract table.
     :param count: the run's rows of the verdict.
-    :param judged: the run's judged messages (``recon.verdicts.RATIO_BASE``).
+    :param judged: the run's judged messages (``recon.model.verdicts.RATIO_BASE``).
     :param allowed: what the rule lets pass (:func:`_allowed`).
     :param idempotent_producer: whether the pipeline declares an idempotent producer.
     """

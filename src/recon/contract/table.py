@@ -11,7 +11,7 @@ contract reads it:
   :func:`recon.validation.suites.suite_parameters` fills their placeholders by it.
 
 Ratios are relative to the messages judged in the run (delivered + late + mismatched +
-out_of_order + lost + duplicated) and the unpublished ones (``recon.verdicts.RATIO_BASE``).
+out_of_order + lost + duplicated) and the unpublished ones (``recon.model.verdicts.RATIO_BASE``).
 Verdicts absent from the table never fail a run: ``delivered``, and ``pending`` (judged in a later
 run). A verdict absent from a run's counts counts 0.
 
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Final
 
-from recon.verdicts import RATIO_BASE, SEMANTICS, Verdict
+from recon.model.verdicts import RATIO_BASE, SEMANTICS, Verdict
 
 
 class Allowance(Enum):

@@ -11,7 +11,7 @@ under the rules' names, runs each rule statement, and hands its outputs on.
   (``engine: local``: confluent-kafka readers, ``COPY``, DuckDB);
 * :mod:`recon.engines.pending` carries the messages the base run left ``pending`` into a run.
 
-:func:`needs_spark` is the one test of ``cfg.engine``: ``recon.engine`` picks the steps and the
+:func:`needs_spark` is the one test of ``cfg.engine``: ``recon.run.steps`` picks the steps and the
 validation by it, the CLI whether to start a SparkSession, the Airflow DAG factory whether a step
 runs under spark-submit. It imports nothing at run time: the DAG factory uses it at parse time.
 """
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 #: The Spark engine's steps that its driver does itself for a small run, without Spark
-#: (``recon.engine.step_needs_spark``); ``reconcile`` always runs the rules on Spark.
+#: (``recon.run.steps.step_needs_spark``); ``reconcile`` always runs the rules on Spark.
 DRIVER_STEPS = ("snapshot_topic", "validate")
 
 

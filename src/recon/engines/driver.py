@@ -1,4 +1,4 @@
-"""Step 3 of a run (``recon.engine``), once for both engines: register the run's inputs, run the
+"""Step 3 of a run (``recon.run.steps``), once for both engines: register the run's inputs, run the
 rule steps in the run's order, write the ledger version and the results, commit once.
 
 What the engines do differently is IO only, behind :class:`RunIO`: where the window's parts and
@@ -34,15 +34,7 @@ from recon.engines.pending import (
 )
 from recon.engines.run_io import OpenIO, RunIO
 from recon.ledger.versions import read_newest
-from recon.outcome import (
-    DISCREPANCY_SAMPLE,
-    RunSummary,
-    judged_outcome,
-    mark_error,
-    require_record,
-    run_summary,
-)
-from recon.paths import results_path
+from recon.model.verdicts import Verdict
 from recon.read.source import SourceTimes, named_once, run_source_times, untimed_source_rows
 from recon.rules import (
     ABORTED_STEPS,
@@ -72,11 +64,19 @@ from recon.rules.run import (
     unordered,
     untimed,
 )
-from recon.services import Progress, default_data_dir, noop, results_db, sink_db
+from recon.run.outcome import (
+    DISCREPANCY_SAMPLE,
+    RunSummary,
+    judged_outcome,
+    mark_error,
+    require_record,
+    run_summary,
+)
+from recon.run.paths import results_path
+from recon.run.services import Progress, default_data_dir, noop, results_db, sink_db
 from recon.snapshot.window import PartitionWindow
 from recon.store.repairs import replayed_positions
 from recon.store.runs import record_missing_offsets
-from recon.verdicts import Verdict
 
 
 def reconcile_run(
@@ -131,7 +131,7 @@ def reconcile_run(
 
 def _timestamp_type(cfg: PipelineConfig) -> str | None:
     """Which Kafka timestamp the run's latencies count from (the topic's setting)."""
-    from recon.connections import kafka_connection
+    from recon.config.connections import kafka_connection
     from recon.snapshot.offsets import topic_timestamp_type
 
     return topic_timestamp_type(kafka_connection(cfg.kafka.connection).config, cfg.kafka.topic)

@@ -1,8 +1,8 @@
 """The single-machine engine (``engine: local``): the same steps and verdicts as the Spark
-engine, without a JVM; here steps 2 and 3 of a run (``recon.engine``), same results and commit.
+engine, without a JVM; here steps 2 and 3 of a run (``recon.run.steps``), same results and commit.
 
 A pipeline declares ``engine: local`` when its windows fit one machine (tens of millions of
-messages on a few GiB). The steps keep the Spark engine's contracts (``recon.engine``):
+messages on a few GiB). The steps keep the Spark engine's contracts (``recon.run.steps``):
 
 * :mod:`recon.read.kafka_local` reads exact offset ranges with confluent-kafka in parallel
   worker processes (one per core, partitions spread by size), the messageIds taken out by
@@ -35,21 +35,10 @@ from typing import Any
 
 from recon import settings, store
 from recon.config import PipelineConfig
-from recon.connections import kafka_connection
-from recon.duckdb_connection import connect
+from recon.config.connections import kafka_connection
+from recon.engines.duckdb_connection import connect
 from recon.ledger.local import LocalEntryStore
 from recon.ledger.versions import local_path, write_version
-from recon.outcome import RunSummary, require_record
-from recon.paths import (
-    ledger_dir,
-    pipeline_windows,
-    publish_results,
-    remove_tree,
-    results_path,
-    spill_dir,
-    version_name,
-    window_path,
-)
 from recon.read.kafka_local.pool import (
     Read,
     collect,
@@ -63,7 +52,18 @@ from recon.read.row_copies import RowCopies
 from recon.read.source import SourceTimes
 from recon.read.source_copy import copied_for, copy_source_rows
 from recon.rules.render import literal as _literal
-from recon.services import Progress, default_data_dir, noop
+from recon.run.outcome import RunSummary, require_record
+from recon.run.paths import (
+    ledger_dir,
+    pipeline_windows,
+    publish_results,
+    remove_tree,
+    results_path,
+    spill_dir,
+    version_name,
+    window_path,
+)
+from recon.run.services import Progress, default_data_dir, noop
 from recon.snapshot.window import PartitionWindow
 
 PARTS = ("committed", "pending", "inflight", "sink")

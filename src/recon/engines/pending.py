@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from recon import store
 from recon.config import PipelineConfig
-from recon.paths import data_dir_of, results_path
+from recon.run.paths import data_dir_of, results_path
 from recon.snapshot.window import PartitionWindow
 
 

@@ -3,7 +3,7 @@
 :func:`resolve_plan` asks each service its question once — the results store where the pipeline
 stands, the sink's catalog for the table (and its ingest sequence for the sink's position),
 Kafka for the topic's partitions, offsets, cleanup policy and the group's commits — and plans
-each partition's window from them. Step 1 (``recon.engine.snapshot_offsets``) records exactly
+each partition's window from them. Step 1 (``recon.run.steps.snapshot_offsets``) records exactly
 this plan; ``recon run --explain`` prints it (:func:`explain`) and records nothing.
 """
 
@@ -13,11 +13,11 @@ import time
 from dataclasses import dataclass
 
 from recon.config import PipelineConfig
-from recon.connections import kafka_connection
+from recon.config.connections import kafka_connection
 from recon.engines import needs_spark
 from recon.read.sink import SinkTable, inspect_sink
 from recon.read.sink_copy import sink_position_for_run
-from recon.services import sink_db
+from recon.run.services import sink_db
 from recon.snapshot.offsets import KafkaAuthFailed, take_offsets
 from recon.snapshot.sink_position import SinkPosition
 from recon.snapshot.window import PartitionWindow, plan_windows

@@ -14,7 +14,7 @@ from recon.config import PipelineConfig
 from recon.ledger.versions import EntryStore
 from recon.read.source import SourceTimes
 from recon.rules.run import RuleEngine
-from recon.services import Progress
+from recon.run.services import Progress
 from recon.snapshot.window import PartitionWindow
 
 

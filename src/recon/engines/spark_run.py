@@ -1,4 +1,4 @@
-"""Step 3 of a run on Spark and its validation (``recon.engine`` says what each step does;
+"""Step 3 of a run on Spark and its validation (``recon.run.steps`` says what each step does;
 step 2 is ``recon.engines.spark_snapshot``): :class:`SparkRunIO` is the run's IO on Spark for
 the one driver of step 3 (``recon.engines.driver``): the rules run as Spark SQL
 (``recon.engines.spark``); :func:`validate` checks the results with the pipeline's suite.
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from recon import store
 from recon.config import PipelineConfig
-from recon.connections import kafka_connection, postgres_connection
+from recon.config.connections import kafka_connection, postgres_connection
 from recon.engines.spark_snapshot import (
     read_records,
     reads_on_driver,
@@ -20,15 +20,6 @@ from recon.engines.spark_snapshot import (
     source_copy_dir,
 )
 from recon.ledger.versions import local_path
-from recon.outcome import RunSummary, require_record
-from recon.paths import (
-    is_local,
-    ledger_dir,
-    publish_results,
-    results_path,
-    version_name,
-    window_path,
-)
 from recon.read.kafka_spark import read_window
 from recon.read.ranges import window_ranges
 from recon.read.sink import inspect_sink, read_sink_rows, sink_query
@@ -36,7 +27,16 @@ from recon.read.sink_copy import is_copied, read_sink_copy, run_sink_range
 from recon.read.source import SourceTimes
 from recon.read.source_copy import ROWS_FILE as SOURCE_ROWS_FILE
 from recon.read.source_copy import copied_for, copy_source_rows
-from recon.services import Progress, noop, sink_db, source_db
+from recon.run.outcome import RunSummary, require_record
+from recon.run.paths import (
+    is_local,
+    ledger_dir,
+    publish_results,
+    results_path,
+    version_name,
+    window_path,
+)
+from recon.run.services import Progress, noop, sink_db, source_db
 from recon.snapshot.window import PartitionWindow
 from recon.spark import persist
 
@@ -79,7 +79,7 @@ def _sink_rows_for_run(
         table = inspect_sink(pg, cfg.sink, cfg.name, cfg.payload, cfg.order)
         query = sink_query(pg, cfg.sink, table, rows, cfg.payload, cfg.order)
     if empty:
-        from recon import schemas
+        from recon.model import schemas
 
         return spark.createDataFrame([], schemas.SINK_ROWS)
     if rows is None:

@@ -1,4 +1,4 @@
-"""Step 2 of a run on Spark (``recon.engine`` says what each step does): the window's parts
+"""Step 2 of a run on Spark (``recon.run.steps`` says what each step does): the window's parts
 read into Parquet with Spark tasks (``recon.read.kafka_spark.read_window``), or by the driver
 (:func:`window_on_driver`: a small window, or any window of a Spark on this machine), while
 threads of the driver copy the run's sink rows and a declared source's rows out of PostgreSQL
@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING
 
 from recon import settings, store
 from recon.config import PipelineConfig
-from recon.connections import kafka_connection
+from recon.config.connections import kafka_connection
 from recon.ledger.versions import local_path
-from recon.outcome import require_record
-from recon.paths import is_local, remove_tree, window_path
 from recon.read.kafka_local.pool import IN_PROCESS_OFFSETS, collect, offsets_in, read_ranges
 from recon.read.kafka_spark import read_window, reraise_read_failure
 from recon.read.message_ids import write_empty_part
 from recon.read.ranges import OffsetRange, part_ranges, window_ranges
 from recon.read.row_copies import RowCopies
-from recon.services import Progress, default_data_dir, noop
+from recon.run.outcome import require_record
+from recon.run.paths import is_local, remove_tree, window_path
+from recon.run.services import Progress, default_data_dir, noop
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -56,7 +56,7 @@ def snapshot_topic(
     data_dir: str | None = None,
     progress: Progress = noop,
 ) -> dict[str, str]:
-    """Read the run's window parts into Parquet (``recon.engine.snapshot_topic`` records a
+    """Read the run's window parts into Parquet (``recon.run.steps.snapshot_topic`` records a
     failure on the run): with Spark tasks, or on the driver (:func:`window_on_driver`).
 
     :param spark: the session; None only for a window read on the driver.

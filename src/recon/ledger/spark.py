@@ -20,7 +20,7 @@ import os
 import shutil
 from typing import TYPE_CHECKING, Any
 
-from recon.duckdb_connection import connect
+from recon.engines.duckdb_connection import connect
 from recon.ledger import local_segments, spark_segments
 from recon.ledger.versions import (
     entries_from_rows,
@@ -29,8 +29,8 @@ from recon.ledger.versions import (
     manifest_rows,
     parse_entry,
 )
-from recon.paths import is_local
 from recon.rules.run import RuleEngine
+from recon.run.paths import is_local
 from recon.spark import checkpoint
 
 if TYPE_CHECKING:
@@ -217,7 +217,7 @@ def _entry_rows(relation: DataFrame, seq: int) -> DataFrame:
     """``schemas.LEDGER`` rows as an entry stores them: with their hash and manifest place."""
     from pyspark.sql import functions as F
 
-    from recon import schemas
+    from recon.model import schemas
 
     columns = [F.col(f.name) for f in schemas.LEDGER.fields]
     return relation.select(

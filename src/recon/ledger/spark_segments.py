@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from recon.duckdb_connection import connect
+from recon.engines.duckdb_connection import connect
 from recon.ledger import local_segments
 from recon.ledger.versions import local_path
-from recon.paths import is_local
+from recon.run.paths import is_local
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

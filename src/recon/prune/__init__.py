@@ -41,7 +41,6 @@ from datetime import UTC, datetime, timedelta
 from recon.config import PipelineConfig
 from recon.errors import ReconError
 from recon.ledger.versions import local_path
-from recon.paths import data_dir_of, is_local
 from recon.prune.plan import (
     PrunePlan,
     choose_runs,
@@ -50,6 +49,7 @@ from recon.prune.plan import (
     removable_files,
     tree_stat,
 )
+from recon.run.paths import data_dir_of, is_local
 from recon.store.prune import PipelineRuns, delete_runs, read_pipeline_runs
 
 __all__ = [
@@ -76,7 +76,7 @@ def prune_pipeline(
     :param data_dir: where the pipeline's runs write (default :func:`recon.settings.data_dir`).
     """
     from recon import store
-    from recon.services import default_data_dir, results_db
+    from recon.run.services import default_data_dir, results_db
 
     with results_db() as pg:
         store.ensure_schema(pg)

@@ -63,8 +63,8 @@ def parse_before(text: str, now: datetime | None = None) -> datetime:
 def run(args: argparse.Namespace) -> int:
     from recon.alert.text import shown
     from recon.config import load_pipelines
-    from recon.preflight import get_pipeline
     from recon.prune import prune_pipeline
+    from recon.stack.preflight import get_pipeline
 
     cfg = get_pipeline(load_pipelines(args.pipelines), args.pipeline)
     before = parse_before(args.before)
@@ -88,7 +88,7 @@ def _progress(line: str) -> None:
 def run_forget(args: argparse.Namespace) -> int:
     from recon.config import declared_pipelines
     from recon.prune.forget import check_forgettable, forget
-    from recon.services import default_data_dir
+    from recon.run.services import default_data_dir
 
     check_forgettable(args.pipeline, declared_pipelines(args.pipelines))
     found = forget(args.pipeline, args.data_dir or default_data_dir(), dry_run=not args.yes,

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from recon.config.schema import PIPELINE_NAME_RE
 from recon.errors import ReconError
 from recon.ledger.versions import local_path
-from recon.paths import is_local
 from recon.prune.plan import FOLDERS, tree_stat
+from recon.run.paths import is_local
 
 
 class StillDeclared(ReconError):
@@ -66,7 +66,7 @@ def forget(
     """Remove (unless ``dry_run``) everything stored for ``pipeline``; call
     :func:`check_forgettable` first."""
     from recon import store
-    from recon.services import results_db
+    from recon.run.services import results_db
 
     if not is_local(data_dir):
         raise ReconError(f"pipeline '{pipeline}': the data directory {data_dir} is not local")

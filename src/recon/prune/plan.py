@@ -12,7 +12,7 @@ from datetime import datetime
 
 from recon.ledger.local import LocalEntryStore
 from recon.ledger.versions import local_path, parse_entry
-from recon.paths import LEDGER, REPAIRS, RESULTS, WINDOWS, safe_name
+from recon.run.paths import LEDGER, REPAIRS, RESULTS, WINDOWS, safe_name
 from recon.store.commit import commit_accepted
 from recon.store.prune import PipelineRuns, StoredRun
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from recon.config import MessageIdSpec, OrderSpec, PayloadSpec
-from recon.connections import KafkaConnection
+from recon.config.connections import KafkaConnection
 from recon.read.ranges import OffsetRange, split_ranges
 
 if TYPE_CHECKING:
@@ -34,7 +34,8 @@ def read_window(
     payload: PayloadSpec | None = None,
     order: OrderSpec | None = None,
 ) -> DataFrame:
-    """The records of exact offset ranges as ``recon.schemas.WINDOW`` rows, messageIds extracted.
+    """The records of exact offset ranges as ``recon.model.schemas.WINDOW`` rows, messageIds
+    extracted.
 
     One Spark task per range (:func:`split_ranges`: at least one per core), each reading its
     range with confluent-kafka in its Python worker, as a local engine's reader does
@@ -52,7 +53,7 @@ def read_window(
     :param payload: what of each value the pipeline compares with its sink rows.
     :param order: where each record's upsert key and position are.
     """
-    from recon import schemas
+    from recon.model import schemas
 
     pieces = split_ranges(ranges, _cores(spark))
     if not pieces:

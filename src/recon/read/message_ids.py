@@ -2,8 +2,8 @@
 engines: the one reader (``recon.read.kafka_local.reader.read_tables``) calls it on each chunk,
 in a local engine's reader process or a Spark task (``recon.read.kafka_spark.read_window``).
 
-:func:`extract_ids` is pure (an Arrow table of raw records in, ``recon.schemas.WINDOW`` rows out)
-and is where bad input is quarantined: a record keeps its position and gets an
+:func:`extract_ids` is pure (an Arrow table of raw records in, ``recon.model.schemas.WINDOW``
+rows out) and is where bad input is quarantined: a record keeps its position and gets an
 ``invalid_reason`` instead of being dropped when its value is a tombstone, or its id is missing,
 not UTF-8, a JSON object or array, empty or blank, longer than the limit, or holds a NUL
 character (which PostgreSQL cannot store: the run's commit would refuse it, run after run).
@@ -15,7 +15,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from recon.config import MessageIdSpec, OrderSpec, PayloadSpec
-from recon.duckdb_connection import connect
+from recon.engines.duckdb_connection import connect
 from recon.read.json_numbers import exact_fields
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def raw_schema() -> pa.Schema:
 
 
 def window_schema() -> pa.Schema:
-    """``recon.schemas.WINDOW`` as Arrow."""
+    """``recon.model.schemas.WINDOW`` as Arrow."""
     import pyarrow as pa
 
     return pa.schema(

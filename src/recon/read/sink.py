@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from recon.config import OrderSpec, PayloadSpec, SinkSpec
+from recon.config.connections import PostgresConnection
 from recon.config.model import split_table
-from recon.connections import PostgresConnection
 from recon.errors import SinkTableError
 from recon.read.sink_order import check_order_columns, order_expressions
 from recon.read.sink_payload import payload_expression, payload_items, payload_kinds

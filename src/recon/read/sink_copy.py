@@ -100,7 +100,7 @@ def copy_sink_rows_for_run(cfg: PipelineConfig, record: RunRecord, directory: st
 
     from recon.read.sink import inspect_sink
     from recon.read.sink_arrow import copy_sink_rows, sink_schema
-    from recon.services import sink_db
+    from recon.run.services import sink_db
 
     os.makedirs(directory, exist_ok=True)
     with contextlib.suppress(FileNotFoundError):

@@ -20,7 +20,7 @@ from recon.errors import SourceTableError
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from recon.connections import PostgresConnection
+    from recon.config.connections import PostgresConnection
     from recon.store import RunRecord
 
 
@@ -109,7 +109,7 @@ def named_once(cfg: PipelineConfig) -> bool:
     integers), so the copied ``message_id::text`` inherits the uniqueness.
     """
     from recon.config.model import split_table
-    from recon.services import source_db
+    from recon.run.services import source_db
 
     if cfg.source is None or cfg.source.is_topic:
         return False
@@ -141,7 +141,7 @@ def untimed_source_rows(cfg: PipelineConfig) -> int:
     from psycopg2 import sql
 
     from recon.config.model import split_table
-    from recon.services import source_db
+    from recon.run.services import source_db
 
     if cfg.source is None or cfg.source.is_topic:
         return 0

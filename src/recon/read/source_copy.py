@@ -32,7 +32,7 @@ def table_source_times(cfg: PipelineConfig, record: RunRecord) -> SourceTimes | 
     """The times a run's table source is copied for in step 2 (None: the pipeline declares no
     source, or a topic, which step 3 reads with the window's readers)."""
     from recon.read.source import run_source_times
-    from recon.services import results_db
+    from recon.run.services import results_db
 
     if cfg.source is None or cfg.source.is_topic:
         return None
@@ -47,7 +47,7 @@ def copy_source_rows(cfg: PipelineConfig, times: SourceTimes, directory: str) ->
     """
     from recon.read.sink_arrow import copy_to_parquet
     from recon.read.source import inspect_source, source_query, source_schema
-    from recon.services import source_db
+    from recon.run.services import source_db
 
     os.makedirs(directory, exist_ok=True)
     # A copy for other times, from an earlier read of the run id, stops counting first.

@@ -40,9 +40,9 @@ def source_topic_ranges(cfg: PipelineConfig, times: SourceTimes) -> list[OffsetR
     from confluent_kafka import IsolationLevel
     from confluent_kafka.admin import OffsetSpec as _OffsetSpec  # type: ignore[attr-defined]
 
-    from recon.connections import kafka_connection
-    from recon.preflight import check_topic
+    from recon.config.connections import kafka_connection
     from recon.snapshot.offsets import admin_client, list_offsets
+    from recon.stack.preflight import check_topic
 
     offset_spec: Any = _OffsetSpec  # untyped in confluent-kafka's stubs
     spec = topic_spec(cfg)

@@ -34,7 +34,7 @@ from typing import Any
 from recon import settings
 from recon.alert.text import shown
 from recon.config import PipelineConfig
-from recon.connections import kafka_connection
+from recon.config.connections import kafka_connection
 from recon.repair.direct import row_values
 from recon.repair.plan_model import RepairPlan, SinkState
 from recon.repair.replay import produce, read_originals, replayed_before, watermarks
@@ -55,7 +55,7 @@ from recon.repair.trust import (
     check_sink,
     stored_plan,
 )
-from recon.services import results_db, sink_db
+from recon.run.services import results_db, sink_db
 from recon.store import repairs as store
 
 Say = Callable[[str], None]

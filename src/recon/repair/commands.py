@@ -73,7 +73,7 @@ def summary_lines(plan: object) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from recon.config import load_pipelines
-    from recon.preflight import check_pipeline, get_pipeline
+    from recon.stack.preflight import check_pipeline, get_pipeline
 
     if args.repair_command == "apply":
         from recon.repair.applier import apply_plan
@@ -118,7 +118,7 @@ def _plan(cfg: object, args: argparse.Namespace) -> int:
 
 
 def _list(pipeline: str, as_json: bool) -> int:
-    from recon.services import results_db
+    from recon.run.services import results_db
     from recon.store import ensure_schema
     from recon.store.repairs import list_repairs
 

@@ -20,7 +20,7 @@ import dataclasses
 from datetime import UTC, datetime
 
 from recon.config import PipelineConfig
-from recon.connections import kafka_connection
+from recon.config.connections import kafka_connection
 from recon.errors import ReconError
 from recon.repair.plan_model import (
     Delete,
@@ -37,7 +37,7 @@ from recon.repair.sink_rows import (
     key_columns,
     state_of,
 )
-from recon.services import results_db, sink_db
+from recon.run.services import results_db, sink_db
 from recon.store import ensure_schema, find_run
 from recon.store.repairs import DELETED_VERDICTS, latest_judged_run, repairable
 
@@ -123,9 +123,9 @@ def save_plan(plan: RepairPlan, path: str | None = None, data_dir: str | None = 
     :returns: the file's path."""
     import os
 
-    from recon.paths import REPAIRS
     from recon.repair.plan_model import plan_to_dict, plan_to_json
-    from recon.services import default_data_dir
+    from recon.run.paths import REPAIRS
+    from recon.run.services import default_data_dir
     from recon.store.repairs import record_plan
 
     path = path or os.path.join(data_dir or default_data_dir(), REPAIRS, plan.pipeline,

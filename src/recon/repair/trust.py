@@ -25,7 +25,7 @@ from recon.alert.text import shown
 from recon.config import PipelineConfig, RepairSpec
 from recon.repair.plan_model import RepairPlan, SinkTarget, plan_from_dict
 from recon.repair.sink_rows import RepairRefused, affected_rows, key_columns, state_of
-from recon.services import results_db, sink_db
+from recon.run.services import results_db, sink_db
 from recon.store import ensure_schema
 from recon.store import repairs as store
 from recon.store.repairs import DELETED_VERDICTS, REPLAYED_VERDICTS, RepairRow

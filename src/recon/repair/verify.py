@@ -19,7 +19,7 @@ from typing import Any
 from recon.config import PipelineConfig
 from recon.repair.plan_model import RepairPlan, plan_from_dict
 from recon.repair.sink_rows import affected_rows
-from recon.services import Progress, noop, results_db, sink_db
+from recon.run.services import Progress, noop, results_db, sink_db
 from recon.store import find_run
 from recon.store import repairs as store
 

@@ -1,4 +1,4 @@
--- Every verdict row of the run, in the shape of recon.schemas.RESULT: the fast path's messages
+-- Every verdict row of the run, in the shape of recon.model.schemas.RESULT: the fast path's messages
 -- (their lists built here, as they are read), the general path's, one `invalid` row per record
 -- or sink row without a usable messageId (a sink row's id over the length limit is not kept: its
 -- sink key says which row it is), and one `unverifiable` row per partition whose window

@@ -5,7 +5,7 @@ Each ``NN_name.sql`` file is one ``SELECT``/``WITH`` statement whose result is t
 first step (empty, with their columns, when the run has none):
 
 ==================  ===================================================================
-``records``         the window's committed records (``recon.schemas.WINDOW``)
+``records``         the window's committed records (``recon.model.schemas.WINDOW``)
 ``pending``         records past the window's end (``schemas.PENDING``)
 ``sink_rows``       the run's new sink rows (``schemas.SINK_ROWS``)
 ``ledger``          earlier runs' entries of the run's messages (``schemas.LEDGER``)

@@ -25,9 +25,9 @@ import string
 from collections.abc import Mapping, Sequence
 from importlib import resources
 
-from recon import details
+from recon.model import details
+from recon.model.verdicts import JUDGED, LEDGER_VERDICTS, UNMATCHED
 from recon.read.message_ids import MAX_MESSAGE_ID_LENGTH
-from recon.verdicts import JUDGED, LEDGER_VERDICTS, UNMATCHED
 
 #: How many positions a detail text lists before it stops.
 MAX_POSITIONS_IN_DETAIL = 20

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, cast
 
+from recon.model.verdicts import ALL_VERDICTS, Verdict
 from recon.rules import (
     COUNTED_STEPS,
     FUNNEL_STEPS,
@@ -28,7 +29,6 @@ from recon.rules import (
 )
 from recon.rules.judging import Judging
 from recon.rules.render import for_dialect, literal, render
-from recon.verdicts import ALL_VERDICTS, Verdict
 
 UnverifiableRows = Sequence[tuple[str, int, int, int]]
 PartitionEnds = Sequence[tuple[int, ...]]

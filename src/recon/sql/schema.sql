@@ -67,7 +67,7 @@ CREATE TABLE IF NOT EXISTS recon.discrepancies (
 CREATE INDEX IF NOT EXISTS discrepancies_run ON recon.discrepancies (pipeline, run_id);
 -- By the id's digest, not its text: a btree entry holds at most about 2.7 kB, and an id is user
 -- data (the index on the text refused a run's commit over one phantom id of a few kB, run after
--- run). Lookups match md5(message_id) and then the text (recon.corrections).
+-- run). Lookups match md5(message_id) and then the text (recon.store.corrections).
 DROP INDEX IF EXISTS recon.discrepancies_message;
 CREATE INDEX IF NOT EXISTS discrepancies_message_md5 ON recon.discrepancies (pipeline, md5(message_id));
 

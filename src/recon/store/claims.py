@@ -72,7 +72,7 @@ def run_claim(pipeline: str, run_id: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _claimed(pipeline: str, run_id: str) -> Iterator[None]:
-    from recon.services import results_db
+    from recon.run.services import results_db
     from recon.store.schema import ensure_schema
 
     with results_db() as pg:

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from recon.corrections import record_corrections
-from recon.details import UNCHECKED
 from recon.errors import ReconError, ServiceUnavailable, first_line
+from recon.model.details import UNCHECKED
+from recon.store.corrections import record_corrections
 from recon.store.runs import RunRecord
 
 

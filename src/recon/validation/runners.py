@@ -87,7 +87,7 @@ def validate_results_file(
     outcome as :func:`validate_run`; validating a run id again replaces its earlier validation,
     whichever engine made it.
 
-    :param path: the run's results Parquet (``recon.paths.results_path``).
+    :param path: the run's results Parquet (``recon.run.paths.results_path``).
     :raises ValidationError: the suite is unusable or an expectation could not be evaluated.
     """
     document = load_suite(cfg.semantics)

@@ -19,7 +19,7 @@ from recon import settings
 from recon.config import PipelineConfig
 from recon.contract.table import CONTRACT, Allowance, Rule
 from recon.errors import ReconError
-from recon.verdicts import JUDGED, RATIO_BASE, ROW_VERDICTS, SEMANTICS, Verdict
+from recon.model.verdicts import JUDGED, RATIO_BASE, ROW_VERDICTS, SEMANTICS, Verdict
 
 #: Environment variable naming the folder of the suite files (default: ``<repo>/expectations``).
 EXPECTATIONS_ENV = settings.RECON_EXPECTATIONS_DIR

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from recon.duckdb_connection import connect
+from recon.engines.duckdb_connection import connect
 from recon.read.kafka_local.task import ReadTask
 from recon.read.message_ids import extract_ids, key_header, raw_schema, read_columns
 
@@ -79,8 +79,8 @@ class Chunk:
         return self.size
 
     def take(self) -> Any:
-        """The records so far as ``recon.schemas.WINDOW`` rows (a ``pyarrow.Table``), messageIds
-        extracted; None when there are none. The chunk is empty afterwards."""
+        """The records so far as ``recon.model.schemas.WINDOW`` rows (a ``pyarrow.Table``),
+        messageIds extracted; None when there are none. The chunk is empty afterwards."""
         import pyarrow as pa
 
         if self.size == 0:

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from recon import settings
 from recon.config import MessageIdSpec, OrderSpec, PayloadSpec
-from recon.connections import KafkaConnection
+from recon.config.connections import KafkaConnection
 from recon.errors import ServiceUnavailable
 from recon.read.kafka_local.reader import KafkaReadFailed, read_task
 from recon.read.kafka_local.task import ReadTask, order_json, payload_json

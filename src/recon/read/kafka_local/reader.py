@@ -89,7 +89,7 @@ def _raise_for(err: Any, where: tuple[str, int]) -> None:
 def read_tables(
     task: ReadTask, chunk_records: int = CHUNK_RECORDS, stop: threading.Event | None = None
 ) -> Iterator[Any]:
-    """The task's records as ``recon.schemas.WINDOW`` tables (``pyarrow.Table``), up to
+    """The task's records as ``recon.model.schemas.WINDOW`` tables (``pyarrow.Table``), up to
     ``chunk_records`` rows each, in the order they were read; ``stop`` set ends the read early
     (what was read by then is handed on: the caller that stops a read discards it).
 

@@ -10,12 +10,12 @@ from typing import Any
 
 from recon import store
 from recon.config import PipelineConfig
-from recon.connections import kafka_connection, postgres_connection, scrub
+from recon.config.connections import kafka_connection, postgres_connection, scrub
 from recon.contract.evaluate import evaluate_contract
 from recon.errors import first_line
-from recon.services import Progress, noop, results_conn_id, results_db
+from recon.model.verdicts import Verdict
+from recon.run.services import Progress, noop, results_conn_id, results_db
 from recon.snapshot.window import rewinds
-from recon.verdicts import Verdict
 
 #: Discrepancy rows per verdict kept as samples for the summary and the alert.
 DISCREPANCY_SAMPLE = 20

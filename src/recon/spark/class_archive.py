@@ -25,7 +25,7 @@ import sys
 import time
 
 from recon import settings
-from recon.spark_classes import QUIET, archive_path
+from recon.spark.classes import QUIET, archive_path
 
 
 def _record_workload() -> None:
@@ -76,7 +76,7 @@ def make_archive(timeout: float = 600.0) -> str | None:
         settings.RECON_SPARK_CLASS_ARCHIVE: "false",
         settings.RECON_SPARK_REMOTE: "",
     }
-    command = [sys.executable, "-m", "recon.spark_class_archive", "--record-workload"]
+    command = [sys.executable, "-m", "recon.spark.class_archive", "--record-workload"]
     try:
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -97,8 +97,8 @@ def make_archive(timeout: float = 600.0) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m recon.spark_class_archive``: make the archive unless it exists."""
-    parser = argparse.ArgumentParser(prog="python -m recon.spark_class_archive")
+    """``python -m recon.spark.class_archive``: make the archive unless it exists."""
+    parser = argparse.ArgumentParser(prog="python -m recon.spark.class_archive")
     parser.add_argument("--record-workload", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.record_workload:

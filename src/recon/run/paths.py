@@ -8,7 +8,7 @@ import shutil
 import uuid
 
 from recon.ledger.versions import local_path
-from recon.run_ids import check_run_id
+from recon.run.ids import check_run_id
 
 #: The folders of a data directory that hold one folder per pipeline (``repairs``: the files of
 #: repair plans, ``<plan id>.json``).
@@ -21,7 +21,7 @@ def pipeline_windows(data_dir: str, pipeline: str) -> str:
 
 
 def window_path(data_dir: str, pipeline: str, run_id: str, part: str) -> str:
-    """:raises recon.run_ids.InvalidRunId: ``run_id`` could name a folder outside its own."""
+    """:raises recon.run.ids.InvalidRunId: ``run_id`` could name a folder outside its own."""
     run = safe_name(check_run_id(run_id, pipeline))
     return f"{pipeline_windows(data_dir, pipeline)}/{run}/{part}"
 
@@ -29,7 +29,7 @@ def window_path(data_dir: str, pipeline: str, run_id: str, part: str) -> str:
 def results_path(data_dir: str, pipeline: str, run_id: str) -> str:
     """Every verdict row of a run (delivered included): what the validation step reads.
 
-    :raises recon.run_ids.InvalidRunId: ``run_id`` could name a folder outside its own.
+    :raises recon.run.ids.InvalidRunId: ``run_id`` could name a folder outside its own.
     """
     return (
         f"{data_dir.rstrip('/')}/{RESULTS}/{pipeline}/{safe_name(check_run_id(run_id, pipeline))}"
@@ -59,7 +59,7 @@ def version_name(run_id: str) -> str:
 
 def safe_name(run_id: str) -> str:
     """A run id as a file name (the folder of its windows and of its results): never one that
-    names a folder's parent or itself, even for an id :func:`recon.run_ids.check_run_id` refuses
+    names a folder's parent or itself, even for an id :func:`recon.run.ids.check_run_id` refuses
     (a name read back from the results database by ``recon prune``)."""
     name = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
     return name if name.strip(".") else name.replace(".", "_") or "_"

@@ -9,7 +9,7 @@ from typing import Any
 
 from recon import settings
 from recon.config import PipelineConfig
-from recon.connections import postgres_connection
+from recon.config.connections import postgres_connection
 
 Progress = Callable[[str], None]
 

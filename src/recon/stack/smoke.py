@@ -7,7 +7,7 @@ import json
 import sys
 import time
 
-from recon.connections import ClientConfig
+from recon.config.connections import ClientConfig
 
 TOPIC = "recon-smoke"
 TABLE = "recon_smoke"
@@ -104,7 +104,7 @@ def _consume_into_sink(config: ClientConfig, pg_kwargs: dict[str, object]) -> in
 
 
 def main() -> int:
-    from recon.connections import kafka_connection, postgres_connection
+    from recon.config.connections import kafka_connection, postgres_connection
     from recon.spark import spark_session
 
     kafka = kafka_connection("kafka_default")

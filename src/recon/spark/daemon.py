@@ -12,7 +12,7 @@ seconds, closes its listening socket and exits. A session that later needs a wor
 daemon gone and Spark starts another ("Assuming that daemon unexpectedly quit, attempting to
 restart", a warning in the server's log): a connection that reached the closed socket is reset,
 which is that path too, so no task is lost to the exit. Run by Spark as
-``python -m recon.spark_daemon <worker module>`` (``spark.python.daemon.module``).
+``python -m recon.spark.daemon <worker module>`` (``spark.python.daemon.module``).
 """
 
 from __future__ import annotations

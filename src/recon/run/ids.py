@@ -1,6 +1,6 @@
 """The one rule for a run id, wherever one comes in (``recon run --run-id``, an Airflow run id,
 a repair plan's run, ``recon prune``): it names folders under the data directory
-(``recon.paths``), so it must never name a parent or the folder itself.
+(``recon.run.paths``), so it must never name a parent or the folder itself.
 
 A run id is 1 to 250 characters, none of them a control character (NUL included) or a path
 separator, and not only dots (``.`` and ``..`` are the folder and its parent). Airflow's default

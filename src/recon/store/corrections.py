@@ -1,6 +1,6 @@
 """Verdicts a later run proved wrong: a message judged ``lost`` whose sink row committed late.
 
-The later run writes the message's row (``recon.details.LATE_DELIVERY`` in its detail); inside
+The later run writes the message's row (``recon.model.details.LATE_DELIVERY`` in its detail); inside
 that run's commit transaction the earlier ``lost`` rows get ``corrected_by_run`` and each earlier
 run's ``recon.runs.corrections`` is recounted, so no verdict is corrected silently.
 """
@@ -13,9 +13,9 @@ from typing import Any
 
 def record_corrections(cur: Any, pipeline: str, run_id: str) -> None:
     """Mark the earlier ``lost`` rows this run proved wrong (their first sink row arrived now:
-    ``recon.details.LATE_DELIVERY``) with this run's id, and recount each earlier run's
+    ``recon.model.details.LATE_DELIVERY``) with this run's id, and recount each earlier run's
     ``corrections``. A re-run of this run first takes its own marks back."""
-    from recon.details import LATE_DELIVERY
+    from recon.model.details import LATE_DELIVERY
 
     cur.execute(
         "UPDATE recon.discrepancies SET corrected_by_run = NULL "

@@ -20,7 +20,7 @@ Expectations on Spark; the driver reads a small run's window and validates its r
 :func:`step_needs_spark`) or ``recon.engines.local_run`` (DuckDB; Great Expectations on pandas; no
 JVM).
 Step 3 is one driver for both (``recon.engines.driver``): an engine gives it only its IO.
-What both share lives in ``recon.services`` (connections, paths) and ``recon.outcome`` (the
+What both share lives in ``recon.run.services`` (connections, paths) and ``recon.run.outcome`` (the
 outcome they commit). The CLI runs the three in one process; the Airflow DAG runs them as tasks;
 ``spark_apps/`` wraps steps 2 and 3 for ``spark-submit``. All go through this module.
 """
@@ -38,21 +38,21 @@ from recon.engines import DRIVER_STEPS as DRIVER_STEPS
 from recon.engines import needs_spark as needs_spark
 from recon.engines.plan import resolve_plan
 from recon.errors import first_line
+from recon.run.ids import check_run_id
 
 # Re-exported: callers (the CLI, tests, plugins) find these here.
-from recon.outcome import DISCREPANCY_SAMPLE as DISCREPANCY_SAMPLE
-from recon.outcome import RunSummary as RunSummary
-from recon.outcome import failure_recorded as failure_recorded
-from recon.outcome import redact as redact
-from recon.outcome import require_record
-from recon.paths import results_path as results_path
-from recon.paths import window_path as window_path
-from recon.run_ids import check_run_id
-from recon.services import DEFAULT_RESULTS_CONN_ID as DEFAULT_RESULTS_CONN_ID
-from recon.services import Progress as Progress
-from recon.services import default_data_dir as default_data_dir
-from recon.services import noop, results_db, sink_db
-from recon.services import results_conn_id as results_conn_id
+from recon.run.outcome import DISCREPANCY_SAMPLE as DISCREPANCY_SAMPLE
+from recon.run.outcome import RunSummary as RunSummary
+from recon.run.outcome import failure_recorded as failure_recorded
+from recon.run.outcome import redact as redact
+from recon.run.outcome import require_record
+from recon.run.paths import results_path as results_path
+from recon.run.paths import window_path as window_path
+from recon.run.services import DEFAULT_RESULTS_CONN_ID as DEFAULT_RESULTS_CONN_ID
+from recon.run.services import Progress as Progress
+from recon.run.services import default_data_dir as default_data_dir
+from recon.run.services import noop, results_db, sink_db
+from recon.run.services import results_conn_id as results_conn_id
 from recon.store.claims import run_claim
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ Step = TypeVar("Step", bound=Callable[..., Any])
 
 def _claimed(step: Step) -> Step:
     """``step`` of a run (``step(cfg, run_id, ...)``) done only by a process that holds the run
-    id (``recon.store.claims``), after the id is checked (``recon.run_ids``): another process on
+    id (``recon.store.claims``), after the id is checked (``recon.run.ids``): another process on
     the same run id is told so at once, and nothing is read or written twice."""
 
     @functools.wraps(step)
@@ -156,7 +156,7 @@ def snapshot_offsets(
     :param run_id: the run's id (Airflow's run id, or one the CLI makes).
     :param now: snapshot time in epoch seconds, for the settle time (default: now).
     :param progress: called with a line per step.
-    :raises recon.run_ids.InvalidRunId: ``run_id`` cannot name the run's folders.
+    :raises recon.run.ids.InvalidRunId: ``run_id`` cannot name the run's folders.
     """
     with results_db() as pg:
         store.ensure_schema(pg)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from recon.config import PipelineConfig
-from recon.connections import kafka_connection, postgres_connection
+from recon.config.connections import kafka_connection, postgres_connection
 from recon.errors import ConfigError, ConnectionNotFound, ReconError, first_line
 
 
@@ -96,7 +96,7 @@ def _check_source(cfg: PipelineConfig) -> None:
         return
 
     from recon.read.source import inspect_source
-    from recon.services import source_db
+    from recon.run.services import source_db
 
     try:
         with source_db(cfg) as pg:

@@ -1,5 +1,5 @@
 """Which class-data-sharing archive of Spark's classes the product's Spark JVMs map
-(:func:`java_options`), and where it lives (:func:`archive_path`); ``recon.spark_class_archive``
+(:func:`java_options`), and where it lives (:func:`archive_path`); ``recon.spark.class_archive``
 makes it.
 """
 

@@ -245,7 +245,7 @@ def raw_connection(conn_id: str) -> RawConnection:
         return env_connection(conn_id)
     installed = installed_resolver()
     if installed is not None:
-        from recon.entry_points import plugin_output
+        from recon.config.entry_points import plugin_output
 
         with plugin_output():
             return installed(conn_id)
@@ -256,7 +256,7 @@ def raw_connection(conn_id: str) -> RawConnection:
 def installed_resolver() -> Resolver | None:
     """The first resolver of :data:`RESOLVER_GROUP` (by name) whose module imports, or None (no
     such package, or Airflow not installed: ``pip install kafka-recon`` without its extra)."""
-    from recon.entry_points import first_loadable
+    from recon.config.entry_points import first_loadable
 
     resolver: Resolver | None = first_loadable(
         RESOLVER_GROUP, "the AIRFLOW_CONN_* variables alone are read"

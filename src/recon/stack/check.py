@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recon.connections import kafka_connection, postgres_connection
+from recon.config.connections import kafka_connection, postgres_connection
 from recon.errors import ReconError
 
 

@@ -63,7 +63,7 @@ def spark_settings() -> dict[str, str]:
     session, spark-submit from Airflow, ``spark_apps/``): bound to loopback, no UI unless
     ``RECON_SPARK_UI=true``, credentials redacted from plans, logs and the event log; Spark's
     classes mapped from the class archive when ``make setup`` made one."""
-    from recon.spark_classes import java_options as class_archive
+    from recon.spark.classes import java_options as class_archive
 
     # The user's options last: they can override (``-Xshare:off``).
     java_options = " ".join(
@@ -107,7 +107,7 @@ def spark_settings() -> dict[str, str]:
 
 def spark_session(app_name: str = "recon", master: str | None = None) -> SparkSession:
     """Build (or reuse) a SparkSession with the project's jars on its classpath
-    (``recon.spark_jars``: the fetched files, else Spark resolves them from Maven Central); with
+    (``recon.spark.jars``: the fetched files, else Spark resolves them from Maven Central); with
     ``RECON_SPARK_REMOTE`` set, a session of its own on that Spark Connect server instead
     (:func:`remote_session`; ``master`` is then the server's).
 
@@ -116,7 +116,7 @@ def spark_session(app_name: str = "recon", master: str | None = None) -> SparkSe
     """
     from pyspark.sql import SparkSession
 
-    from recon.spark_jars import spark_jar_settings
+    from recon.spark.jars import spark_jar_settings
 
     remote = settings.spark_remote()
     if remote:
@@ -294,7 +294,7 @@ def connect_server_command(port: int, master: str | None = None) -> list[str]:
     with a heap of its own size (``RECON_SPARK_CONNECT_MEMORY``: the runs attached share it).
     Its token is read from ``SPARK_CONNECT_AUTHENTICATE_TOKEN`` in its environment, never put on
     a command line that ``ps`` shows."""
-    from recon.spark_jars import spark_jar_settings
+    from recon.spark.jars import spark_jar_settings
 
     settings.spark_python_idle()  # its daemons read it: a bad value stops the start, not a task
     confs = {
@@ -303,8 +303,8 @@ def connect_server_command(port: int, master: str | None = None) -> list[str]:
         "spark.driver.memory": settings.spark_connect_memory(),
         "spark.connect.grpc.binding.address": LOOPBACK,
         "spark.connect.grpc.binding.port": str(int(port)),
-        # A daemon per session, which Spark 4.1 keeps until the server stops (recon.spark_daemon).
-        "spark.python.daemon.module": "recon.spark_daemon",
+        # A daemon per session, which Spark 4.1 keeps until the server stops (recon.spark.daemon).
+        "spark.python.daemon.module": "recon.spark.daemon",
     }
     # env(1): the server's UI address is an environment variable (DRIVER_ENV), not a setting.
     command = ["env", *(f"{key}={value}" for key, value in DRIVER_ENV.items()),
