@@ -145,7 +145,7 @@ def _result_rows() -> list[tuple[Any, ...]]:
             (
                 verdict, mid, TOPIC if partition is not None else None, partition, offsets,
                 offsets[0] if offsets else None, count, keys, dup, None, positions,
-                None, None, None,  # latency_ms, record_time_ms, sink_time_ms
+                None, None, None, None,  # latency_ms, record_time_ms, sink_time_ms, committed_seen
             )
         )  # fmt: skip
     return rows
