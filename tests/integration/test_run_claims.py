@@ -11,7 +11,16 @@ from typing import Any
 
 import psycopg2
 import pytest
-from everyday_kit import EXIT_ERROR, EXIT_OK, Setup, commit_group, no_traceback, produce, write_rows
+from everyday_kit import (
+    ENGINES,
+    EXIT_ERROR,
+    EXIT_OK,
+    Setup,
+    commit_group,
+    no_traceback,
+    produce,
+    write_rows,
+)
 
 from recon.store.claims import RunInProgress, run_claim
 from recon.store.commit import transient
@@ -19,10 +28,11 @@ from recon.store.commit import transient
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 def test_a_run_id_in_progress_elsewhere_is_named_and_nothing_is_done_twice(
-    kit_setup: Callable[..., Setup], kafka_config: dict[str, str]
+    engine: str, kit_setup: Callable[..., Setup], kafka_config: dict[str, str]
 ) -> None:
-    s = kit_setup("local", "claimed")
+    s = kit_setup(engine, "claimed")
     where = produce(kafka_config, s.topic, ["m0", "m1"])
     write_rows(s.pg_kwargs, s.table, ["m0", "m1"], where)
     commit_group(kafka_config, s.group, s.topic)
