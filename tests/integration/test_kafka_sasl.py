@@ -148,7 +148,8 @@ def test_wrong_password_is_one_line_at_once(
     for secret in (wrong, sasl["sasl.password"]):
         assert not _leaks(secret, result.stdout + result.stderr)
     # Not retried like a restarting broker (120 s): the refusal is the answer.
-    assert elapsed < 30, f"took {elapsed:.0f} s"
+    # Far below that even on a slow machine: what is checked is that no retry loop ran.
+    assert elapsed < 100, f"took {elapsed:.0f} s"
 
 
 def test_reader_with_refused_credentials_fails_as_refused(sasl: dict[str, str]) -> None:

@@ -78,8 +78,7 @@ def test_a_read_on_a_thread_ends_when_stopped(
                        str(tmp_path / "w"), in_process=True)  # fmt: skip
     time.sleep(2)
     stopper = threading.Thread(target=read.stop)
-    started = time.monotonic()
     stopper.start()
     stopper.join(timeout=30)
+    # Its stall timeout is minutes away: ending within the join's 30 s is ending on stop().
     assert not stopper.is_alive(), "stop() did not end the read"
-    assert time.monotonic() - started < 10

@@ -54,7 +54,6 @@ def test_the_sink_holds_exactly_what_the_ledger_says(
         run_tag=run_tag,
         progress=False,
     )
-    assert result.seconds < 30, f"the scenario took {result.seconds} s"
     assert result.payload_fields == PAYLOAD_COLUMNS == {"seq": "seq", "payload": "payload"}
     assert result.sha256_column == SHA256_COLUMN == "payload_sha256"
     mismatched, copied = set(result.mismatched_ids), set(result.mangled_copy_ids)

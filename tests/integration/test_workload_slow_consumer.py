@@ -82,7 +82,6 @@ def test_held_back_messages_are_late_and_the_rest_well_on_time(
         run_tag=run_tag,
         progress=False,
     )
-    assert result.seconds < 30, f"the scenario took {result.seconds} s"
     assert result.late_bound_seconds == LATE_BOUND_SECONDS == 2.0
     assert (ON_TIME_MAX_SECONDS, LATE_MIN_SECONDS) == (1.0, 3.5)
     assert result.time_column == TIME_COLUMN == "written_at"

@@ -98,7 +98,6 @@ def test_the_sink_holds_exactly_what_the_ledger_says(
         run_tag=run_tag,
         progress=False,
     )
-    assert result.seconds < 30, f"the scenario took {result.seconds} s"
     assert result.order_columns == {"key": UPSERT_KEY_COLUMN, "position": UPSERT_POSITION_COLUMN}
     assert (UPSERT_KEY_COLUMN, UPSERT_POSITION_COLUMN) == ("account", "applied_offset")
 
