@@ -90,7 +90,11 @@ start() {
     say "starting PostgreSQL on $RECON_PG_HOST:$RECON_PG_PORT (log: $log)"
     touch "$log"; chown "$RECON_PG_OS_USER" "$log"
     # setsid: the server must outlive the shell that started it and not receive its signals.
-    as_owner setsid "$bindir/pg_ctl" -D "$data" -l "$log" -o "-p $RECON_PG_PORT" -w -t 60 start >/dev/null \
+    # wal_level=logical: Debezium's PostgreSQL connector (on the Connect worker) decodes the WAL.
+    # Given at each start, so a cluster made before it was needed gets it too.
+    as_owner setsid "$bindir/pg_ctl" -D "$data" -l "$log" \
+      -o "-p $RECON_PG_PORT -c wal_level=logical -c max_wal_senders=10 -c max_replication_slots=10" \
+      -w -t 60 start >/dev/null \
       || die "PostgreSQL did not start: see $log"
   fi
   for db in "$RECON_PG_SINK_DB" "$RECON_PG_AIRFLOW_DB" "$RECON_PG_RESULTS_DB"; do
