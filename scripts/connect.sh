@@ -49,18 +49,7 @@ plugin.discovery=service_load
 scheduled.rebalance.max.delay.ms=0
 offset.flush.interval.ms=10000
 EOP
-  cat > "$dir/log4j2.properties" <<EOP
-status = warn
-appender.file.type = File
-appender.file.name = FILE
-appender.file.fileName = $log
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.file.ref = FILE
-logger.reflections.name = org.reflections
-logger.reflections.level = ERROR
-EOP
+  write_log4j2 "$dir/log4j2.properties" "$log" org.reflections=ERROR
 }
 
 start() {

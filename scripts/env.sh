@@ -125,6 +125,29 @@ stop_pidfile() {
   rm -f "$pidfile"
 }
 
+# A JVM service's log4j2 configuration in file $1: everything at INFO into log file $2, and each
+# further argument `logger=LEVEL` (e.g. org.reflections=ERROR) set apart.
+write_log4j2() {
+  local file="$1" logfile="$2" n=0 spec
+  shift 2
+  {
+    cat <<EOP
+status = warn
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = $logfile
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = FILE
+EOP
+    for spec in "$@"; do
+      n=$((n + 1))
+      printf 'logger.l%d.name = %s\nlogger.l%d.level = %s\n' "$n" "${spec%%=*}" "$n" "${spec#*=}"
+    done
+  } > "$file"
+}
+
 # Standard input into file $1, readable by this user only from the moment it exists.
 write_private() { (umask 077 && cat > "$1"); }
 
