@@ -44,6 +44,12 @@ plugin.path=$RECON_CONNECT_PLUGINS
 # Plugins are found through their ServiceLoader manifests (Kafka's own and Debezium's have them):
 # the default also scans every class by reflection, 13 of the worker's 22 s start here.
 plugin.discovery=service_load
+# A connector's config names the database password as \${env:RECON_PG_DEBEZIUM_PASSWORD}: the
+# worker resolves it from its own environment (secrets.env), so neither the REST API nor the
+# config topic holds it; no other variable can be read that way.
+config.providers=env
+config.providers.env.class=org.apache.kafka.common.config.provider.EnvVarConfigProvider
+config.providers.env.param.allowlist.pattern=^RECON_PG_DEBEZIUM_PASSWORD\$
 # One worker: a restarted worker takes its tasks back at once instead of after the 5-minute
 # default a cluster waits for a departed member.
 scheduled.rebalance.max.delay.ms=0

@@ -32,6 +32,9 @@ export RECON_PG_SINK_DB="${RECON_PG_SINK_DB:-recon_sink}"
 export RECON_PG_AIRFLOW_DB="${RECON_PG_AIRFLOW_DB:-airflow}"
 export RECON_PG_RESULTS_DB="${RECON_PG_RESULTS_DB:-recon}"
 export RECON_PG_OS_USER="${RECON_PG_OS_USER:-recon-pg}"
+# The login role Debezium's connector uses (REPLICATION, SELECT on the outbox tables it is granted;
+# scripts/postgres.sh creates it, its password is RECON_PG_DEBEZIUM_PASSWORD in secrets.env).
+export RECON_PG_DEBEZIUM_USER="${RECON_PG_DEBEZIUM_USER:-recon_debezium}"
 # The service user's own folder (0700): the clusters live there, one per checkout
 # (scripts/postgres.sh), never inside the checkout, which that user may not be able to reach.
 export RECON_PG_HOME="${RECON_PG_HOME:-/var/lib/recon-pg}"

@@ -102,6 +102,25 @@ start() {
       psql_admin -d postgres -c "CREATE DATABASE \"$db\"" || die "could not create database $db"
     fi
   done
+  debezium_role
+}
+
+# Debezium's own login role: REPLICATION (it streams the WAL through a slot) and CONNECT on the
+# sink database, nothing else; whoever sets a connector up grants it SELECT on the outbox tables
+# and names them in a publication it creates itself (publication.autocreate.mode=disabled), so
+# the role owns no table and creates nothing. Created, or its password set again, at each start:
+# the password lives in secrets.env only and reaches psql on standard input, not its arguments.
+debezium_role() {
+  [ -n "${RECON_PG_DEBEZIUM_PASSWORD:-}" ] || die "no password for $RECON_PG_DEBEZIUM_USER: run 'make setup' first"
+  psql_admin -d postgres -v role="$RECON_PG_DEBEZIUM_USER" -v db="$RECON_PG_SINK_DB" <<EOSQL >/dev/null \
+    || die "could not create the role $RECON_PG_DEBEZIUM_USER"
+\\set pw '$RECON_PG_DEBEZIUM_PASSWORD'
+SELECT format('CREATE ROLE %I', :'role')
+ WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = :'role') \\gexec
+SELECT format('ALTER ROLE %I LOGIN REPLICATION NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD %L',
+              :'role', :'pw') \\gexec
+SELECT format('GRANT CONNECT ON DATABASE %I TO %I', :'db', :'role') \\gexec
+EOSQL
 }
 
 stop() {

@@ -119,6 +119,12 @@ if ! grep -q SPARK_CONNECT_AUTHENTICATE_TOKEN "$RECON_STATE/secrets.env"; then
   stok=$(head -c 36 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 32)
   echo "export SPARK_CONNECT_AUTHENTICATE_TOKEN='$stok'" >> "$RECON_STATE/secrets.env"
 fi
+if ! grep -q RECON_PG_DEBEZIUM_PASSWORD "$RECON_STATE/secrets.env"; then
+  # Debezium's replication role (scripts/postgres.sh); the Connect worker resolves it from its
+  # environment (${env:...}), so no connector config stored in Kafka holds it.
+  dpw=$(head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 20)
+  echo "export RECON_PG_DEBEZIUM_PASSWORD='$dpw'" >> "$RECON_STATE/secrets.env"
+fi
 # --- the browser for the UI test (Debian's chromium, playwright-core from npm) -----------------
 bash "$RECON_ROOT/scripts/browser-deps.sh"
 say "setup complete"
