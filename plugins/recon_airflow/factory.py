@@ -1,6 +1,7 @@
 """Build the DAGs of each declared pipeline: its reconciliation DAG (:func:`build_dag`) and its
-repair DAG (:func:`build_repair_dag`). Imports only Airflow's DAG API, the YAML loader and
-``recon.engines.needs_spark`` (which imports nothing)."""
+repair DAG (:func:`build_repair_dag`). Imports only Airflow's DAG API, the YAML loader,
+``recon.engines.needs_spark`` (which imports nothing) and the sink's Asset
+(``recon_airflow.lineage.sink_asset``)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ def build_dag(cfg: Any, pipelines_file: str | None = None) -> DAG:
     """
     from recon.engines import needs_spark
     from recon_airflow.callbacks import notify_task_failure
+    from recon_airflow.lineage import sink_asset
     from recon_airflow.operators import (
         AlertOperator,
         LocalStepOperator,
@@ -95,7 +97,9 @@ def build_dag(cfg: Any, pipelines_file: str | None = None) -> DAG:
             task_id="reconcile", step="reconcile", on_failure_callback=notify, **common
         )
         validate = step_operator(task_id="validate", step="validate", retries=0, **common)
-        alert = AlertOperator(task_id="alert", retries=1, **common)
+        # The sink's Asset: an event after each run that kept its contract (the task fails
+        # otherwise), carrying the verified extent, for DAGs scheduled on verified data.
+        alert = AlertOperator(task_id="alert", retries=1, outlets=[sink_asset(cfg)], **common)
         snapshot_offsets >> snapshot_topic >> reconcile >> validate >> alert
         if cfg.retention_days is not None:
             from recon_airflow.prune import PruneOperator

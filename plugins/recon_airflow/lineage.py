@@ -8,6 +8,10 @@ Each step reads and writes named datasets, named by OpenLineage's conventions (t
   (the sink table; the results tables ``recon.runs``, ``recon.offset_snapshots`` and
   ``recon.discrepancies`` in the results database).
 
+Airflow Assets (:func:`sink_asset_uri`): a pipeline's sink, named by its connection id and table
+(``x-postgres://<connection id>/<schema>/<table>``), not by host and port: a DAG file names its
+Assets when it is parsed, and connections are resolved by the tasks at run time only.
+
 A namespace is built from a host and a port only, never from a connection's login, password or
 URI: lineage events leave for a backend the pipeline's owner may not control.
 
@@ -71,6 +75,31 @@ def postgres_dataset_naming(host: str, port: int, database: str, table: str) -> 
     schema, _, name = table.rpartition(".")
     return Postgres(host=host, port=str(port), database=database,
                     schema=schema or DEFAULT_PG_SCHEMA, table=name)  # fmt: skip
+
+
+#: The scheme of a sink's Asset URI (``x-``: a scheme of this project's, which Airflow keeps as is).
+ASSET_SCHEME = "x-postgres"
+
+
+def sink_asset_uri(sink_connection: str, table: str) -> str:
+    """The URI of the Airflow Asset of a sink table: ``x-postgres://<connection id>/<schema>/
+    <table>``, an unqualified table in ``public`` (as :func:`postgres_dataset_naming`).
+
+    :param sink_connection: the sink's Airflow connection id (``sink.connection``).
+    :param table: ``schema.table`` or ``table`` (``sink.table``).
+    """
+    schema, _, name = table.rpartition(".")
+    return f"{ASSET_SCHEME}://{sink_connection}/{schema or DEFAULT_PG_SCHEMA}/{name}"
+
+
+def sink_asset(cfg: Any) -> Any:
+    """The pipeline's sink as an Airflow Asset (its reconciliation DAG's alert task emits it).
+
+    :param cfg: a ``recon.config.PipelineConfig``.
+    """
+    from airflow.sdk import Asset
+
+    return Asset(uri=sink_asset_uri(cfg.sink.connection, cfg.sink.table))
 
 
 def _datasets(cfg: Any, results_conn_id: str) -> dict[str, Kafka | Postgres]:

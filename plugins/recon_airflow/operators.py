@@ -311,7 +311,8 @@ def _python() -> str:
 
 class AlertOperator(BaseOperator):
     """After validation: when the run broke the claimed contract, send the data-quality alerts
-    (once per run, however often this task runs) and fail, so the DAG run shows red.
+    (once per run, however often this task runs) and fail, so the DAG run shows red. When it kept
+    it, the events of the task's outlets (the sink's Asset) carry the run's verified extent.
 
     :param pipeline: the pipeline's name in the YAML.
     :param pipelines_file: the YAML (default: ``$RECON_PIPELINES``).
@@ -350,4 +351,22 @@ class AlertOperator(BaseOperator):
                 + ", ".join(f"{k}={v}" for k, v in result["violations"].items())
                 + f"; alerts: {result['channels']}"
             )
+        _emit_verified(self, cfg, context)
         return result
+
+
+def _emit_verified(op: BaseOperator, cfg: Any, context: Any) -> None:
+    """Put the run's verified extent (``recon.store.verified``) on the event of each Asset the
+    task emits (its outlets: the pipeline's sink). Only a run that kept its contract gets here: a
+    task that fails emits no Asset event."""
+    if not op.outlets:
+        return
+    from recon.run.services import results_db
+    from recon.store.verified import read_extent
+
+    with results_db() as pg:
+        verified = read_extent(pg, cfg.name, context["run_id"], cfg.settle_seconds)
+    extra = verified.as_extra()
+    for asset in op.outlets:
+        context["outlet_events"][asset].extra = extra
+    op.log.info("verified extent of %s: watermark %s", cfg.name, extra["watermark"])
