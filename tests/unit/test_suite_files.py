@@ -47,6 +47,7 @@ def test_suite_files_express_the_contract_table(semantics: str) -> None:
     assert set(rules) == {v for v in (*ROW_VERDICTS, Verdict.TOPIC_DUPLICATE.value)} - {
         Verdict.DELIVERED.value,
         Verdict.PENDING.value,
+        Verdict.EXCLUDED.value,  # counted and listed, never failing a run
     }
     for verdict in (Verdict.LOST, Verdict.DUPLICATED, Verdict.PHANTOM, Verdict.ABORTED_READ):
         kwargs = rules[verdict]["kwargs"]
@@ -72,7 +73,8 @@ def test_suite_files_express_the_contract_table(semantics: str) -> None:
         assert "mostly" not in mismatched
     else:
         assert mismatched["mostly"] == {"$PARAMETER": "mismatched_mostly"}
-    assert len(suite["expectations"]) <= 13  # each costs a Spark aggregate
+    # each costs a Spark aggregate; the 14th is diverted's (issue 72)
+    assert len(suite["expectations"]) <= 14
     cfg = _cfg(semantics, Tolerances(), idempotent=True)
     used = _placeholders(suite["expectations"])
     assert used == set(suite_parameters(cfg))
@@ -93,6 +95,7 @@ def test_suite_parameters_follow_the_pipeline() -> None:
         "mismatched_mostly": 0.75,
         "out_of_order_mostly": 1.0,
         "unpublished_mostly": 0.95,
+        "diverted_mostly": 0.0,  # any share unless max_diverted_ratio is set
         "topic_duplicate_allowed": [False, True],
         "max_unverifiable": 3,
         "max_invalid": 4,
@@ -103,6 +106,7 @@ def test_suite_parameters_follow_the_pipeline() -> None:
         "late_mostly": 1.0,
         "mismatched_mostly": 1.0,
         "out_of_order_mostly": 1.0,
+        "diverted_mostly": 0.0,
         "topic_duplicate_allowed": [False, True],
         "max_unverifiable": 0,
         "max_invalid": 0,
@@ -110,6 +114,7 @@ def test_suite_parameters_follow_the_pipeline() -> None:
     idempotent = suite_parameters(_cfg("exactly_once", Tolerances(), idempotent=True))
     assert idempotent == {
         "late_mostly": 1.0,
+        "diverted_mostly": 0.0,
         "topic_duplicate_allowed": [False],
         "max_unverifiable": 0,
         "max_invalid": 0,

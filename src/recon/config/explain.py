@@ -98,6 +98,8 @@ def validation_context(raw: Any) -> dict[str, Any]:
             "payload": None,
             "order": None,
             "source": None,
+            "diverted": None,
+            "topic": None,
         }
     sink = raw.get("sink")
     # A time column with a wrong value is reported at sink.time_column; only absence (or null,
@@ -110,6 +112,9 @@ def validation_context(raw: Any) -> dict[str, Any]:
         "payload": "payload" in raw,
         "order": "order" in raw,
         "source": "source" in raw,
+        "diverted": "diverted" in raw,
+        # the pipeline's own topic, which no dead-letter topic on its cluster may be
+        "topic": kafka.get("topic") if isinstance(kafka := raw.get("kafka"), dict) else None,
     }
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from recon.config.diversions import DivertedSpec, Predicate
+
 #: ``spark`` (any size, any cluster) or ``local`` (one machine, no JVM:
 #: ``recon.engines.local_run``).
 ENGINES: tuple[str, ...] = ("spark", "local")
@@ -98,6 +100,9 @@ class Tolerances:
     max_mismatched_ratio: float = 0.0
     max_out_of_order_ratio: float = 0.0
     max_unpublished_ratio: float = 0.0
+    #: Records found in a dead-letter or retry topic and not in the sink (``diverted:``
+    #: declared): 1 (any share) unless set; a lower ratio turns a flood of them into an alert.
+    max_diverted_ratio: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -286,3 +291,8 @@ class PipelineConfig:
     repair: RepairSpec | None = None
     #: The source the topic is fed from (None: a two-way reconciliation, topic and sink).
     source: SourceSpec | None = None
+    #: Which records the sink is expected to hold (None: every one); the others are ``excluded``.
+    expect: Predicate | None = None
+    #: Where the consumer sends the records it does not write (None: nowhere); a record found
+    #: there and not in the sink is ``diverted``.
+    diverted: DivertedSpec | None = None

@@ -34,6 +34,7 @@ from pydantic import (
 )
 
 from recon.config.checks import LatencyDecl, OrderDecl, PayloadDecl
+from recon.config.diversions_decl import DivertedDecl, ExpectDecl
 from recon.config.model import (
     INCREMENTAL_WAYS,
     NOTIFIERS,
@@ -143,6 +144,7 @@ _RATIO_NOUNS = {
     "max_mismatched_ratio": "mismatched deliveries",
     "max_out_of_order_ratio": "stale overwrites",
     "max_unpublished_ratio": "unpublished messages",
+    "max_diverted_ratio": "diverted messages",
 }
 
 
@@ -151,6 +153,7 @@ _RATIO_BLOCKS = {
     "max_mismatched_ratio": "payload",
     "max_out_of_order_ratio": "order",
     "max_unpublished_ratio": "source",
+    "max_diverted_ratio": "diverted",
 }
 
 
@@ -168,10 +171,11 @@ class TolerancesDecl(Declaration):
     max_mismatched_ratio: Ratio = 0.0
     max_out_of_order_ratio: Ratio = 0.0
     max_unpublished_ratio: Ratio = 0.0
+    max_diverted_ratio: Ratio = 1.0
 
     @field_validator(
         "max_loss_ratio", "max_duplicate_ratio", "max_late_ratio", "max_mismatched_ratio",
-        "max_out_of_order_ratio", "max_unpublished_ratio",
+        "max_out_of_order_ratio", "max_unpublished_ratio", "max_diverted_ratio",
     )  # fmt: skip
     @classmethod
     def _ratio_allowed(cls, value: float, info: ValidationInfo) -> float:
@@ -205,7 +209,10 @@ class TolerancesDecl(Declaration):
             )
         return value
 
-    @field_validator("max_mismatched_ratio", "max_out_of_order_ratio", "max_unpublished_ratio")
+    @field_validator(
+        "max_mismatched_ratio", "max_out_of_order_ratio", "max_unpublished_ratio",
+        "max_diverted_ratio",
+    )  # fmt: skip
     @classmethod
     def _needs_its_block(cls, value: float, info: ValidationInfo) -> float:
         # As for max_late_ratio: without the block that makes the verdict, no message ever has
@@ -292,6 +299,8 @@ class PipelineDecl(Declaration):
     ] = None
     repair: Annotated[RepairDecl | None, BeforeValidator(mapping_not_null)] = None
     source: Annotated[SourceDecl | None, BeforeValidator(mapping_not_null)] = None
+    expect: Annotated[ExpectDecl | None, BeforeValidator(mapping_not_null)] = None
+    diverted: Annotated[DivertedDecl | None, BeforeValidator(mapping_not_null)] = None
 
     def config(self, name: str) -> PipelineConfig:
         """The validated pipeline.
@@ -320,4 +329,6 @@ class PipelineDecl(Declaration):
             source=(
                 self.source.spec(self.kafka.message_id.spec()) if self.source is not None else None
             ),
+            expect=self.expect.spec() if self.expect is not None else None,
+            diverted=self.diverted.spec() if self.diverted is not None else None,
         )

@@ -11,7 +11,8 @@ contract reads it:
   :func:`recon.validation.suites.suite_parameters` fills their placeholders by it.
 
 Ratios are relative to the messages judged in the run (delivered + late + mismatched +
-out_of_order + lost + duplicated) and the unpublished ones (``recon.model.verdicts.RATIO_BASE``).
+out_of_order + lost + duplicated + diverted) and the unpublished ones
+(``recon.model.verdicts.RATIO_BASE``).
 Verdicts absent from the table never fail a run: ``delivered``, and ``pending`` (judged in a later
 run). A verdict absent from a run's counts counts 0.
 
@@ -30,6 +31,16 @@ alike: forbidden under ``exactly_once``, up to ``tolerances.max_out_of_order_rat
 ``unpublished`` (a message the pipeline's ``source`` holds that the topic never got) is a loss
 before the topic: allowed up to ``tolerances.max_unpublished_ratio`` under ``at_most_once`` (0
 unless set), forbidden under the other two. A pipeline without ``source`` never has one.
+
+``diverted`` (a committed record the consumer sent to a declared dead-letter or retry topic and
+did not write, ``diverted:`` declared) is allowed up to ``tolerances.max_diverted_ratio`` under
+every semantic, and that ratio is 1 (any share) unless set. Declaring the topics says diverting
+is part of the design: the record is not lost, it is in a named place with its error, the
+consumer's account of what it could not write. No semantic's promise is about such a record
+(at-most-once, at-least-once and exactly-once speak of the records the consumer writes), so each
+claim treats it alike; a ratio below 1 turns a flood of poison records into an alert. It is a
+judged verdict (in the ratios' base): 5 diverted of 100 is 5%. ``excluded`` (a record outside the
+pipeline's ``expect``) is not in the table: it never fails a run.
 
 This module imports nothing of ``recon`` but the verdict vocabulary, so that any module (the
 configuration's validation too) may read the table without an import circle.
@@ -159,6 +170,7 @@ CONTRACT: Final[Mapping[str, Mapping[str, Rule]]] = _checked(
             Verdict.MISMATCHED: up_to_ratio("max_mismatched_ratio"),
             Verdict.OUT_OF_ORDER: up_to_ratio("max_out_of_order_ratio"),
             Verdict.UNPUBLISHED: up_to_ratio("max_unpublished_ratio"),
+            Verdict.DIVERTED: up_to_ratio("max_diverted_ratio"),
             Verdict.PHANTOM: forbidden(_NO_RECORD),
             Verdict.ABORTED_READ: forbidden(_NO_RECORD),
             Verdict.TOPIC_DUPLICATE: unless_idempotent(_RETRY),
@@ -172,6 +184,7 @@ CONTRACT: Final[Mapping[str, Mapping[str, Rule]]] = _checked(
             Verdict.MISMATCHED: up_to_ratio("max_mismatched_ratio"),
             Verdict.OUT_OF_ORDER: up_to_ratio("max_out_of_order_ratio"),
             Verdict.UNPUBLISHED: forbidden(_UNPUBLISHED),
+            Verdict.DIVERTED: up_to_ratio("max_diverted_ratio"),
             Verdict.PHANTOM: forbidden(_NO_RECORD),
             Verdict.ABORTED_READ: forbidden(_NO_RECORD),
             Verdict.TOPIC_DUPLICATE: unless_idempotent(_RETRY),
@@ -185,6 +198,7 @@ CONTRACT: Final[Mapping[str, Mapping[str, Rule]]] = _checked(
             Verdict.MISMATCHED: forbidden(_CHANGED),
             Verdict.OUT_OF_ORDER: forbidden(_STALE),
             Verdict.UNPUBLISHED: forbidden(_UNPUBLISHED),
+            Verdict.DIVERTED: up_to_ratio("max_diverted_ratio"),
             Verdict.PHANTOM: forbidden(_NO_RECORD),
             Verdict.ABORTED_READ: forbidden(_NO_RECORD),
             Verdict.TOPIC_DUPLICATE: unless_idempotent(_RETRY),

@@ -32,6 +32,17 @@ SOURCE_WITHOUT_ID = "source row %s without a message id"
 #: A sink row whose id is over the length limit (the limit, in characters).
 SINK_ID_OVERSIZE = "sink row message id longer than %d characters"
 
+#: An ``excluded`` message (outside the pipeline's ``expect``), without and with sink rows (their
+#: number, ``printf``): a row for one should not be there.
+EXCLUDED = "outside the records the sink is expected to hold (expect)"
+EXCLUDED_WRITTEN = EXCLUDED + ", yet %d sink row(s) hold it: it should not be there"
+#: A dead-letter record that names no record the run has seen (an ``unverifiable`` row at the
+#: dead-letter record's position); followed by its original's coordinates and error, if any.
+DEAD_LETTER_UNKNOWN = "dead-letter record naming no record this pipeline has seen"
+#: A message delivered after an earlier run judged it ``diverted`` (reprocessed from a
+#: dead-letter or retry topic); followed by the run id and ")".
+DIVERTED_DELIVERY = "written after it was diverted (first seen in run "
+
 #: A ``late`` delivery: its latency and the pipeline's bound, both in milliseconds (``printf``).
 LATE = "delivered %d ms after its record's Kafka timestamp; the bound is %d ms"
 

@@ -24,6 +24,12 @@ class Verdict(StrEnum):
     #: (a stale overwrite; ``order`` declared); judged on that newest record.
     OUT_OF_ORDER = "out_of_order"
     LOST = "lost"
+    #: Committed, not in the sink, found in one of the pipeline's dead-letter or retry topics
+    #: (``diverted:`` declared): accounted for, not lost; the detail names where and why.
+    DIVERTED = "diverted"
+    #: Committed, outside the records the pipeline's sink is expected to hold (``expect:``
+    #: declared): counted and listed, never judged; a sink row for one is named in its detail.
+    EXCLUDED = "excluded"
     #: The pipeline's source (``source:``, an outbox table) holds the message, settled, yet no
     #: committed record of the topic ever carried it: lost before the topic (an ``acks=0``
     #: producer's dropped send, a relay that skipped a row).
@@ -47,6 +53,9 @@ JUDGED: tuple[str, ...] = (
     Verdict.OUT_OF_ORDER.value,
     Verdict.LOST.value,
     Verdict.DUPLICATED.value,
+    # a consumer's own account of a record it could not write: judged, so a sink row arriving
+    # later (reprocessed from the dead-letter topic) makes it delivered
+    Verdict.DIVERTED.value,
 )
 
 # What a contract ratio is relative to: the judged messages and the unpublished ones (a loss at
@@ -67,6 +76,7 @@ ROW_VERDICTS: tuple[str, ...] = tuple(v for v in ALL_VERDICTS if v != Verdict.TO
 # Verdicts the ledger keeps, so that later sink rows are counted against earlier messages.
 LEDGER_VERDICTS: tuple[str, ...] = (
     *JUDGED, Verdict.PENDING.value, *UNMATCHED, Verdict.UNPUBLISHED.value,
+    Verdict.EXCLUDED.value,
 )  # fmt: skip
 
 SEMANTICS: tuple[str, ...] = ("at_most_once", "at_least_once", "exactly_once")

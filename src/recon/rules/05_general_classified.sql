@@ -13,8 +13,10 @@
 --     kept), and one an earlier run left pending with its sink row (from the sink row time its
 --     entry kept): over the pipeline's bound, it is late rather than delivered. A lost message
 --     keeps its record time (record_time_ms), a pending one its first sink row's time
---     (sink_time_ms). Each new sink row counts as changed by the fields it differs in from the
---     record at the message's first position in the window (02_joined compared each pair): a
+--     (sink_time_ms); one an earlier run judged diverted (a dead-letter record, written since)
+--     is measured from its record time as a lost one is. Each new sink row counts as changed by
+--     the fields it differs in from the record at the message's first position in the window
+--     (02_joined compared each pair): a
 --     delivery whose one sink row changed a field is mismatched (before late); a duplicated
 --     message says how many copies changed.
 --   pending (a pending record, or pending in the ledger and not expired): pending.
@@ -124,7 +126,8 @@ flags AS (
 states AS (
     SELECT *, has_w OR (l_verdict IN ${JUDGED} AND n_new > 0) AS judged,
            CASE WHEN has_w AND (n_new > 0 OR l_verdict = 'pending') THEN first_sink_ms - w_ms
-                WHEN l_verdict = 'lost' AND n_new > 0 THEN s_ms - l_record_time_ms END
+                WHEN l_verdict IN ('lost', 'diverted') AND n_new > 0
+                    THEN s_ms - l_record_time_ms END
                AS latency_ms
     FROM flags
 ),

@@ -39,6 +39,8 @@ SELECT verdict, message_id, positions[1].topic AS topic,
                ${LATE_DELIVERY} || first_run || ')' END,
            CASE WHEN verdict IN ('delivered', 'late', 'mismatched') AND l_verdict = 'lost' THEN
                ${LATE_DELIVERY} || first_run || ')' END,
+           CASE WHEN verdict IN ('delivered', 'late', 'mismatched', 'duplicated')
+                     AND l_verdict = 'diverted' THEN ${DIVERTED_DELIVERY} || first_run || ')' END,
            CASE WHEN verdict = 'late' THEN
                printf(${LATE_DETAIL}, latency_ms, ${LATE_AFTER_MS}) END,
            CASE WHEN l_verdict IN ${JUDGED} AND has_w THEN

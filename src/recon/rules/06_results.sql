@@ -12,7 +12,9 @@
 -- only there by 05_*_judged); committed_seen: a pending message a run read as a committed
 -- record, judged from that read once its record is compacted away. The fast and general paths'
 -- verdicts are read as judged (05_*_judged: with an upsert sink's order applied; the verdicts
--- themselves otherwise).
+-- themselves otherwise), then with the records that left on purpose accounted for (05_*_final:
+-- `excluded`, `diverted`); one `unverifiable` row per dead-letter record that names no record the
+-- run has seen (06_dead_letters_unknown), at the dead-letter record's own position.
 -- positions: only for a message at more than one position (the general path's, which may span
 -- partitions); null for every other row, whose topic, partition and offsets say where it is
 -- (a reader derives them, as recon.rules.run.conform_sql does): one list per message would
@@ -25,6 +27,8 @@ SELECT verdict, message_id, topic, "partition",
        false AS topic_duplicate,
        CASE verdict WHEN 'delivered' THEN order_detail
             WHEN 'out_of_order' THEN order_detail
+            WHEN 'excluded' THEN order_detail
+            WHEN 'diverted' THEN order_detail
             WHEN 'late' THEN printf(${LATE_DETAIL}, latency_ms, ${LATE_AFTER_MS})
             WHEN 'mismatched' THEN printf(${MISMATCHED_DETAIL}, array_to_string(differs, ', '))
             WHEN 'lost' THEN 'no sink row for a committed record'
@@ -34,13 +38,13 @@ SELECT verdict, message_id, topic, "partition",
             ELSE ${PHANTOM} END AS detail,
        ${NO_POSITIONS} AS positions, latency_ms, record_time_ms,
        CAST(NULL AS BIGINT) AS sink_time_ms, CAST(NULL AS BOOLEAN) AS committed_seen
-FROM fast_judged
+FROM fast_final
 UNION ALL
 SELECT verdict, message_id, topic, "partition", offsets, first_offset, sink_count, sink_keys,
        topic_duplicate, detail,
        CASE WHEN array_length(positions) > 1 THEN positions END AS positions,
        latency_ms, record_time_ms, sink_time_ms, committed_seen
-FROM general_judged
+FROM general_final
 UNION ALL
 SELECT 'invalid' AS verdict, message_id, topic, "partition", ["offset"] AS offsets,
        "offset" AS first_offset, CAST(0 AS BIGINT) AS sink_count,
@@ -85,3 +89,16 @@ SELECT 'invalid' AS verdict, message_id, CAST(NULL AS VARCHAR) AS topic,
        printf(${SOURCE_WITHOUT_ID}, coalesce(source_key, '(unnamed)')) AS detail,
        ${NO_POSITIONS} AS positions, ${NO_TIMES}, CAST(NULL AS BOOLEAN) AS committed_seen
 FROM source_invalid
+UNION ALL
+SELECT 'unverifiable' AS verdict, message_id, dl_topic AS topic,
+       CAST(dl_partition AS INTEGER) AS "partition", [CAST(dl_offset AS BIGINT)] AS offsets,
+       CAST(dl_offset AS BIGINT) AS first_offset, CAST(0 AS BIGINT) AS sink_count,
+       CAST([] AS VARCHAR[]) AS sink_keys, false AS topic_duplicate,
+       concat(${DEAD_LETTER_UNKNOWN},
+              CASE WHEN orig_topic IS NOT NULL THEN concat(' (original ', orig_topic, '/',
+                   coalesce(CAST(orig_partition AS VARCHAR), '?'), '@',
+                   coalesce(CAST(orig_offset AS VARCHAR), '?'), ')') ELSE '' END,
+              CASE WHEN error IS NOT NULL THEN concat(': ', left(error, 200)) ELSE '' END)
+           AS detail,
+       ${NO_POSITIONS} AS positions, ${NO_TIMES}, CAST(NULL AS BOOLEAN) AS committed_seen
+FROM dead_letters_unknown

@@ -7,7 +7,7 @@ SELECT message_id, verdict AS n_verdict, sink_count AS n_sink_count,
            AS n_positions,
        record_time_ms AS n_record_time_ms, sink_time_ms AS n_sink_time_ms,
        committed_seen AS n_committed_seen
-FROM general_judged
+FROM general_final
 WHERE message_id IS NOT NULL AND verdict IN ${LEDGER_VERDICTS}
 UNION ALL
 SELECT message_id, 'unpublished' AS n_verdict, CAST(0 AS BIGINT) AS n_sink_count,

@@ -18,4 +18,4 @@ SELECT message_id, topic, "partition", "offset" AS first_offset,
        ${RUN_ID} AS first_run_id, verdict, ${NO_POSITIONS} AS positions,
        record_time_ms, CAST(NULL AS BIGINT) AS sink_time_ms,
        CAST(NULL AS BOOLEAN) AS committed_seen
-FROM fast_judged
+FROM fast_final

@@ -25,6 +25,11 @@ first step (empty, with their columns, when the run has none):
                     horizon up to the snapshot: ``message_id, source_key, judge``; ``judge``
                     marks the rows that settled in this run (each is judged by one run)
 ``source_known``    ``message_id`` of the settled source messages the ledger has an entry of
+``dead_letters``    the records of the pipeline's dead-letter and retry topics read by the run
+                    (``diverted:``, ``recon.read.dead_letters``): ``message_id`` (as the
+                    record carries it), ``dl_topic, dl_partition, dl_offset`` (where it is),
+                    ``orig_topic, orig_partition, orig_offset`` (its original, from its
+                    headers), ``error`` (the error text its headers carry)
 ==================  ===================================================================
 
 Two inputs may carry a time (null when the source has none): ``records.timestamp`` (the
@@ -134,6 +139,20 @@ FUNNEL_STEPS: tuple[Step, ...] = (
     Step("07_unsourced_sample"),
 )
 
+#: Records that left the pipeline on purpose: a record outside the pipeline's ``expect``
+#: (``excluded_ids``, with ``${EXPECTED}`` over ``records.expect_fields``), a record found in a
+#: dead-letter or retry topic (``dead_lettered``, ``diverted_ids``, and the dead-letter records
+#: that name no record seen, ``dead_letters_unknown``); then :data:`FINAL_STEPS` turn the judged
+#: verdicts into ``excluded`` and ``diverted``. Without ``expect`` and ``diverted`` none runs:
+#: ``fast_final`` and ``general_final`` are views of the judged relations.
+EXCLUDED_STEPS: tuple[Step, ...] = (Step("05_excluded_ids", keep=True),)
+DIVERTED_STEPS: tuple[Step, ...] = (
+    Step("05_dead_lettered", keep=True),
+    Step("05_diverted_ids", keep=True),
+    Step("06_dead_letters_unknown", keep=True),
+)
+FINAL_STEPS: tuple[Step, ...] = (Step("05_fast_final"), Step("05_general_final", keep=True))
+
 #: The run's result rows.
 RESULT_STEPS: tuple[Step, ...] = (Step("06_results"),)
 #: Their counts per verdict, of ``results`` as it stands: judged, or written and read back.
@@ -194,6 +213,7 @@ COMMIT_STEPS: tuple[Step, ...] = (
 INPUTS = (
     "records", "pending", "sink_rows", "ledger", "uncommitted", "removed_ranges",
     "partition_ends", "compaction_gaps", "replays", "source_rows", "source_known",
+    "dead_letters",
 )  # fmt: skip
 
 _POSITIONS = 'STRUCT(topic VARCHAR, "partition" INTEGER, "offset" BIGINT)[]'
@@ -227,6 +247,8 @@ OPTIONAL_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("payload", "VARCHAR[]"),
         ("order_key", "VARCHAR"),
         ("order_position", "BIGINT"),
+        # the texts of the fields the pipeline's expect reads (recon.rules.expect)
+        ("expect_fields", "VARCHAR[]"),
     ),
     "sink_rows": (
         ("sink_time", "TIMESTAMPTZ"),
@@ -288,6 +310,16 @@ INPUT_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     "carried": (("message_id", "VARCHAR"),),
     "source_rows": (("message_id", "VARCHAR"), ("source_key", "VARCHAR"), ("judge", "BOOLEAN")),
     "source_known": (("message_id", "VARCHAR"),),
+    "dead_letters": (
+        ("message_id", "VARCHAR"),
+        ("dl_topic", "VARCHAR"),
+        ("dl_partition", "INTEGER"),
+        ("dl_offset", "BIGINT"),
+        ("orig_topic", "VARCHAR"),
+        ("orig_partition", "INTEGER"),
+        ("orig_offset", "BIGINT"),
+        ("error", "VARCHAR"),
+    ),
 }
 # The inputs of the steps around the verdict steps, with the columns of the one they stand for.
 INPUT_COLUMNS["readable"] = INPUT_COLUMNS["inflight"] = INPUT_COLUMNS["every"] = _RECORD

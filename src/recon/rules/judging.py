@@ -26,6 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from recon.config import PipelineConfig
+from recon.config.diversions import Predicate
+from recon.rules.expect import expected_sql
 from recon.rules.render import literal
 
 #: Per kind, the cast that makes two texts of equal meaning compare equal (``{}``: the text;
@@ -47,12 +49,17 @@ class Judging:
     :param compared: the compared fields' names, as a ``mismatched`` row's detail lists them.
     :param kinds: how each compared field is compared, in the same order.
     :param ordered: the sink is an upsert sink whose order is checked (``order`` declared).
+    :param expect: which records the sink is expected to hold (``expect``; None: every one).
+    :param diverted: the pipeline declares dead-letter or retry topics (``diverted``): the run
+        has input ``dead_letters``.
     """
 
     late_after_ms: int | None = None
     compared: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
     ordered: bool = False
+    expect: Predicate | None = None
+    diverted: bool = False
 
     @classmethod
     def of(cls, cfg: PipelineConfig, kinds: tuple[str, ...] = ()) -> Judging:
@@ -65,7 +72,10 @@ class Judging:
         if len(kinds) != len(compared):
             raise ValueError(f"pipeline '{cfg.name}': {len(compared)} payload fields, {kinds=}")
         bound = cfg.latency.max_ms if cfg.latency else None
-        return cls(bound, compared, kinds, ordered=cfg.order is not None)
+        return cls(
+            bound, compared, kinds, ordered=cfg.order is not None, expect=cfg.expect,
+            diverted=cfg.diverted is not None,
+        )  # fmt: skip
 
     def params(self) -> dict[str, str]:
         """The placeholders of the verdict steps, as SQL."""
@@ -74,6 +84,7 @@ class Judging:
             "LATE_AFTER_MS": "CAST(NULL AS BIGINT)" if bound is None else str(int(bound)),
             "PAYLOAD_DIGESTS": self._payload_digests(),
             "PAYLOAD_DIFF": self._payload_diff(),
+            "EXPECTED": expected_sql(self.expect),
             "COMPARED": (
                 "[" + ", ".join(literal(c) for c in self.compared) + "]"
                 if self.compared

@@ -13,6 +13,9 @@ from typing import Any, Protocol, cast
 from recon.model.verdicts import ALL_VERDICTS, Verdict
 from recon.rules import (
     COUNTED_STEPS,
+    DIVERTED_STEPS,
+    EXCLUDED_STEPS,
+    FINAL_STEPS,
     FUNNEL_STEPS,
     INPUT_COLUMNS,
     LATENCY_STEPS,
@@ -183,14 +186,15 @@ def judge_inputs(
     """Register a run's inputs and judge it (:func:`judge`).
 
     :param inputs: the engine's relations by input name (``records``, ``sink_rows``, ``ledger``,
-        ``pending``, ``uncommitted``, ``source_rows``, ``source_known``); a name absent or None
+        ``pending``, ``uncommitted``, ``source_rows``, ``source_known``, ``dead_letters``); a
+        name absent or None
         is an empty input.
     :param judging: the pipeline's declared checks (:func:`judge`).
     :param replays: ``(topic, partition, offset)`` of each record a repair replayed.
     :param named_once: the source names each messageId in one row at most (:func:`judge`).
     """
     for name in ("records", "sink_rows", "ledger", "pending", "uncommitted", "source_rows",
-                 "source_known"):  # fmt: skip
+                 "source_known", "dead_letters"):  # fmt: skip
         engine.use(name, inputs.get(name))
     run_steps(engine, SOURCE_ID_STEPS)
     # The sink as a whole: what an upsert sink's order is judged against (the run's rows here).
@@ -250,7 +254,29 @@ def judge_steps(
     else:
         for name in ("source_judged", "source_invalid"):
             engine.define(name, NO_SOURCE_ROWS[name])
+    account_steps(engine, judging, params)
     run_steps(engine, RESULT_STEPS, params)
+
+
+def account_steps(engine: RuleEngine, judging: Judging, params: Mapping[str, str]) -> None:
+    """The records that left the pipeline on purpose (``recon.rules.EXCLUDED_STEPS``,
+    ``DIVERTED_STEPS``, ``FINAL_STEPS``): run only for what the pipeline declares; without
+    ``expect`` and ``diverted``, ``fast_final`` and ``general_final`` are views of the judged
+    relations (the default path joins nothing more)."""
+    if judging.expect is not None:
+        run_steps(engine, EXCLUDED_STEPS, params)
+    else:
+        engine.define("excluded_ids", NO_ACCOUNTED["excluded_ids"])
+    if judging.diverted:
+        run_steps(engine, DIVERTED_STEPS, params)
+    else:
+        for name in ("diverted_ids", "dead_letters_unknown"):
+            engine.define(name, for_dialect(NO_ACCOUNTED[name], engine.dialect))
+    if judging.expect is None and not judging.diverted:
+        engine.define("fast_final", "SELECT * FROM fast_judged")
+        engine.define("general_final", "SELECT * FROM general_judged")
+    else:
+        run_steps(engine, FINAL_STEPS, params)
 
 
 def count_verdicts(engine: RuleEngine) -> dict[str, int]:
@@ -316,6 +342,15 @@ NO_SOURCE_ROWS = {
     "FROM source_ids WHERE false",
     "source_invalid": "SELECT message_id, source_key FROM source_rows WHERE false",
     "source_repeated": "SELECT message_id, CAST(0 AS BIGINT) AS n_rows FROM source_ids WHERE false",
+}
+
+#: The relations of :func:`account_steps` a pipeline's declaration does not ask for, empty and
+#: shaped as their rule files make them (DuckDB's dialect).
+NO_ACCOUNTED = {
+    "excluded_ids": "SELECT message_id FROM records WHERE false",
+    "diverted_ids": "SELECT message_id, CAST(0 AS BIGINT) AS n, message_id AS detail "
+    "FROM records WHERE false",
+    "dead_letters_unknown": empty_sql("dead_letters"),
 }
 
 #: One run's way from source to sink (``07_funnel``): produced, published, committed,

@@ -144,6 +144,8 @@ _NOTE_LEAD: dict[str, str] = {
     "value's SHA-256) differs from its record's",
     Verdict.OUT_OF_ORDER: "An upsert sink's row for a key holding an older record than the "
     "key's newest committed one (a stale overwrite)",
+    Verdict.DIVERTED: "A committed message not in the sink, found in a declared dead-letter or "
+    "retry topic",
     Verdict.PHANTOM: "A sink row whose messageId is in no committed record of the topic",
     Verdict.ABORTED_READ: "A sink row written from a record of an aborted transaction "
     "(the consumer read read_uncommitted)",
@@ -165,6 +167,7 @@ _TOLERATED = {
     Verdict.LATE: "arrive later than latency.max_seconds",
     Verdict.MISMATCHED: "reach the sink with a different payload",
     Verdict.OUT_OF_ORDER: "be overwritten in an upsert sink by an older record",
+    Verdict.DIVERTED: "be diverted to a dead-letter or retry topic",
 }
 _UNMATCHED = {Verdict.PHANTOM: "phantom", Verdict.ABORTED_READ: "aborted"}
 
