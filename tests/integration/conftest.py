@@ -35,7 +35,33 @@ LONGEST_FIRST = (
 )  # fmt: skip
 
 
+#: The files that use none of the stack's services (Spark or DuckDB over relations of their own,
+#: a JVM started and read): marked ``no_services``, they run beside the serial tests that kill and
+#: restart Kafka, once the unit tier has ended (scripts/test.sh), not in the two-at-a-time tier.
+#: A file here that starts to use Kafka, PostgreSQL or Airflow must leave the list.
+NO_SERVICES = (
+    "test_payload_rules_on_spark.py", "test_ledger_store.py", "test_latency_rules_on_spark.py",
+    "test_local_ledger_on_spark.py", "test_source_rules_on_spark.py",
+    "test_order_rules_on_spark.py", "test_spark_kept_relations.py", "test_suites_on_spark.py",
+    "test_ledger_segments_on_spark.py", "test_source_topic_rows_on_spark.py",
+    "test_spark_window_read_plan.py", "test_rules_reread.py", "test_spark_class_archive_mapped.py",
+    "test_spark_ui_loopback.py",
+)  # fmt: skip
+INTEGRATION = Path(__file__).resolve().parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "no_services: an integration test that uses none of the stack's services"
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # the marks before `-m` selects by them
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in NO_SERVICES and item.path.parent == INTEGRATION:
+            item.add_marker(pytest.mark.no_services)
+
     def rank(item: pytest.Item) -> int:
         name = item.path.name
         return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
