@@ -2,7 +2,11 @@
 
 Routes (each one checks the Airflow token itself, see :mod:`recon_page.auth`):
 
-``/recon/``                           the page (``?pipeline=P`` shows one pipeline)
+``/recon/``                           one row per pipeline; ``?pipeline=P``: the pipeline's page,
+                                      ``&run=R&verdict=V&topic=T&partition=N&q=text&sort=S&dir=desc
+                                      &page=N&per_page=N`` choose its discrepancies (``browse``)
+``/recon/discrepancies.csv?pipeline=P&run=R...``      every matching row as CSV
+``/recon/discrepancies.parquet?pipeline=P&run=R...``  the same as Parquet
 ``/recon/api/pipelines``              every pipeline's latest run, JSON
 ``/recon/api/runs?pipeline=P``        the pipeline's latest runs (at most 50), JSON
 ``/recon/api/discrepancies?pipeline=P``  its latest discrepancy rows (at most 100), JSON
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import mimetypes
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from typing import Annotated, Any
@@ -30,7 +35,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse
 from psycopg2 import Error as DatabaseError
 
-from recon_page import data, docs, funnel, links, render, repairs
+from recon_page import browse, data, docs, funnel, links, render, repairs
 from recon_page.auth import (
     NotAuthenticated,
     authenticate,
@@ -43,13 +48,12 @@ from recon_page.auth import (
 log = logging.getLogger(__name__)
 
 MOUNT_PATH = "/recon"
-#: Without ``?pipeline=``, sections for at most this many pipelines (most recently run first).
-MAX_SECTIONS = 20
-
 PAGE_CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
     "frame-ancestors 'self'; base-uri 'none'; form-action 'none'"
 )
+#: The pipeline pages: their filter form (GET) submits to the page itself.
+BROWSE_CSP = PAGE_CSP.replace("form-action 'none'", "form-action 'self'")
 # Data Docs pages carry GX's own scripts: run them in an opaque origin, away from Airflow's cookie.
 DOCS_CSP = (
     "sandbox allow-scripts allow-popups allow-popups-to-escape-sandbox; frame-ancestors 'self'"
@@ -141,38 +145,94 @@ def _run_json(run: data.Run, links: links.Links) -> dict[str, Any]:
     return encoded
 
 
-def _view(conn: Any, latest: data.Run) -> render.PipelineView:
+def _view(conn: Any, latest: data.Run, chosen: browse.Filter | None = None) -> render.PipelineView:
+    """A pipeline's section; with ``chosen``, one page of a run's discrepancies (the latest run's
+    unless the filter names one) instead of the latest rows of every run."""
     latency = data.latency(conn, latest.pipeline)
+    runs = data.runs(conn, latest.pipeline)
+    page = None
+    if chosen is not None:
+        run_id = chosen.run_id or latest.run_id
+        if run_id not in {r.run_id for r in runs} and not data.run_exists(
+            conn, latest.pipeline, run_id
+        ):
+            raise HTTPException(status_code=404, detail="no such run of this pipeline")
+        page = browse.read_page(conn, latest.pipeline, run_id, chosen)
     return render.PipelineView(
         latest=latest,
-        runs=data.runs(conn, latest.pipeline),
-        discrepancies=data.discrepancies(conn, latest.pipeline),
+        runs=runs,
+        discrepancies=[] if page is not None else data.discrepancies(conn, latest.pipeline),
         latency=latency,
         # one run's partitions only (the newest measured): the chart needs the whole-run rows
         latency_partitions=(
             data.latency_partitions(conn, latest.pipeline, latency[0].run_id) if latency else []
         ),
         repairs=repairs.list_repairs(conn, latest.pipeline),
+        browse=page,
     )
+
+
+def _filter(request: Request) -> browse.Filter:
+    try:
+        return browse.Filter.parse(request.query_params)
+    except browse.BadFilter as exc:
+        raise HTTPException(status_code=400, detail=str(exc)) from None
 
 
 @app.get("/", response_class=HTMLResponse)
 def page(request: Request, user: BrowserUser, pipeline: str | None = None) -> HTMLResponse:
     links = _links(request)
+    chosen = _filter(request) if pipeline is not None else None
     try:
         with data.results_db() as conn:
             latest = _visible_latest(conn, user)
+            views = []
             if pipeline is not None:
                 shown = [r for r in latest if r.pipeline == pipeline]
                 if not shown:
                     raise HTTPException(status_code=404, detail="no such pipeline")
-            else:
-                shown = latest[:MAX_SECTIONS]
-            views = [_view(conn, r) for r in shown]
+                views = [_view(conn, shown[0], chosen)]
     except DB_ERRORS as exc:
         raise _unavailable(exc) from None
-    html = render.page(latest, views, links, selected=pipeline, omitted=len(latest) - len(views))
-    return HTMLResponse(html, headers={"Content-Security-Policy": PAGE_CSP})
+    html = render.page(latest, views, links, selected=pipeline)
+    return HTMLResponse(html, headers={"Content-Security-Policy": BROWSE_CSP})
+
+
+def _download(request: Request, user: Any, pipeline: str, fmt: str) -> Response:
+    chosen = _filter(request)
+    _readable(user, pipeline)
+    if not chosen.run_id:
+        raise HTTPException(status_code=400, detail="run is required: whose rows to download")
+    try:
+        with data.results_db() as conn:
+            if not data.run_exists(conn, pipeline, chosen.run_id):
+                raise HTTPException(status_code=404, detail="no such run of this pipeline")
+            rows = browse.export_rows(conn, pipeline, chosen.run_id, chosen)
+    except DB_ERRORS as exc:
+        raise _unavailable(exc) from None
+    body, media = (
+        (browse.to_csv(rows), "text/csv; charset=utf-8")
+        if fmt == "csv"
+        else (browse.to_parquet(rows), "application/vnd.apache.parquet")
+    )
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{pipeline}_{chosen.run_id}")[:150]
+    return Response(
+        body,
+        media_type=media,
+        headers={"Content-Disposition": f'attachment; filename="{name}.{fmt}"'},
+    )
+
+
+@app.get("/discrepancies.csv")
+def download_csv(request: Request, user: BrowserUser, pipeline: str) -> Response:
+    """Every discrepancy row of a run the filter matches, as CSV (at most ``browse.MAX_EXPORT``)."""
+    return _download(request, user, pipeline, "csv")
+
+
+@app.get("/discrepancies.parquet")
+def download_parquet(request: Request, user: BrowserUser, pipeline: str) -> Response:
+    """The same rows as :func:`download_csv`, as one Parquet file."""
+    return _download(request, user, pipeline, "parquet")
 
 
 @app.get("/api/pipelines")

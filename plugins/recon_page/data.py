@@ -260,6 +260,12 @@ def runs(conn: Any, pipeline: str, limit: int = MAX_RUNS) -> list[Run]:
     return [_run(row) for row in _fetch(conn, sql, (pipeline, min(limit, MAX_RUNS)))]
 
 
+def run_exists(conn: Any, pipeline: str, run_id: str) -> bool:
+    """Whether the pipeline has a stored run of this id."""
+    sql = "SELECT 1 FROM recon.runs WHERE pipeline = %s AND run_id = %s"
+    return bool(_fetch(conn, sql, (pipeline, run_id)))
+
+
 def discrepancies(conn: Any, pipeline: str, limit: int = MAX_DISCREPANCIES) -> list[Discrepancy]:
     """The latest discrepancy rows: newest run first, then by severity and position."""
     sql = f"""

@@ -21,6 +21,13 @@ class Links:
     def page(self, pipeline: str | None = None) -> str:
         return f"{self.prefix}/" + (f"?pipeline={quote(pipeline, safe='')}" if pipeline else "")
 
+    def discrepancies(self, pipeline: str, run_id: str, verdict: str | None = None) -> str:
+        """The pipeline's page at one run's discrepancies (of one verdict)."""
+        from recon_page.browse import Filter
+
+        query = Filter(run_id=run_id, verdict=verdict).query(pipeline)
+        return f"{self.prefix}/?{query}#discrepancies"
+
     def dag(self, pipeline: str) -> str:
         return f"{self.airflow}/dags/{quote(dag_id(pipeline), safe='')}"
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from html import escape
 from urllib.parse import quote
 
-from recon_page import chart, discrepancies, funnel, latency, repairs
+from recon_page import browse, chart, discrepancies, funnel, latency, repairs
 from recon_page.data import MAX_RUNS, Discrepancy, Latency, Run
 from recon_page.links import Links
 
@@ -33,6 +33,9 @@ class PipelineView:
     latency_partitions: Sequence[Latency] = ()
     #: the pipeline's repair plans, newest first (``repairs.list_repairs``)
     repairs: Sequence[repairs.Repair] = ()
+    #: one page of a run's filtered discrepancies (the pipeline's own page); None: the
+    #: ``discrepancies`` rows above, unfiltered
+    browse: browse.Page | None = None
 
 
 def _e(value: object) -> str:
@@ -70,37 +73,65 @@ def _num(n: int) -> str:
     return f'<td class="num{" bad" if n else ""}">{n:,}</td>'
 
 
+#: The overview's count columns: (heading, verdicts counted). Delivered and Pending always show;
+#: the others only when a listed pipeline's latest run has some (one row per pipeline must fit).
+OVERVIEW_COUNTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Lost", ("lost",)),
+    ("Unpublished", ("unpublished",)),
+    ("Duplicated", ("duplicated",)),
+    ("Mismatched", ("mismatched",)),
+    ("Out of order", ("out_of_order",)),
+    ("Late", ("late",)),
+    ("Phantom / aborted", ("phantom", "aborted_read")),
+    ("Unverifiable / invalid", ("unverifiable", "invalid")),
+)
+
+
+def asset_event(run: Run) -> tuple[str, str]:
+    """Whether the run's reconciliation DAG emitted the sink's Asset event (its alert task does
+    after a run that kept its contract): a short word for tables, and a sentence."""
+    if run.status == "running" or (run.status == "passed" and run.contract_passed is None):
+        return "not yet", "No Asset event yet: the run is not judged and validated."
+    if run.status == "error":
+        return "none: run error", "No Asset event: the run did not finish."
+    if run.contract_passed:
+        return "emitted", (
+            "Asset event emitted: DAGs scheduled on this sink's Asset run, with the verified "
+            "extent (offsets per partition, watermark) in the event's extra."
+        )
+    return "none: contract broken", (
+        "No Asset event: the run broke its contract, so DAGs waiting for this sink's verified "
+        "data do not run."
+    )
+
+
 def overview(latest: Sequence[Run], links: Links) -> str:
+    """One row per pipeline: its latest run's status and time, the counts that matter, whether
+    it emitted its Asset event, and the link to its own page."""
+    shown = [
+        (head, names) for head, names in OVERVIEW_COUNTS if any(_counts(r, names) for r in latest)
+    ]
     rows = []
     for run in latest:
+        word, sentence = asset_event(run)
         rows.append(
             "<tr>"
-            f"<td>{_a(links.page(run.pipeline) + '#' + _anchor(run.pipeline), run.pipeline)}</td>"
-            f"<td>{_e(run.semantics)}</td><td>{_status(run)}</td>"
-            f'<td class="t">{_time(run.started_at)}</td>'
+            f'<td class="name">{_a(links.page(run.pipeline), run.pipeline)}'
+            f"<small>{_e(run.semantics)}</small></td><td>{_status(run)}</td>"
+            f'<td class="t">{_time(run.started_at, "%m-%d %H:%M")}</td>'
             f'<td class="num">{run.counts.get("delivered", 0):,}</td>'
-            + _num(_counts(run, ("lost",)))
-            + _num(_counts(run, ("unpublished",)))
-            + _num(_counts(run, ("duplicated",)))
-            + _num(_counts(run, ("mismatched",)))
-            + _num(_counts(run, ("out_of_order",)))
-            + _num(_counts(run, ("late",)))
-            + _num(_counts(run, ("phantom", "aborted_read")))
-            + _num(_counts(run, ("unverifiable", "invalid")))
+            + "".join(_num(_counts(run, names)) for _, names in shown)
             + f'<td class="num">{run.counts.get("pending", 0):,}</td>'
+            f'<td class="asset" title="{_e(sentence)}">{_e(word)}</td>'
             f"<td>{_a(links.dag(run.pipeline), 'DAG', top=True)}</td></tr>"
         )
     head = (
-        "<tr><th>Pipeline</th><th>Claimed semantic</th><th>Latest run</th><th>Started (UTC)</th>"
-        '<th class="num">Delivered</th><th class="num">Lost</th><th class="num">Unpublished</th>'
-        '<th class="num">Duplicated</th>'
-        '<th class="num">Mismatched</th><th class="num">Out of order</th>'
-        '<th class="num">Late</th>'
-        '<th class="num">Phantom / aborted</th><th class="num">Unverifiable / invalid</th>'
-        '<th class="num">Pending</th><th></th></tr>'
+        "<tr><th>Pipeline</th><th>Latest run</th><th>Started (UTC)</th>"
+        '<th class="num">Delivered</th>'
+        + "".join(f'<th class="num">{_e(h)}</th>' for h, _ in shown)
+        + '<th class="num">Pending</th><th>Asset event</th><th></th></tr>'
     )
-    table = f'<table class="overview"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
-    return f'<div class="scroll">{table}</div>'
+    return f'<table class="overview"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 
 def _facts(view: PipelineView, links: Links) -> str:
@@ -116,6 +147,7 @@ def _facts(view: PipelineView, links: Links) -> str:
         ("Latest run", f"<code>{_e(run.run_id)}</code>"),
         ("Started", _time(run.started_at) + " UTC"),
         ("Duration", _duration(run.duration_seconds)),
+        ("Verified data", _e(asset_event(run)[1])),
     ]
     if run.rewinds:
         facts.append(("Consumer-group rewinds", f'<strong class="bad">{len(run.rewinds)}</strong>'))
@@ -179,20 +211,40 @@ def _runs_table(view: PipelineView, links: Links) -> str:
             fixed = ", ".join(f"{k} {v:,}" for k, v in sorted(r.corrections.items()))
             counts += f" (corrected by later runs: {fixed})"
         docs = links.docs(r)
+        shown = links.discrepancies(r.pipeline, r.run_id)
         rows.append(
-            f"<tr><td>{_a(links.dag_run(r.pipeline, r.run_id), r.run_id, top=True)}</td>"
-            f'<td>{_status(r)}</td><td class="t">{_time(r.started_at)}</td>'
+            f'<tr><td class="run">{_a(links.dag_run(r.pipeline, r.run_id), r.run_id, top=True)}'
+            f'</td><td>{_status(r)}</td><td class="t">{_time(r.started_at)}</td>'
             f"<td>{_duration(r.duration_seconds)}</td><td>{_e(counts)}</td>"
-            f"<td>{_a(docs, 'Data Docs', new=True) if docs else '—'}</td></tr>"
+            f"<td>{_e(asset_event(r)[0])}</td>"
+            f"<td>{_a(shown, 'discrepancies')}"
+            f"{' · ' + _a(docs, 'Data Docs', new=True) if docs else ''}</td></tr>"
         )
     head = (
         "<tr><th>Run</th><th>Status</th><th>Started (UTC)</th><th>Duration</th>"
-        "<th>Counts</th><th>Validation</th></tr>"
+        "<th>Counts</th><th>Asset event</th><th>Details</th></tr>"
     )
     return (
-        f"<details><summary>Runs ({len(view.runs)} shown, at most {MAX_RUNS})</summary>"
+        f"<details open><summary>Runs ({len(view.runs)} shown, at most {MAX_RUNS})</summary>"
         f'<div class="scroll"><table class="runs"><thead>{head}</thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div></details>"
+    )
+
+
+def _browse(view: PipelineView, links: Links) -> str:
+    """The chosen run's discrepancies: filters, one page of rows, the way to the others."""
+    page = view.browse
+    if page is None:
+        return discrepancies.todo(view.discrepancies) + discrepancies.table(view.discrepancies)
+    runs = [(r.run_id, f"{_time(r.started_at, '%m-%d %H:%M')} {r.run_id} ({r.status})")
+            for r in view.runs]  # fmt: skip
+    base = links.page()
+    return (
+        discrepancies.todo(page.rows)
+        + f'<h3 id="discrepancies">Discrepancies of run <code>{_e(page.run_id)}</code></h3>'
+        + browse.form(page, runs, base)
+        + browse.pager(page, base)
+        + f'<div class="scroll">{browse.table(page)}</div>'
     )
 
 
@@ -204,8 +256,7 @@ def pipeline_section(view: PipelineView, links: Links) -> str:
         + _facts(view, links)
         + _charts(view)
         + funnel.section(view.runs)
-        + discrepancies.todo(view.discrepancies)
-        + discrepancies.table(view.discrepancies)
+        + _browse(view, links)
         + repairs.section(name, view.repairs, links)
         + _runs_table(view, links)
         + "</section>"
@@ -218,22 +269,20 @@ def page(
     links: Links,
     *,
     selected: str | None = None,
-    omitted: int = 0,
     now: datetime | None = None,
 ) -> str:
-    """The whole page: an overview of every pipeline, then a section per shown pipeline."""
+    """The overview (one row per pipeline), or the page of the ``selected`` pipeline (its
+    section: ``views``)."""
     generated = now_shown(now)
     if not latest:
         body = '<p class="none">No reconciliation runs yet.</p>'
+    elif selected:
+        body = f'<p class="note">{_a(links.page(), "← All pipelines")}</p>'
+        body += "".join(pipeline_section(v, links) for v in views)
     else:
-        body = overview(latest, links)
-        if selected:
-            body += f'<p class="note">{_a(links.page(), "Show all pipelines")}</p>'
-        elif omitted:
-            body += (
-                f'<p class="note">{omitted} more pipeline(s) without a section here: '
-                "pick one in the table.</p>"
-            )
+        body = overview(latest, links) + (
+            '<p class="note">Pick a pipeline for its runs, charts and discrepancies.</p>'
+        )
         body += "".join(pipeline_section(v, links) for v in views)
     return document(body, generated)
 
@@ -266,7 +315,7 @@ background:var(--bg)}
 header{background:#102a43;color:#fff;padding:14px 24px}
 header h1{margin:0;font-size:22px}
 header p{margin:4px 0 0;color:#bcccdc}
-main{padding:16px 24px;max-width:1400px}
+main{padding:16px 24px;max-width:1600px}
 h2{font-size:19px;margin:0 0 8px;display:flex;gap:10px;align-items:center}
 h3{font-size:15px;margin:18px 0 6px}
 h3 small{color:var(--muted);font-weight:normal}
@@ -278,9 +327,18 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 td.bad{color:var(--bad);font-weight:600}
 code{font:12px/1.4 ui-monospace,Menlo,Consolas,monospace}
 td.t,td code{white-space:nowrap}
-td.run code{white-space:normal;word-break:break-all}
-td.run{min-width:160px;max-width:250px}
-td.hint{min-width:260px}
+td.run code,td.run a,td.id{white-space:normal;overflow-wrap:anywhere}
+td.run{min-width:140px;max-width:250px}
+td.id{max-width:240px}
+td.hint{min-width:220px}
+td.name small{display:block;color:var(--muted);font-size:12px}
+table.overview th{white-space:normal}
+form.filters{display:flex;flex-wrap:wrap;gap:6px 12px;align-items:center;margin:6px 0;
+font-size:13px}
+form.filters select,form.filters input{font:inherit;max-width:100%}
+form.filters select[name=run]{max-width:320px}
+.pager{display:flex;flex-wrap:wrap;gap:4px 16px;color:var(--muted)}
+.pager a{margin:0 2px}
 .scroll{overflow-x:auto}
 section.pipeline{background:#fff;border:1px solid var(--line);border-radius:8px;padding:16px;
 margin:18px 0}
@@ -300,7 +358,7 @@ background:#e4e7eb;color:#3e4c59}
 pre.error{background:#fff5f5;border:1px solid #f5c6cb;padding:8px;white-space:pre-wrap}
 .links a{margin-right:2px}
 .charts{display:flex;flex-wrap:wrap;gap:16px}
-figure{margin:0;flex:1 1 520px;min-width:320px}
+figure{margin:0;flex:1 1 480px;min-width:0;max-width:100%}
 figcaption{font-weight:600;margin-bottom:4px}
 svg.chart{background:#fff;border:1px solid var(--line);border-radius:4px}
 svg .grid{stroke:#eef2f6}
