@@ -29,7 +29,7 @@ def test_without_order_a_superseded_record_stays_lost(spark: Any, engine: str) -
 def test_a_record_without_a_position_takes_no_part(spark: Any, engine: str) -> None:
     # A version that is no whole number reads as null: the record is judged per message only.
     s = Scenario(
-        window=[rec(0, "a1", key="A"), (*rec(1, "a2", key="A")[:-1], None)],
+        window=[rec(0, "a1", key="A"), (*rec(1, "a2", key="A")[:-2], None, None)],
         sinks=[sink("A", "a1", upsert=("A", 0))],
         ordered=True,
     )

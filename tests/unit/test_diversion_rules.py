@@ -28,7 +28,7 @@ T = "orders"
 TS = datetime(2026, 1, 1, tzinfo=UTC)
 TYPE = FieldRef("json_field", "type")
 ORDERS_ONLY = Predicate("in", TYPE, ("order",))
-WINDOW = pa.schema([*ARROW_WINDOW, pa.field("expect_fields", pa.list_(pa.string()))])
+WINDOW = ARROW_WINDOW
 DEAD_LETTERS = pa.schema(
     [("message_id", pa.string()), ("dl_topic", pa.string()), ("dl_partition", pa.int32()),
      ("dl_offset", pa.int64()), ("orig_topic", pa.string()), ("orig_partition", pa.int32()),
@@ -191,3 +191,30 @@ def test_without_declarations_nothing_is_excluded_or_diverted() -> None:
     _, found, counts = run(window, [], Judging())
     assert found["a1"]["verdict"] == "lost"
     assert counts["excluded"] == counts["diverted"] == 0
+
+
+def test_the_reader_extracts_the_fields_expect_reads() -> None:
+    from fixtures.raw_records import raw_rows
+
+    from recon.config import MessageIdSpec
+    from recon.read.message_ids import extract_ids
+
+    raw = raw_rows(
+        [
+            (0, b"k0", b'{"id": "a", "type": "order", "n": 7}', [("region", b"eu")]),
+            (1, b"k1", b'{"id": "b", "type": null}', [("region", b"us"), ("region", b"eu")]),
+            (2, None, b"not json", []),
+        ],
+        header=None,
+    )
+    headers = [[b"eu"], [b"us"], [None]]  # the first of each, as a reader collects them
+    raw = raw.append_column("expect_headers", pa.array(headers, pa.list_(pa.binary())))
+    fields = (TYPE, FieldRef("header", "region"), FieldRef("key"), FieldRef("json_field", "n"))
+    out = extract_ids(raw, MessageIdSpec("json_field", "id"), expect=fields)
+    assert out["expect_fields"].to_pylist() == [
+        ["order", "eu", "k0", "7"],
+        [None, "us", "k1", None],
+        [None, None, None, None],
+    ]
+    plain = extract_ids(raw, MessageIdSpec("json_field", "id"))
+    assert plain["expect_fields"].to_pylist() == [None, None, None]

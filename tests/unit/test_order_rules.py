@@ -30,7 +30,7 @@ def test_each_row_says_where_its_key_stands(name: str) -> None:
 
 def test_records_and_rows_without_a_key_or_position_are_counted() -> None:
     s = Scenario(
-        window=[rec(0, "a1", key="A"), rec(1, "a2"), (*rec(2, "a3", key="A")[:-1], None)],
+        window=[rec(0, "a1", key="A"), rec(1, "a2"), (*rec(2, "a3", key="A")[:-2], None, None)],
         sinks=[sink("A", "a1", upsert=("A", 0)), sink("x", "a2"), sink("y", "a3", upsert=("A", 2))],
         ordered=True,
     )

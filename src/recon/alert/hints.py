@@ -212,6 +212,13 @@ def repair_hint(verdict: str | None, samples: Sequence[Mapping[str, Any]]) -> st
             f"idempotence): {positions or 'see the full list'}. Check enable.idempotence and "
             "the producer's retries; the sink verdicts count each message once."
         )
+    if verdict == Verdict.DIVERTED:
+        return (
+            "more committed records than max_diverted_ratio allows went to the pipeline's "
+            f"dead-letter or retry topics ({positions or 'see the full list'}); each row's "
+            "detail names its dead-letter record and error. Fix what they fail on, then replay "
+            "them from the dead-letter topic: once written they are delivered."
+        )
     if verdict == Verdict.UNVERIFIABLE:
         return (
             "records were removed by retention or compaction before this run read them"

@@ -48,6 +48,8 @@ WINDOW = StructType(
         # the upsert key and position (order declared), else null
         StructField("order_key", StringType(), True),
         StructField("order_position", LongType(), True),
+        # the texts of the fields the pipeline's expect reads (recon.rules.expect), else null
+        StructField("expect_fields", ArrayType(StringType()), True),
     ]
 )
 PENDING = WINDOW

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from recon.config import MessageIdSpec, OrderSpec, PayloadSpec
 from recon.config.connections import KafkaConnection
+from recon.config.diversions import FieldRef
 from recon.read.ranges import OffsetRange, split_ranges
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ def read_window(
     with_time: bool = False,
     payload: PayloadSpec | None = None,
     order: OrderSpec | None = None,
+    expect: tuple[FieldRef, ...] = (),
 ) -> DataFrame:
     """The records of exact offset ranges as ``recon.model.schemas.WINDOW`` rows, messageIds
     extracted.
@@ -52,6 +54,7 @@ def read_window(
     :param with_time: read each record's Kafka timestamp (else it is left null).
     :param payload: what of each value the pipeline compares with its sink rows.
     :param order: where each record's upsert key and position are.
+    :param expect: the fields the pipeline's ``expect`` reads.
     """
     from recon.model import schemas
 
@@ -63,7 +66,7 @@ def read_window(
     tasks = spark.range(0, len(pieces), 1, len(pieces))
     read = functools.partial(
         _read_batches, tuple(pieces), dict(kafka.config), isolation_level, spec, with_time,
-        payload, order,
+        payload, order, expect,
     )  # fmt: skip
     return tasks.mapInArrow(read, schemas.WINDOW)
 
@@ -87,6 +90,7 @@ def _read_batches(
     with_time: bool,
     payload: PayloadSpec | None,
     order: OrderSpec | None,
+    expect: tuple[FieldRef, ...],
     batches: Iterator[Any],
 ) -> Iterator[Any]:
     """One Spark task: the ranges whose places it is given, read by
@@ -98,7 +102,7 @@ def _read_batches(
         for place in batch.column(0).to_pylist():
             task = ReadTask(
                 config, (pieces[place],), isolation_level, spec,
-                with_time=with_time, payload=payload, order=order,
+                with_time=with_time, payload=payload, order=order, expect=expect,
             )  # fmt: skip
             for table in read_tables(task, TASK_CHUNK_RECORDS):
                 yield from table.to_batches()

@@ -15,6 +15,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from recon.config import MessageIdSpec, OrderSpec, PayloadSpec
+from recon.config.diversions import FieldRef
 from recon.engines.duckdb_connection import connect
 from recon.read.json_numbers import exact_fields
 
@@ -27,7 +28,9 @@ MAX_MESSAGE_ID_LENGTH = 512
 
 
 def raw_schema() -> pa.Schema:
-    """What a worker collects per record before extraction."""
+    """What a worker collects per record before extraction. A pipeline whose ``expect`` reads
+    headers adds the column ``expect_headers`` (``list<binary>``: each header
+    :func:`expect_headers` names, its first occurrence, or null)."""
     import pyarrow as pa
 
     return pa.schema(
@@ -60,6 +63,7 @@ def window_schema() -> pa.Schema:
             ("payload", pa.list_(pa.string())),
             ("order_key", pa.string()),
             ("order_position", pa.int64()),
+            ("expect_fields", pa.list_(pa.string())),
         ]
     )
 
@@ -124,20 +128,52 @@ def _order_sql(order: OrderSpec | None, fields: _Fields) -> tuple[str, str]:
     return key, f"TRY_CAST({fields.slot(order.version_field)} AS BIGINT)"
 
 
+def expect_headers(fields: tuple[FieldRef, ...]) -> list[str]:
+    """The headers the pipeline's ``expect`` reads, in the order a reader collects them into
+    the raw column ``expect_headers``."""
+    return list(dict.fromkeys(str(f.name) for f in fields if f.kind == "header"))
+
+
+def _expect_sql(fields: tuple[FieldRef, ...], slots: _Fields) -> str:
+    """The record's ``expect_fields``: the text of each field the pipeline's ``expect`` reads,
+    in its order (``recon.config.diversions.Predicate.fields``): a JSON field of the value as
+    ``json_extract_string`` gives it (a number or boolean as written; absent or JSON null:
+    NULL), a header or the key decoded as UTF-8 (absent or not UTF-8: NULL). NULL when the
+    pipeline declares no ``expect``."""
+    if not fields:
+        return "CAST(NULL AS VARCHAR[])"
+    headers = expect_headers(fields)
+    texts = []
+    for f in fields:
+        if f.kind == "json_field":
+            texts.append(slots.slot(f.name))
+        elif f.kind == "header":
+            texts.append(f"TRY(decode(expect_headers[{headers.index(str(f.name)) + 1}]))")
+        else:
+            texts.append("TRY(decode(key))")
+    return f"[{', '.join(texts)}]"
+
+
 def _order_columns(order: OrderSpec | None) -> list[str]:
     """The raw columns the record's upsert key is read from (none: a JSON field, or no check)."""
     kind = order.record_key.kind if order is not None else None
     return {"key": ["key"], "header": ["key_header"]}.get(str(kind), [])
 
 
-def read_columns(spec: MessageIdSpec, order: OrderSpec | None) -> list[str]:
-    """The raw columns besides the value and the offset that extraction needs: ``key`` (the id
-    or the upsert key is the Kafka key), ``id_header``, ``key_header``. A reader collects only
-    these (a key or a header costs a Python object per record)."""
+def read_columns(
+    spec: MessageIdSpec, order: OrderSpec | None, expect: tuple[FieldRef, ...] = ()
+) -> list[str]:
+    """The raw columns besides the value and the offset that extraction needs: ``key`` (the id,
+    the upsert key or a field of ``expect`` is the Kafka key), ``id_header``, ``key_header``,
+    ``expect_headers``. A reader collects only these (a key or a header costs a Python object
+    per record)."""
     wanted = {"key": spec.kind == "key", "id_header": spec.kind == "header"}
     for column in _order_columns(order):
         wanted[column] = True
-    return [column for column in ("key", "id_header", "key_header") if wanted.get(column)]
+    wanted["key"] = wanted["key"] or any(f.kind == "key" for f in expect)
+    wanted["expect_headers"] = bool(expect_headers(expect))
+    columns = ("key", "id_header", "key_header", "expect_headers")
+    return [column for column in columns if wanted.get(column)]
 
 
 def key_header(order: OrderSpec | None) -> str | None:
@@ -169,6 +205,7 @@ def _extraction_sql(
     max_length: int,
     payload: PayloadSpec | None = None,
     order: OrderSpec | None = None,
+    expect: tuple[FieldRef, ...] = (),
 ) -> str:
     """The extraction rules in DuckDB SQL over ``raw`` (what :func:`extract_ids` runs)."""
     fields = _Fields()
@@ -195,7 +232,9 @@ def _extraction_sql(
         raise ValueError(f"unknown message_id kind {spec.kind!r}")
     compared = _payload_sql(payload, fields)
     order_key, order_position = _order_sql(order, fields)
-    keyed = "".join(f", {c}" for c in _order_columns(order))
+    expected = _expect_sql(expect, fields)
+    raw_extra = [c for c in read_columns(spec, order, expect) if c in ("key", "expect_headers")]
+    keyed = "".join(f", {c}" for c in dict.fromkeys([*_order_columns(order), *raw_extra]))
     # The value is decoded once (as the id's source, or for its fields only) and parsed once.
     value_text = "text" if source == "value" else "TRY(decode(value))"
     return f"""
@@ -208,10 +247,10 @@ def _extraction_sql(
         ), found AS (
             SELECT tombstone, text, has_source AND text IS NULL AS not_utf8, {found} AS found,
                    {compared} AS payload, {order_key} AS order_key,
-                   {order_position} AS order_position
+                   {order_position} AS order_position, {expected} AS expect_fields
             FROM parsed
         ), judged AS (
-            SELECT found, payload, order_key, order_position, CASE
+            SELECT found, payload, order_key, order_position, expect_fields, CASE
                 WHEN tombstone THEN 'tombstone'
                 WHEN not_utf8 THEN '{not_utf8_reason}'
                 WHEN found IS NULL THEN 'message_id_missing'
@@ -225,7 +264,7 @@ def _extraction_sql(
             FROM found
         )
         SELECT CASE WHEN invalid_reason IS NULL THEN found END AS message_id, invalid_reason,
-               payload, order_key, order_position
+               payload, order_key, order_position, expect_fields
         FROM judged
     """
 
@@ -237,6 +276,7 @@ def extract_ids(
     con: Any = None,
     payload: PayloadSpec | None = None,
     order: OrderSpec | None = None,
+    expect: tuple[FieldRef, ...] = (),
 ) -> pa.Table:
     """Raw records (:func:`raw_schema`) to one row per record with its id or why it has none.
 
@@ -248,15 +288,18 @@ def extract_ids(
         the ``payload`` column stays null).
     :param order: where the pipeline's upsert key and position are (None: the ``order_*``
         columns stay null).
+    :param expect: the fields the pipeline's ``expect`` reads (none: ``expect_fields`` stays
+        null).
     """
     import pyarrow as pa
 
     db = con if con is not None else connect()
     # Only the column the id is in goes through DuckDB (which copies every string it reads);
     # positions are put back beside the ids in the same order.
-    db.register("raw", raw.select(["value", "offset", *read_columns(spec, order)]))
+    db.register("raw", raw.select(["value", "offset", *read_columns(spec, order, expect)]))
     try:
-        ids = db.execute(_extraction_sql(spec, max_length, payload, order)).to_arrow_table()
+        sql = _extraction_sql(spec, max_length, payload, order, expect)
+        ids = db.execute(sql).to_arrow_table()
     finally:
         db.unregister("raw")
     schema = window_schema()
@@ -264,6 +307,7 @@ def extract_ids(
         [raw["topic"], raw["partition"], raw["offset"], ids["message_id"], ids["invalid_reason"],
          raw["timestamp"].cast(schema.field("timestamp").type),
          ids["payload"].cast(schema.field("payload").type),
-         ids["order_key"].cast(pa.string()), ids["order_position"].cast(pa.int64())],
+         ids["order_key"].cast(pa.string()), ids["order_position"].cast(pa.int64()),
+         ids["expect_fields"].cast(schema.field("expect_fields").type)],
         schema=schema,
     )  # fmt: skip

@@ -7,7 +7,13 @@ from typing import Any
 
 from recon.engines.duckdb_connection import connect
 from recon.read.kafka_local.task import ReadTask
-from recon.read.message_ids import extract_ids, key_header, raw_schema, read_columns
+from recon.read.message_ids import (
+    expect_headers,
+    extract_ids,
+    key_header,
+    raw_schema,
+    read_columns,
+)
 
 #: Records per Arrow chunk: extraction and Parquet row groups work on this many at a time.
 CHUNK_RECORDS = 262_144
@@ -24,7 +30,8 @@ class Chunk:
         self.task = task
         self.header = task.spec.name if task.spec.kind == "header" else None
         self.key_header = key_header(task.order)
-        self.with_key = "key" in read_columns(task.spec, task.order)
+        self.with_key = "key" in read_columns(task.spec, task.order, task.expect)
+        self.expect_headers = expect_headers(task.expect)
         # One thread keeps the rows in the order they came in (and a core for the consumer).
         self.db = connect(threads=1, preserve_insertion_order=True)
         self.columns: list[Any] = []
@@ -67,6 +74,12 @@ class Chunk:
                     [next((v for k, v in (m.headers() or ()) if k == name), None) for m in batch],
                     pa.binary(),
                 )
+        if self.expect_headers:
+            # Each header expect reads, its first occurrence, in expect_headers' order.
+            wanted = self.expect_headers
+            columns["expect_headers"] = pa.array(
+                [_headers(m.headers(), wanted) for m in batch], pa.list_(pa.binary())
+            )
         inside = offsets < record_ends
         if not inside.all():
             mask = pa.array(inside)
@@ -105,11 +118,27 @@ class Chunk:
              column("value"), column("id_header"), column("key_header")],
             schema=raw_schema(),
         )  # fmt: skip
+        if self.expect_headers:
+            raw = raw.append_column(
+                "expect_headers", pa.chunked_array([c["expect_headers"] for c in self.columns])
+            )
         task = self.task
-        rows = extract_ids(raw, task.spec, con=self.db, payload=task.payload, order=task.order)
+        rows = extract_ids(
+            raw, task.spec, con=self.db, payload=task.payload, order=task.order,
+            expect=task.expect,
+        )  # fmt: skip
         self.columns = []
         self.size = 0
         return rows
 
     def close(self) -> None:
         self.db.close()
+
+
+def _headers(headers: Any, names: list[str]) -> list[bytes | None]:
+    """The first value of each header in ``names`` (None where it is absent)."""
+    found: dict[str, bytes | None] = {}
+    for key, value in headers or ():
+        if key in names and key not in found:
+            found[key] = value
+    return [found.get(name) for name in names]

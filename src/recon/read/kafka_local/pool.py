@@ -22,9 +22,10 @@ from typing import Any, Protocol
 from recon import settings
 from recon.config import MessageIdSpec, OrderSpec, PayloadSpec
 from recon.config.connections import KafkaConnection
+from recon.config.diversions import FieldRef
 from recon.errors import ServiceUnavailable
 from recon.read.kafka_local.reader import KafkaReadFailed, read_task
-from recon.read.kafka_local.task import ReadTask, order_json, payload_json
+from recon.read.kafka_local.task import ReadTask, expect_json, order_json, payload_json
 from recon.read.ranges import OffsetRange
 from recon.snapshot.offsets import KafkaAuthFailed
 
@@ -198,6 +199,7 @@ def read_ranges(
     payload: PayloadSpec | None = None,
     order: OrderSpec | None = None,
     in_process: bool | None = None,
+    expect: tuple[FieldRef, ...] = (),
 ) -> Read:
     """Start reading ``ranges`` into ``directory`` (one Parquet file per reader).
 
@@ -218,6 +220,7 @@ def read_ranges(
     :param order: where each record's upsert key and position are (else they stay null).
     :param in_process: read on a thread (True) or in reader processes (False); None: by the
         window's size.
+    :param expect: the fields the pipeline's ``expect`` reads (else the column stays null).
     """
     os.makedirs(directory, exist_ok=True)
     if in_process is None:
@@ -226,7 +229,7 @@ def read_ranges(
         return InProcessRead(ReadTask(
             config=dict(config), ranges=tuple(r for r in ranges if r.end > r.start),
             isolation_level=isolation_level, spec=spec, path=f"{directory}/part-0.parquet",
-            with_time=with_time, payload=payload, order=order,
+            with_time=with_time, payload=payload, order=order, expect=expect,
         ))  # fmt: skip
     groups = spread(ranges, workers or default_workers()) or [[]]
     procs = []
@@ -240,6 +243,7 @@ def read_ranges(
             "with_time": with_time,
             "payload": payload_json(payload),
             "order": order_json(order),
+            "expect": expect_json(expect),
         }
         proc = subprocess.Popen(
             [sys.executable, "-m", READER_MODULE],

@@ -22,7 +22,12 @@ from typing import Any
 from recon.config import MessageIdSpec
 from recon.errors import ServiceUnavailable
 from recon.read.kafka_local.chunk import CHUNK_RECORDS, Chunk
-from recon.read.kafka_local.task import ReadTask, order_from_json, payload_from_json
+from recon.read.kafka_local.task import (
+    ReadTask,
+    expect_from_json,
+    order_from_json,
+    payload_from_json,
+)
 from recon.read.ranges import OffsetRange
 from recon.snapshot.offsets import (
     KafkaAuthFailed,
@@ -222,6 +227,7 @@ def main() -> int:
         with_time=bool(task.get("with_time", False)),
         payload=payload_from_json(task.get("payload")),
         order=order_from_json(task.get("order")),
+        expect=expect_from_json(task.get("expect")),
     )
     try:
         records = read_task(read)

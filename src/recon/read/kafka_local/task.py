@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recon.config import MessageIdSpec, OrderSpec, PayloadSpec
+from recon.config.diversions import FieldRef
 from recon.read.ranges import OffsetRange
 
 
@@ -26,6 +27,8 @@ class ReadTask:
     payload: PayloadSpec | None = None
     #: where each record's upsert key and position are (``records.order_*``).
     order: OrderSpec | None = None
+    #: the fields the pipeline's ``expect`` reads (``records.expect_fields``).
+    expect: tuple[FieldRef, ...] = ()
 
 
 def payload_json(payload: PayloadSpec | None) -> list[Any] | None:
@@ -41,6 +44,16 @@ def payload_from_json(value: list[Any] | None) -> PayloadSpec | None:
         return None
     fields, sha256_column = value
     return PayloadSpec(tuple((str(f), str(c)) for f, c in fields), sha256_column)
+
+
+def expect_json(fields: tuple[FieldRef, ...]) -> list[list[str | None]]:
+    """The fields an ``expect`` reads as a reader process receives them (JSON)."""
+    return [[f.kind, f.name] for f in fields]
+
+
+def expect_from_json(value: list[Any] | None) -> tuple[FieldRef, ...]:
+    """The reverse of :func:`expect_json`."""
+    return tuple(FieldRef(str(kind), name) for kind, name in value or ())
 
 
 def order_json(order: OrderSpec | None) -> list[Any] | None:
