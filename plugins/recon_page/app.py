@@ -5,6 +5,8 @@ Routes (each one checks the Airflow token itself, see :mod:`recon_page.auth`):
 ``/recon/``                           one row per pipeline; ``?pipeline=P``: the pipeline's page,
                                       ``&run=R&verdict=V&topic=T&partition=N&q=text&sort=S&dir=desc
                                       &page=N&per_page=N`` choose its discrepancies (``browse``)
+``/recon/runs/<pipeline>/<run id>[?verdict=V]``  an alert's link (``recon.alert.content.page_url``):
+                                      sent on to the pipeline's page filtered so
 ``/recon/discrepancies.csv?pipeline=P&run=R...``      every matching row as CSV
 ``/recon/discrepancies.parquet?pipeline=P&run=R...``  the same as Parquet
 ``/recon/api/pipelines``              every pipeline's latest run, JSON
@@ -196,6 +198,19 @@ def page(request: Request, user: BrowserUser, pipeline: str | None = None) -> HT
         raise _unavailable(exc) from None
     html = render.page(latest, views, links, selected=pipeline)
     return HTMLResponse(html, headers={"Content-Security-Policy": BROWSE_CSP})
+
+
+@app.get("/runs/{pipeline}/{run_id:path}")
+def run_link(
+    request: Request, user: BrowserUser, pipeline: str, run_id: str, verdict: str | None = None
+) -> RedirectResponse:
+    """An alert's link to one run's discrepancies: the pipeline's page, filtered so."""
+    try:
+        chosen = browse.Filter.parse({"run": run_id, "verdict": verdict or ""})
+    except browse.BadFilter as exc:
+        raise HTTPException(status_code=400, detail=str(exc)) from None
+    target = _links(request).discrepancies(pipeline, run_id, chosen.verdict)
+    return RedirectResponse(target, status_code=307)
 
 
 def _download(request: Request, user: Any, pipeline: str, fmt: str) -> Response:

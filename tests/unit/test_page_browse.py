@@ -94,3 +94,44 @@ def test_the_overview_is_one_row_per_pipeline_with_the_columns_that_matter() -> 
     # the pipeline's page: its section only, and the way back
     page = render.page(runs, [], LINKS, selected="a", now=T0)
     assert "All pipelines" in page and '<table class="overview">' not in page
+
+
+def test_an_alerts_link_opens_the_runs_rows_of_its_broken_verdict(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from recon.alert.content import build_alert, page_url
+    from recon.validation import ValidationOutcome
+    from recon_page import app
+
+    monkeypatch.setenv("RECON_AIRFLOW_BASE_URL", "http://af.test/")
+    failures = [{"rule": "lost_forbidden", "verdict": "lost", "observed": 2, "allowed": 0}]
+    outcome = ValidationOutcome(
+        passed=False, failures=failures, data_docs_path="/x.html", validation_id="v"
+    )
+    run_id = "manual__2026-12-06T08:00:00+00:00"
+    summary = {"counts": {"lost": 2}, "samples": {}}
+    alert = build_alert(
+        pipeline="pay&ments", semantics="exactly_once", run_id=run_id, summary=summary,
+        outcome=outcome,
+    )  # fmt: skip
+    assert alert.page_url == (
+        "http://af.test/recon/runs/pay%26ments/manual__2026-12-06T08%3A00%3A00%2B00%3A00"
+        "?verdict=lost"
+    )
+    assert f"Discrepancies: {alert.page_url}" in alert.text()
+    assert page_url("p", "r") == "http://af.test/recon/runs/p/r"
+    # the page sends the link on to the filtered view of that run and verdict
+    app.app.dependency_overrides[app.browser_user] = lambda: "user"
+    try:
+        with TestClient(app.app, root_path="/recon") as client:
+            path = alert.page_url.removeprefix("http://af.test/recon")
+            r = client.get(path, follow_redirects=False)
+            assert r.status_code == 307
+            assert r.headers["location"] == LINKS.discrepancies("pay&ments", run_id, "lost")
+            assert client.get("/runs/p/r?verdict=nope", follow_redirects=False).status_code == 400
+    finally:
+        app.app.dependency_overrides.clear()
+    monkeypatch.delenv("RECON_AIRFLOW_BASE_URL")
+    assert page_url("p", "r") is None

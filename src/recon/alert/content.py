@@ -51,6 +51,8 @@ class Alert:
     #: one line of the run's way from source to sink (:func:`recon.alert.funnel.funnel_line`),
     #: when the pipeline has a source
     funnel: str | None = None
+    #: the run's discrepancies on the reconciliation page (:func:`page_url`)
+    page_url: str | None = None
 
     def text(self) -> str:
         """The alert as plain text (the email body, the webhook's fallback ``text``)."""
@@ -80,6 +82,8 @@ def link_lines(alert: Alert) -> list[str]:
     lines = []
     if alert.run_url:
         lines.append(f"Airflow run: {alert.run_url}")
+    if alert.page_url:
+        lines.append(f"Discrepancies: {alert.page_url}")
     if alert.data_docs_url:
         lines.append(f"Data Docs: {alert.data_docs_url}")
     lines.append(f"Validation: {shown(alert.validation_id, 300)}")
@@ -193,6 +197,19 @@ def airflow_run_url(dag_id: str, run_id: str) -> str | None:
     return f"{base.rstrip('/')}/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
 
 
+def page_url(pipeline: str, run_id: str, verdict: str | None = None) -> str | None:
+    """``{RECON_AIRFLOW_BASE_URL}/recon/runs/{pipeline}/{run_id}[?verdict=..]``: the run's
+    discrepancies (of one verdict) on the reconciliation page, which sends the link on to its
+    filtered view; ``None`` when the base URL is unset. No ``&`` in it: the alert's text shows
+    it as it is in every channel."""
+    base = settings.airflow_base_url()
+    if not base:
+        return None
+    quote = urllib.parse.quote
+    url = f"{base.rstrip('/')}/recon/runs/{quote(pipeline, safe='')}/{quote(run_id, safe='')}"
+    return url + (f"?verdict={quote(verdict, safe='')}" if verdict else "")
+
+
 def build_alert(
     *,
     pipeline: str,
@@ -243,6 +260,7 @@ def build_alert(
     broken = ", ".join(
         f"{r.observed} {r.verdict or r.rule}" for r in reports if r.observed is not None
     )
+    verdicts = sorted({r.verdict for r in reports if r.verdict})
     title = (
         f"Delivery contract broken: pipeline {value(pipeline)} claims {semantics}, "
         f"run {value(run_id)}: "
@@ -256,6 +274,8 @@ def build_alert(
         reports=reports,
         data_docs_url=data_docs_url(outcome.data_docs_path),
         run_url=airflow_run_url(dag_id or pipeline, run_id),
+        # one verdict broken: the page at its rows; several: at every row of the run
+        page_url=page_url(pipeline, run_id, verdicts[0] if len(verdicts) == 1 else None),
         validation_id=outcome.validation_id,
         sample_ids=sample_ids,
         latency=latency_line(summary.get("latency")),
