@@ -7,6 +7,7 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import psycopg2
 import pytest
@@ -76,16 +77,35 @@ def _dags_test(name: str, env: dict[str, str], logical_date: str | None = None) 
     return result.stdout + result.stderr
 
 
+def _assert_ran_and_committed(output: str, name: str, row: tuple[Any, ...], delivered: int,
+                              *, submitted: bool, read_by_driver: bool) -> None:  # fmt: skip
+    """What every whole DAG run is held to: how its Spark steps ran, and its one run row
+    (``status, contract_passed, counts, validation_url``).
+
+    :param submitted: whether a step ran under spark-submit (the Spark engine, not attached).
+    :param read_by_driver: whether the Spark engine's snapshot_topic and validate tasks read the
+        window and the results themselves, starting no Spark (few messages:
+        recon.engines.spark_snapshot.reads_on_driver); never under the local engine."""
+    assert ("Spark-Submit cmd" in output) == submitted, "spark-submit (not) used"
+    assert ("(read by the driver)" in output) == read_by_driver
+    status, passed, counts, url = row
+    assert (status, passed) == ("passed", True)
+    assert counts["delivered"] == delivered
+    assert url and "/recon/docs/" in url
+    assert f"recon_results_pandas-{name}" in url, url  # validated on pandas, every engine
+
+
 @pytest.mark.parametrize(
-    ("engine", "attached"),
+    "attached",
     # attached: the Spark steps run in their tasks' processes as clients of the project's Spark
-    # Connect server (RECON_SPARK_REMOTE), not under spark-submit.
-    [("spark", False), ("spark", True), ("local", False)],
-    ids=["spark", "spark-connect", "local"],
+    # Connect server (RECON_SPARK_REMOTE), not under spark-submit. engine: local's whole DAG
+    # run is the first of test_an_idle_local_pipeline_runs_green_and_prunes_the_old_run, which
+    # checks it as these are checked (one DAG run fewer).
+    [False, True],
+    ids=["spark", "spark-connect"],
 )
-def test_dags_test_runs_every_task_and_commits_the_verdicts(
-    tmp_path: Path, engine: str, attached: bool
-) -> None:
+def test_dags_test_runs_every_task_and_commits_the_verdicts(tmp_path: Path, attached: bool) -> None:
+    engine = "spark"
     tag = uuid.uuid4().hex[:6]
     truth = run_scenario(
         "exactly_once_idempotent_consumer", messages=150, run_tag=tag, progress=False
@@ -99,13 +119,8 @@ def test_dags_test_runs_every_task_and_commits_the_verdicts(
                 output = _dags_test(name, {**env, "RECON_SPARK_REMOTE": remote})
                 # reconcile: a session of the server's.
                 assert len(sessions() - before) >= 1, "the Spark step did not attach"
-                assert "Spark-Submit cmd" not in output, "a Spark step ran under spark-submit"
         else:
             output = _dags_test(name, env)
-            assert ("Spark-Submit cmd" in output) == (engine == "spark")
-        # 150 messages: the Spark engine's snapshot_topic and validate tasks read the window and
-        # the results themselves, starting no Spark (recon.engines.spark_snapshot.reads_on_driver).
-        assert ("(read by the driver)" in output) == (engine == "spark")
 
         kwargs = postgres_connection("postgres_recon").psycopg2_kwargs()
         with psycopg2.connect(**kwargs) as pg, pg.cursor() as cur:
@@ -116,11 +131,9 @@ def test_dags_test_runs_every_task_and_commits_the_verdicts(
             )
             rows = cur.fetchall()
         assert len(rows) == 1
-        status, passed, counts, url = rows[0]
-        assert (status, passed) == ("passed", True)
-        assert counts["delivered"] == truth.counts["delivered"] == 150
-        assert url and "/recon/docs/" in url
-        assert f"recon_results_pandas-{name}" in url, url  # validated on pandas, every engine
+        assert truth.counts["delivered"] == 150
+        _assert_ran_and_committed(output, name, rows[0], 150, submitted=not attached,
+                                  read_by_driver=True)  # fmt: skip
     finally:
         remove_run("exactly_once_idempotent_consumer", tag)
         with results_db() as pg:
@@ -128,11 +141,13 @@ def test_dags_test_runs_every_task_and_commits_the_verdicts(
 
 
 def test_an_idle_local_pipeline_runs_green_and_prunes_the_old_run(tmp_path: Path) -> None:
-    """A second DAG run with nothing new (no record, no sink row since the first) is a normal,
-    passing run on ``engine: local``: its empty sink range is read as empty (it used to crash
-    with 'Empty CSV file' and leave the run 'running'). The pipeline keeps runs for a day
-    (``retention_days: 1``) and the first run is made to look ten days old: the second DAG
-    run's ``prune`` task removes it, but not the results the second run started from."""
+    """The first DAG run on ``engine: local`` is held to what the Spark engine's are
+    (test_dags_test_runs_every_task_and_commits_the_verdicts): no Spark, verdicts committed,
+    validated on pandas. A second DAG run with nothing new (no record, no sink row since the
+    first) is a normal, passing run on ``engine: local``: its empty sink range is read as empty
+    (it used to crash with 'Empty CSV file' and leave the run 'running'). The pipeline keeps runs
+    for a day (``retention_days: 1``) and the first run is made to look ten days old: the second
+    DAG run's ``prune`` task removes it, but not the results the second run started from."""
     tag = uuid.uuid4().hex[:6]
     truth = run_scenario(
         "exactly_once_idempotent_consumer", messages=60, run_tag=tag, progress=False
@@ -140,15 +155,16 @@ def test_an_idle_local_pipeline_runs_green_and_prunes_the_old_run(tmp_path: Path
     name = f"systest_idle_{tag}"
     env = _declared(tmp_path, name, truth, "local", extra="    retention_days: 1\n")
     kwargs = postgres_connection("postgres_recon").psycopg2_kwargs()
-    query = ("SELECT run_id, status, contract_passed, counts, sink_rows_scanned FROM recon.runs "
-             "WHERE pipeline = %s ORDER BY snapshot_at")  # fmt: skip
+    query = ("SELECT run_id, status, contract_passed, counts, sink_rows_scanned, validation_url "
+             "FROM recon.runs WHERE pipeline = %s ORDER BY snapshot_at")  # fmt: skip
     try:
-        _dags_test(name, env, "2026-01-01")
+        output = _dags_test(name, env, "2026-01-01")
         with psycopg2.connect(**kwargs) as pg, pg.cursor() as cur:
             cur.execute(query, (name,))
             ((first_id, *first),) = cur.fetchall()
-        assert (first[0], first[1], first[2]["delivered"]) == ("passed", True, 60), first
         assert truth.counts["delivered"] == 60
+        _assert_ran_and_committed(output, name, (*first[:3], first[4]), 60, submitted=False,
+                                  read_by_driver=False)  # fmt: skip
         _age_first_run(kwargs, name, first_id)
 
         _dags_test(name, env, "2026-01-02")
