@@ -17,10 +17,12 @@ from fixtures.relations import ARROW_LEDGER, ARROW_SINK, ARROW_WINDOW, arrow_tab
 from recon.config.diversions import FieldRef, Predicate
 from recon.engines.duckdb import DuckDBRules
 from recon.model import details
+from recon.read.dead_letters import next_positions
+from recon.read.ranges import OffsetRange
 from recon.rules.expect import expected_sql
 from recon.rules.judging import Judging
 from recon.rules.render import for_dialect
-from recon.rules.run import judge_inputs, next_ledger
+from recon.rules.run import dead_letter_restarts, judge_inputs, next_ledger
 
 pytestmark = pytest.mark.unit
 
@@ -55,6 +57,7 @@ def run(
     judging: Judging,
     dead_letters: list[tuple] | None = None,
     ledger: list[tuple] | None = None,
+    pending: list[tuple] | None = None,
 ) -> tuple[Any, dict[str, dict[str, Any]], dict[str, int]]:
     con = duckdb.connect()
     con.register("w", arrow_table(window, WINDOW))
@@ -66,6 +69,9 @@ def run(
     if ledger is not None:
         con.register("l", arrow_table(ledger, ARROW_LEDGER))
         inputs["ledger"] = "l"
+    if pending is not None:
+        con.register("p", arrow_table(pending, WINDOW))
+        inputs["pending"] = "p"
     counts = judge_inputs(DuckDBRules(con), inputs, None, [(0, 1000, 0)], judging)
     found = rows(con, "results")
     by_id = {r["message_id"] or f"@{r['topic']}/{r['first_offset']}": r for r in found}
@@ -218,3 +224,19 @@ def test_the_reader_extracts_the_fields_expect_reads() -> None:
     ]
     plain = extract_ids(raw, MessageIdSpec("json_field", "id"))
     assert plain["expect_fields"].to_pylist() == [None, None, None]
+
+
+def test_a_dead_letter_of_a_pending_message_is_read_again_by_the_next_run() -> None:
+    # m7's original is past the window's end (the group has not committed past it yet): the
+    # dead-letter partition restarts at its record, so the run that judges m7 finds it there
+    dead_letters = [dead(0, "m1", None), dead(1, None, 7), dead(2, "m8", None)]
+    con, found, counts = run(
+        [rec(1, "m1")], [], Judging(diverted=True), dead_letters,
+        pending=[rec(7, "m7"), rec(8, "m8")],
+    )  # fmt: skip
+    assert found["m1"]["verdict"] == "diverted" and found["m7"]["verdict"] == "pending"
+    assert counts["unverifiable"] == 0  # a pending message is a record the run has seen
+    restarts = dead_letter_restarts(DuckDBRules(con))
+    assert restarts == {(f"{T}.DLT", 0): 1}
+    read = [OffsetRange(f"{T}.DLT", 0, 0, 3), OffsetRange(f"{T}.DLT", 1, 4, 9)]
+    assert next_positions(read, restarts) == {(f"{T}.DLT", 0): 1, (f"{T}.DLT", 1): 9}

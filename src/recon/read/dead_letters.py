@@ -224,3 +224,19 @@ def read_dead_letters(
     finally:
         consumer.close()
     return dead_letter_rows(records, spec, message_id)
+
+
+def next_positions(
+    ranges: Sequence[OffsetRange], restarts: Mapping[tuple[str, int], int]
+) -> dict[tuple[str, int], int]:
+    """Where the next run reads each dead-letter partition from: this run's end, or an earlier
+    offset holding a record of a message still pending (``recon.rules.run.dead_letter_restarts``),
+    read again once the window reaches its original.
+
+    :param ranges: what this run read (:func:`dead_letter_ranges`).
+    :param restarts: the first offset to read again, per partition.
+    """
+    return {
+        (r.topic, r.partition): min(r.end, restarts.get((r.topic, r.partition), r.end))
+        for r in ranges
+    }

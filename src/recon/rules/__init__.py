@@ -150,6 +150,7 @@ DIVERTED_STEPS: tuple[Step, ...] = (
     Step("05_dead_lettered", keep=True),
     Step("05_diverted_ids", keep=True),
     Step("06_dead_letters_unknown", keep=True),
+    Step("06_dead_letters_carried"),
 )
 FINAL_STEPS: tuple[Step, ...] = (Step("05_fast_final"), Step("05_general_final", keep=True))
 

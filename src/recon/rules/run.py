@@ -270,7 +270,7 @@ def account_steps(engine: RuleEngine, judging: Judging, params: Mapping[str, str
     if judging.diverted:
         run_steps(engine, DIVERTED_STEPS, params)
     else:
-        for name in ("diverted_ids", "dead_letters_unknown"):
+        for name in ("diverted_ids", "dead_letters_unknown", "dead_letters_carried"):
             engine.define(name, for_dialect(NO_ACCOUNTED[name], engine.dialect))
     if judging.expect is None and not judging.diverted:
         engine.define("fast_final", "SELECT * FROM fast_judged")
@@ -351,7 +351,17 @@ NO_ACCOUNTED = {
     "diverted_ids": "SELECT message_id, CAST(0 AS BIGINT) AS n, message_id AS detail "
     "FROM records WHERE false",
     "dead_letters_unknown": empty_sql("dead_letters"),
+    "dead_letters_carried": "SELECT CAST(NULL AS VARCHAR) AS dl_topic, "
+    "CAST(NULL AS INTEGER) AS dl_partition, CAST(NULL AS BIGINT) AS dl_offset WHERE false",
 }
+
+
+def dead_letter_restarts(engine: RuleEngine) -> dict[tuple[str, int], int]:
+    """After :func:`judge`: per dead-letter partition holding a record of a message still
+    pending, the offset the next run reads it from (``06_dead_letters_carried``); the others
+    go on from this run's end (``recon.read.dead_letters.next_positions``)."""
+    return {(str(t), int(p)): int(o) for t, p, o in engine.rows("dead_letters_carried")}
+
 
 #: One run's way from source to sink (``07_funnel``): produced, published, committed,
 #: delivered, unsourced, source rows without a messageId, extra rows of ids held twice.
