@@ -131,7 +131,9 @@ def overview(latest: Sequence[Run], links: Links) -> str:
         + "".join(f'<th class="num">{_e(h)}</th>' for h, _ in shown)
         + '<th class="num">Pending</th><th>Asset event</th><th></th></tr>'
     )
-    return f'<table class="overview"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+    table = f'<table class="overview"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+    # fits from 1280 px; narrower, the table scrolls on its own, the page does not
+    return f'<div class="scroll">{table}</div>'
 
 
 def _facts(view: PipelineView, links: Links) -> str:
@@ -329,7 +331,7 @@ code{font:12px/1.4 ui-monospace,Menlo,Consolas,monospace}
 td.t,td code{white-space:nowrap}
 td.run code,td.run a,td.id{white-space:normal;overflow-wrap:anywhere}
 td.run{min-width:140px;max-width:250px}
-td.id{max-width:240px}
+td.id{min-width:9em;max-width:240px}
 td.hint{min-width:220px}
 td.name small{display:block;color:var(--muted);font-size:12px}
 table.overview th{white-space:normal}
@@ -339,6 +341,7 @@ form.filters select,form.filters input{font:inherit;max-width:100%}
 form.filters select[name=run]{max-width:320px}
 .pager{display:flex;flex-wrap:wrap;gap:4px 16px;color:var(--muted)}
 .pager a{margin:0 2px}
+@media (max-width:1279px){main{padding:12px}th,td{padding:4px 5px}body{font-size:13px}}
 .scroll{overflow-x:auto}
 section.pipeline{background:#fff;border:1px solid var(--line);border-radius:8px;padding:16px;
 margin:18px 0}

@@ -9,6 +9,12 @@ a repair plan (``recon.repairs``, issue 21): listed, and shown on its own view; 
 source to sink of a three-way run (``recon.runs.funnel``) with one ``unpublished`` discrepancy:
 the page must draw the funnel, name its findings (a hostile messageId among them, shown as text)
 and give the verdict its hint.
+
+The layout (issue 76): the overview is one row per pipeline, each pipeline has its own page, and
+at 1024, 1280 and 1920 px no element of either is wider than the viewport (screenshots at 1280
+and 1920 in ``test-artifacts/recon-{overview,pipeline}-{1280,1920}.png``). The discrepancies of
+the pipeline's page: a messageId that is markup found by the text filter and shown as text, the
+downloads offered, and an alert's link landing on its run's rows of its verdict.
 """
 
 from __future__ import annotations
@@ -30,6 +36,10 @@ ARTIFACTS = ROOT / "test-artifacts"
 SCREENSHOT = ARTIFACTS / "recon-page.png"
 SCREENSHOT_FULL = ARTIFACTS / "recon-page-full.png"
 SCREENSHOT_FUNNEL = ARTIFACTS / "recon-page-funnel.png"
+WIDTH_SHOTS = [ARTIFACTS / f"recon-{page}-{w}.png" for page in ("overview", "pipeline")
+               for w in (1280, 1920)]  # fmt: skip
+#: A messageId that is markup, among the newest run's discrepancies.
+SCRIPT_ID = "<script>alert(1)</script>"
 
 #: The seeded run without latency figures (the second oldest): a gap in the chart's lines.
 UNMEASURED = 1
@@ -137,6 +147,11 @@ def funnel_run(seeded_pipeline: tuple[str, list[str]]) -> Iterator[str]:
                 "%s)",
                 (pipeline, run_ids[-1], details.UNPUBLISHED % ("outbox-7", 1)),
             )
+            cur.execute(
+                "INSERT INTO recon.discrepancies (pipeline, run_id, verdict, message_id, topic, "
+                "partition, offsets, first_offset) VALUES (%s, %s, 'lost', %s, %s, 1, '{77}', 77)",
+                (pipeline, run_ids[-1], SCRIPT_ID, f"{pipeline}-topic"),
+            )
         pg.commit()
         yield run_ids[-1]
     finally:
@@ -167,9 +182,11 @@ def test_reconciliation_page_in_the_airflow_ui(
     repair_plan: str,
     funnel_run: str,
 ) -> None:
-    pipeline, _ = seeded_pipeline
+    from recon.alert.content import page_url
+
+    pipeline, run_ids = seeded_pipeline
     ARTIFACTS.mkdir(exist_ok=True)
-    for shot in (SCREENSHOT, SCREENSHOT_FULL, SCREENSHOT_FUNNEL):
+    for shot in (SCREENSHOT, SCREENSHOT_FULL, SCREENSHOT_FUNNEL, *WIDTH_SHOTS):
         shot.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="recon-chromium-") as profile:
         env = {
@@ -182,6 +199,12 @@ def test_reconciliation_page_in_the_airflow_ui(
             "RECON_UI_SCREENSHOT": str(SCREENSHOT),
             "RECON_UI_SCREENSHOT_FULL": str(SCREENSHOT_FULL),
             "RECON_UI_SCREENSHOT_FUNNEL": str(SCREENSHOT_FUNNEL),
+            "RECON_UI_ARTIFACTS": str(ARTIFACTS),
+            "RECON_UI_HOSTILE_ID": SCRIPT_ID,
+            # an alert's link to the run's late rows, from the root
+            "RECON_UI_ALERT_LINK": str(page_url(pipeline, run_ids[-1], "late")).removeprefix(
+                airflow_url
+            ),
             "RECON_UI_USER_DATA_DIR": profile,
             "RECON_NODE_DIR": browser_deps["node_dir"],
             "CHROMIUM": browser_deps["chromium"],
@@ -200,13 +223,17 @@ def test_reconciliation_page_in_the_airflow_ui(
 
     assert result["cookie"], "the login form did not set Airflow's _token cookie"
     assert "/plugin/recon" in result["ui_url"]
+    # the overview: one row per pipeline, no pipeline's details; its latest run emitted no event
+    assert result["overview_rows"] == result["overview_pipelines"] >= 1, result
+    assert result["overview_sections"] == 0, result
+    assert result["overview_asset"] == "none: contract broken", result
     assert pipeline in result["heading"] and "failed" in result["heading"].lower()
     # 8 runs: delivered and pending in every bar of the first chart, lost/duplicated on top.
     assert result["bars"] >= 8 * 2, result
     assert {"delivered", "lost", "duplicated", "pending"} <= set(result["verdicts"]), result
     assert result["legend_items"] >= 8, result
-    # the seeded 12, the late one and the unpublished one
-    assert result["discrepancy_rows"] == 14, result
+    # the seeded 12, the late one, the unpublished one and the one with a markup messageId
+    assert result["discrepancy_rows"] == 15, result
     assert result["late_rows"] == 1 and "late" in result["verdicts"], result
     assert result["direct_bars"] == result["bars"], result
     # the latency chart: a point per measured run and percentile, the bound drawn
@@ -242,6 +269,19 @@ def test_reconciliation_page_in_the_airflow_ui(
     row = result["unpublished_rows"][0]
     assert "order-00007" in row and "None" not in row, result
     assert "publish messageId order-00007 again from source row outbox-7" in row, result
+    # the markup messageId: found by the text filter, shown as text, no element made of it
+    assert result["hostile_rows"] == [SCRIPT_ID] and result["hostile_scripts"] == 0, result
+    assert [h.split("?")[0] for h in result["downloads"]] == [
+        "/recon/discrepancies.csv", "/recon/discrepancies.parquet",
+    ], result  # fmt: skip
+    # the alert's link: its run's rows of its verdict, the filter showing which
+    assert result["alert_link_rows"] == ["late"] and result["alert_link_verdict"] == "late", result
+    # no element wider than the viewport from 1280 to 1920 px; at 1024 the page itself still
+    # fits (a table wider than that scrolls in its own box)
+    for name, seen in result["widths"].items():
+        assert seen["scroll"] <= seen["viewport"] and not seen["outside"], (name, seen)
+        assert name.endswith("@1024") or not seen["wide"], (name, seen)
+    assert all(shot.stat().st_size > 10_000 for shot in WIDTH_SHOTS)
     assert SCREENSHOT_FUNNEL.stat().st_size > 5_000
     assert SCREENSHOT.stat().st_size > 10_000
     assert SCREENSHOT_FULL.stat().st_size > 10_000

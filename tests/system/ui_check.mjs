@@ -6,7 +6,9 @@
 // Input (environment): RECON_UI_BASE_URL, RECON_UI_USER, RECON_UI_PASSWORD, RECON_UI_PIPELINE,
 // RECON_UI_PLAN_ID (a repair plan of that pipeline),
 // RECON_UI_SCREENSHOT (the UI view), RECON_UI_SCREENSHOT_FULL (the page alone, full length),
-// RECON_UI_SCREENSHOT_FUNNEL (the funnel part alone),
+// RECON_UI_SCREENSHOT_FUNNEL (the funnel part alone), RECON_UI_ARTIFACTS (where the screenshots
+// at 1280 and 1920 px go), RECON_UI_HOSTILE_ID (a messageId that is markup),
+// RECON_UI_ALERT_LINK (an alert's link to the page, from the root),
 // RECON_UI_USER_DATA_DIR (fresh, empty), RECON_NODE_DIR (where playwright-core is installed),
 // CHROMIUM (default /usr/bin/chromium).
 // Output: one JSON line on stdout, {"ok": true, ...} or {"ok": false, "error": ..., "step": ...}.
@@ -55,9 +57,18 @@ try {
   await page.waitForURL(/\/plugin\/recon/);
   result.ui_url = page.url();
 
-  result.step = 'page';
+  result.step = 'overview';
   const frame = page.frameLocator('iframe[src*="/recon/"]');
   await frame.locator('h1', { hasText: 'Delivery reconciliation' }).waitFor();
+  // one row per pipeline, and its name the link to its own page
+  const rows = frame.locator('table.overview tbody tr');
+  result.overview_rows = await rows.count();
+  result.overview_pipelines = new Set(await rows.locator('td.name a').allInnerTexts()).size;
+  result.overview_sections = await frame.locator('section.pipeline').count();
+  result.overview_asset = (await rows.filter({ hasText: pipeline }).locator('td.asset').innerText()).trim();
+  await rows.locator('td.name a', { hasText: pipeline }).first().click();
+
+  result.step = 'page';
   const section = frame.locator(`section.pipeline[id="p-${encodeURIComponent(pipeline)}"]`);
   await section.waitFor();
   result.heading = (await section.locator('h2').innerText()).trim();
@@ -110,13 +121,13 @@ try {
     await section.locator('div.funnel').screenshot({ path: env('RECON_UI_SCREENSHOT_FUNNEL') });
   }
   result.unpublished_rows = await section.locator('table.discrepancies tbody tr').evaluateAll(
-    (rows) => rows.filter((r) => r.cells[1].innerText.trim().startsWith('unpublished'))
+    (rows) => rows.filter((r) => r.cells[0].innerText.trim().startsWith('unpublished'))
       .map((r) => r.innerText),
   );
   const plan = env('RECON_UI_PLAN_ID');
   result.repair_rows = await section.locator('table.repairs tbody tr').count();
   result.repair_links = await section.locator(`table.repairs a[href*="${plan}"]`).count();
-  result.late_rows = await section.locator('table.discrepancies tbody tr td:nth-child(2)')
+  result.late_rows = await section.locator('table.discrepancies tbody tr td:nth-child(1)')
     .evaluateAll((cells) => cells.filter((c) => c.innerText.trim().startsWith('late')).length);
   await page.screenshot({ path: env('RECON_UI_SCREENSHOT') });
 
@@ -126,6 +137,50 @@ try {
   result.direct_bars = await direct.locator('svg.chart rect.bar').count();
   await direct.screenshot({ path: env('RECON_UI_SCREENSHOT_FULL'), fullPage: true });
   result.title_after = await direct.title();
+
+  // The discrepancies: the hostile messageId found by the text filter, shown as text; an
+  // alert's link (run and verdict) lands on its filtered view; the downloads are offered.
+  result.step = 'filters';
+  const hostile = env('RECON_UI_HOSTILE_ID');
+  await direct.goto(`${base}/recon/?pipeline=${encodeURIComponent(pipeline)}&q=${encodeURIComponent(hostile)}`);
+  result.hostile_rows = await direct.locator('table.discrepancies tbody tr').evaluateAll(
+    (trs) => trs.map((tr) => tr.cells[1].innerText.trim()),
+  );
+  result.hostile_scripts = await direct.locator('main script').count();
+  result.downloads = await direct.locator('a.download').evaluateAll((as) => as.map((a) => a.getAttribute('href')));
+  await direct.goto(`${base}${env('RECON_UI_ALERT_LINK')}`);
+  result.alert_link_rows = await direct.locator('table.discrepancies tbody tr').evaluateAll(
+    (trs) => trs.map((tr) => tr.cells[0].innerText.trim()),
+  );
+  result.alert_link_verdict = await direct.locator('form.filters select[name=verdict]').inputValue();
+
+  // No element wider than the viewport, from 1024 to 1920 px: the overview and the pipeline's page.
+  result.step = 'widths';
+  result.widths = {};
+  for (const width of [1024, 1280, 1920]) {
+    await direct.setViewportSize({ width, height: 900 });
+    for (const [name, url] of [['overview', `${base}/recon/`],
+      ['pipeline', `${base}/recon/?pipeline=${encodeURIComponent(pipeline)}`]]) {
+      await direct.goto(url);
+      result.widths[`${name}@${width}`] = await direct.evaluate(() => {
+        const vw = document.documentElement.clientWidth;
+        const wide = [...document.querySelectorAll('body *')]
+          .filter((e) => e.getBoundingClientRect().width > vw + 0.5);
+        const name = (e) => `${e.tagName.toLowerCase()}.${e.getAttribute('class') ?? ''}`;
+        return {
+          viewport: vw, scroll: document.documentElement.scrollWidth,
+          wide: wide.slice(0, 5).map(name),
+          // wider ones that are not inside a box scrolling on its own
+          outside: wide.filter((e) => !e.parentElement.closest('.scroll')).slice(0, 5).map(name),
+        };
+      });
+      if (width !== 1024) {
+        await direct.screenshot({
+          path: path.join(env('RECON_UI_ARTIFACTS'), `recon-${name}-${width}.png`), fullPage: true,
+        });
+      }
+    }
+  }
 
   result.step = 'repair plan';
   await direct.goto(`${base}/recon/repairs/${encodeURIComponent(plan)}`);
