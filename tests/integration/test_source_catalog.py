@@ -12,7 +12,9 @@ import pytest
 from fixtures.declarations import doc
 
 from recon.config import parse_pipelines
-from recon.read.source import named_once
+from recon.errors import SourceTableError
+from recon.read.source import inspect_source
+from recon.run.services import source_db
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +46,9 @@ def test_only_a_unique_index_on_the_message_id_alone_proves_each_id_named_once(
     source = {"connection": "postgres_sink", "table": f"public.{table}",
               "message_id_column": "message_id", "time_column": "created_at"}  # fmt: skip
     try:
-        assert named_once(parse_pipelines(doc(source=source))["payments"]) is proven
+        cfg = parse_pipelines(doc(source=source))["payments"]
+        with source_db(cfg) as source_pg:
+            assert inspect_source(source_pg, cfg).named_once is proven
     finally:
         with psycopg2.connect(**pg_kwargs) as pg, pg.cursor() as cur:
             cur.execute(f"DROP TABLE public.{table}")
@@ -52,5 +56,8 @@ def test_only_a_unique_index_on_the_message_id_alone_proves_each_id_named_once(
 
 
 def test_an_upstream_topic_is_never_taken_as_named_once() -> None:
+    # No table to inspect: a run's catalog holds no source (recon.read.catalog), so nothing is
+    # taken as named once.
     config = parse_pipelines(doc(source={"connection": "kafka_up", "topic": "raw"}))
-    assert named_once(config["payments"]) is False
+    with pytest.raises(SourceTableError, match="declares no source table"):
+        inspect_source(None, config["payments"])

@@ -12,6 +12,7 @@ import pytest
 from fixtures.engines import duckdb_reconcile
 
 from recon.engines.local_run import _connect
+from recon.engines.plan import EngineSettings
 
 pytestmark = pytest.mark.unit
 
@@ -57,7 +58,7 @@ def test_a_window_larger_than_the_limit_is_judged_by_spilling(
 ) -> None:
     _write_window(tmp_path)
     monkeypatch.setenv("RECON_LOCAL_MEMORY_LIMIT", LIMIT)
-    con = _connect(str(tmp_path / "data"))
+    con = _connect(str(tmp_path / "data"), EngineSettings.read(spark=False).memory_limit)
     (limit,) = con.execute("SELECT current_setting('memory_limit')").fetchone()
     assert limit.endswith("MiB")
     lost, duplicated = MESSAGES // 1000, MESSAGES // 500

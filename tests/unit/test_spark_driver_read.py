@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from recon import settings
+from recon.engines.plan import EngineSettings, PlannedRun
 from recon.engines.spark_snapshot import reads_on_driver, window_on_driver
 from recon.errors import ConfigError
 from recon.read.kafka_local.pool import IN_PROCESS_OFFSETS
@@ -43,6 +44,14 @@ def _record(*sizes: int) -> RunRecord:
     )  # fmt: skip
 
 
+def _plan(record: RunRecord, data_dir: str) -> PlannedRun:
+    """The run's plan with its files under ``data_dir``, the Spark engine's settings read now."""
+    return PlannedRun(
+        cfg=_PIPELINE, record=record, catalog=None, source_times=None,  # type: ignore[arg-type]
+        data_dir=data_dir, engine=EngineSettings.read(spark=True),
+    )  # fmt: skip
+
+
 def test_the_bound_defaults_to_the_local_engines_read_on_a_thread(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
@@ -52,8 +61,8 @@ def test_the_bound_defaults_to_the_local_engines_read_on_a_thread(
         else:
             monkeypatch.setenv("RECON_SPARK_DRIVER_READ", unset)
         assert settings.spark_driver_read() is None
-        assert reads_on_driver(_record(IN_PROCESS_OFFSETS), str(tmp_path))
-        assert not reads_on_driver(_record(IN_PROCESS_OFFSETS, 1), str(tmp_path))
+        assert reads_on_driver(_plan(_record(IN_PROCESS_OFFSETS), str(tmp_path)))
+        assert not reads_on_driver(_plan(_record(IN_PROCESS_OFFSETS, 1), str(tmp_path)))
     monkeypatch.setenv("RECON_SPARK_DRIVER_READ", "0")
     assert settings.spark_driver_read() == 0
 
@@ -73,13 +82,13 @@ def test_a_window_up_to_the_bound_is_read_on_the_driver_and_one_past_it_by_spark
 ) -> None:
     monkeypatch.setenv("RECON_SPARK_DRIVER_READ", "1000")
     here = str(tmp_path)
-    assert reads_on_driver(_record(600, 400), here)
-    assert not reads_on_driver(_record(600, 401), here)
-    assert reads_on_driver(_record(600, 400), f"file://{here}")
+    assert reads_on_driver(_plan(_record(600, 400), here))
+    assert not reads_on_driver(_plan(_record(600, 401), here))
+    assert reads_on_driver(_plan(_record(600, 400), f"file://{here}"))
     # Parquet on storage the driver does not write to (a cluster's): always Spark's tasks.
-    assert not reads_on_driver(_record(1), "s3a://bucket/recon")
+    assert not reads_on_driver(_plan(_record(1), "s3a://bucket/recon"))
     monkeypatch.setenv("RECON_SPARK_DRIVER_READ", "0")
-    assert not reads_on_driver(_record(1), here)
+    assert not reads_on_driver(_plan(_record(1), here))
 
 
 def test_a_local_master_reads_every_window_on_the_driver_unless_a_bound_is_set(
@@ -89,20 +98,22 @@ def test_a_local_master_reads_every_window_on_the_driver_unless_a_bound_is_set(
     monkeypatch.delenv("RECON_SPARK_DRIVER_READ", raising=False)
     for master in ("local[*]", "local[2]", " local"):
         monkeypatch.setenv("RECON_SPARK_MASTER", master)
-        assert window_on_driver(large, here) and window_on_driver(large, f"file://{here}")
+        assert window_on_driver(_plan(large, here)) and window_on_driver(
+            _plan(large, f"file://{here}")
+        )
         # Its results are still validated by Spark: pandas would hold them all in memory.
-        assert not reads_on_driver(large, here)
+        assert not reads_on_driver(_plan(large, here))
     # Files elsewhere than on the driver's disk, a cluster's master, or a bound set: Spark's
     # tasks read what the bound leaves them.
-    assert not window_on_driver(large, "s3a://bucket/recon")
+    assert not window_on_driver(_plan(large, "s3a://bucket/recon"))
     monkeypatch.setenv("RECON_SPARK_MASTER", "spark://127.0.0.1:23077")
-    assert not window_on_driver(large, here)
-    assert window_on_driver(_record(IN_PROCESS_OFFSETS), here)
+    assert not window_on_driver(_plan(large, here))
+    assert window_on_driver(_plan(_record(IN_PROCESS_OFFSETS), here))
     monkeypatch.setenv("RECON_SPARK_MASTER", "local[*]")
     monkeypatch.setenv("RECON_SPARK_DRIVER_READ", "1000")
-    assert not window_on_driver(large, here) and window_on_driver(_record(1000), here)
+    assert not window_on_driver(_plan(large, here)) and window_on_driver(_plan(_record(1000), here))
     monkeypatch.setenv("RECON_SPARK_DRIVER_READ", "0")
-    assert not window_on_driver(_record(1), here)
+    assert not window_on_driver(_plan(_record(1), here))
 
 
 _PIPELINE = SimpleNamespace(
@@ -118,7 +129,10 @@ def test_reconcile_always_needs_spark_the_others_only_for_a_large_run(
 
     monkeypatch.setenv("RECON_SPARK_DRIVER_READ", "100")
     records = {"small": _record(100), "large": _record(101), "huge": _record(IN_PROCESS_OFFSETS, 1)}
-    monkeypatch.setattr(recon.run.steps, "require_record", lambda cfg, run_id: records[run_id])
+    monkeypatch.setattr(
+        recon.run.steps, "load_plan",
+        lambda cfg, run_id, data_dir=None: _plan(records[run_id], data_dir or str(tmp_path)),
+    )  # fmt: skip
     needs = {
         (run, step): recon.run.steps.step_needs_spark(_PIPELINE, run, step, data_dir=str(tmp_path))
         for run in ("small", "large")

@@ -25,17 +25,17 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from recon import store
-from recon.config import PipelineConfig
 from recon.engines.pending import (
     carried_pending_path,
     compaction_gaps,
     partition_ends,
     removed_ranges,
 )
+from recon.engines.plan import PlannedRun
 from recon.engines.run_io import OpenIO, RunIO
 from recon.ledger.versions import read_newest
 from recon.model.verdicts import Verdict
-from recon.read.source import SourceTimes, named_once, run_source_times, untimed_source_rows
+from recon.read.source import untimed_source_rows
 from recon.rules import (
     ABORTED_STEPS,
     CARRIED_STEPS,
@@ -69,47 +69,36 @@ from recon.run.outcome import (
     RunSummary,
     judged_outcome,
     mark_error,
-    require_record,
     run_summary,
 )
 from recon.run.paths import results_path
-from recon.run.services import Progress, default_data_dir, noop, results_db, sink_db
+from recon.run.services import Progress, noop, results_db
 from recon.snapshot.window import PartitionWindow
 from recon.store.repairs import replayed_positions
 from recon.store.runs import record_missing_offsets
 
 
-def reconcile_run(
-    cfg: PipelineConfig,
-    run_id: str,
-    open_io: OpenIO,
-    *,
-    data_dir: str | None = None,
-    progress: Progress = noop,
-) -> RunSummary:
+def reconcile_run(plan: PlannedRun, open_io: OpenIO, *, progress: Progress = noop) -> RunSummary:
     """Judge every message of the run and commit the results exactly once.
 
     :param open_io: the engine's IO for the run.
     :raises store.ConcurrentRunError: another run advanced the pipeline meanwhile.
     """
     started = time.monotonic()
-    record = require_record(cfg, run_id)
-    io = open_io(cfg, record, data_dir or default_data_dir(), progress)
+    cfg, record, run_id = plan.cfg, plan.record, plan.run_id
+    io = open_io(plan, progress)
     try:
         with results_db() as pg:
             store.mark_running(pg, cfg.name, run_id)
             replays = replayed_positions(pg, cfg.name, cfg.kafka.topic)
-            times = run_source_times(pg, cfg, record)
         try:
-            judged = judge_run(
-                cfg, record, io, progress, started=started, replays=replays, source=times
-            )
+            judged = judge_run(plan, io, progress, started=started, replays=replays)
             outcome = judged_outcome(
                 cfg, judged.counts, ledger_path=judged.ledger_path,
                 sink_rows_scanned=judged.sink_rows_scanned,
                 duration_seconds=time.monotonic() - started, latency=judged.latency,
                 untimed=judged.untimed, late_after_ms=judged.judging.late_after_ms,
-                timestamp_type=_timestamp_type(cfg) if judged.latency else None,
+                timestamp_type=plan.catalog.timestamp_type if judged.latency else None,
                 unordered=judged.unordered if cfg.order else None, funnel=judged.funnel,
                 untimed_source=judged.untimed_source,
             )  # fmt: skip
@@ -127,25 +116,6 @@ def reconcile_run(
         f"run {run_id}: committed {written} discrepancy rows in {outcome.duration_seconds:.1f} s"
     )
     return run_summary(cfg, record, outcome, written, judged.samples)
-
-
-def _timestamp_type(cfg: PipelineConfig) -> str | None:
-    """Which Kafka timestamp the run's latencies count from (the topic's setting)."""
-    from recon.config.connections import kafka_connection
-    from recon.snapshot.offsets import topic_timestamp_type
-
-    return topic_timestamp_type(kafka_connection(cfg.kafka.connection).config, cfg.kafka.topic)
-
-
-def _payload_kinds(cfg: PipelineConfig) -> tuple[str, ...]:
-    """How each ``payload`` column is compared, from the sink's catalog (its types): the run's
-    sink rows were read with the same check (``recon.read.sink.inspect_sink``)."""
-    if cfg.payload is None:
-        return ()
-    from recon.read.sink import inspect_sink
-
-    with sink_db(cfg) as pg:
-        return inspect_sink(pg, cfg.sink, cfg.name, cfg.payload, cfg.order).payload_kinds
 
 
 class JudgedRun(NamedTuple):
@@ -176,14 +146,12 @@ class JudgedRun(NamedTuple):
 
 
 def judge_run(
-    cfg: PipelineConfig,
-    record: store.RunRecord,
+    plan: PlannedRun,
     io: RunIO,
     progress: Progress = noop,
     *,
     started: float | None = None,
     replays: Replays = (),
-    source: SourceTimes | None = None,
 ) -> JudgedRun:
     """Every rule step of a run, in order, through ``io``; ends with the ledger version and the
     results written and the relation ``discrepancies`` defined (nothing is committed).
@@ -191,8 +159,8 @@ def judge_run(
     :param started: when the run started (``time.monotonic()``), for the progress lines.
     :param replays: ``(topic, partition, offset)`` of the records the pipeline's repairs
         replayed (``recon.store.repairs.replayed_positions``).
-    :param source: which source rows the run reads and judges (None: no source declared).
     """
+    cfg, record, source = plan.cfg, plan.record, plan.source_times
     rules, run_id = io.rules, record.run_id
     started = time.monotonic() if started is None else started
     rules.use("records", io.part("committed"))
@@ -204,7 +172,7 @@ def judge_run(
     rules.use("source_rows", None if source is None else io.source_rows(source))
     run_steps(rules, SOURCE_ID_STEPS)
     base_entries = io.entry_store.read_manifest(record.base_ledger_path)
-    sink, ledger, known = _ledger_inputs(cfg, record, io, base_entries, source, progress)
+    sink, ledger, known = _ledger_inputs(plan, io, base_entries, progress)
     rules.use("source_known", known)
     rules.use("sink_rows", sink)
     rules.use("ledger", ledger)
@@ -215,9 +183,9 @@ def judge_run(
     gapped = _gapped(counted, record.windows)
     register_parameters(rules, removed_ranges(record.windows), partition_ends(record.windows),
                         replays, compaction_gaps(record.windows, counted))  # fmt: skip
-    judging = Judging.of(cfg, _payload_kinds(cfg))
+    judging = Judging.of(cfg, plan.catalog.sink.payload_kinds if cfg.payload else ())
     sourced = source is not None
-    once = sourced and named_once(cfg)
+    once = sourced and plan.catalog.source_named_once
     judge_steps(rules, judging, sourced=sourced, named_once=once)
     # Counting the results as judged computes every verdict once more: only a run with offset
     # gaps asks (a phantom there may be a record only a read_uncommitted pass sees; on a
@@ -258,7 +226,7 @@ def judge_run(
     progress(f"run {run_id}: ledger and results written at {time.monotonic() - started:.1f} s")
     # The steps after read the results back rather than judge the run again (each pass that
     # reads ``results`` computes them from the kept steps).
-    written = io.results_at(results_path(io.data_dir, cfg.name, run_id))
+    written = io.results_at(results_path(plan.data_dir, cfg.name, run_id))
     if written is not None:
         rules.reread("results", written)
     counts = count_verdicts(rules)
@@ -294,21 +262,16 @@ def judge_run(
 
 
 def _ledger_inputs(
-    cfg: PipelineConfig,
-    record: store.RunRecord,
-    io: RunIO,
-    base_entries: list[str],
-    source: SourceTimes | None,
-    progress: Progress,
+    plan: PlannedRun, io: RunIO, base_entries: list[str], progress: Progress
 ) -> tuple[Any, Any | None, Any | None]:
     """The run's ``sink_rows``, ``ledger`` and ``source_known`` inputs (None: none), read from
     the base ledger: with an ingest sequence, only the entries of the run's facts (and of its
     settled source messages); without one, the whole ledger, which decides which sink rows of
     the whole table are new (``SCAN_STEPS``)."""
-    rules = io.rules
+    rules, source = io.rules, plan.source_times
     sink, known = rules.relation("sink_all"), None
-    if cfg.sink.ingest_seq_column:
-        rules.use("carried_from", _carried_from(cfg, record, io, base_entries, progress))
+    if plan.cfg.sink.ingest_seq_column:
+        rules.use("carried_from", _carried_from(plan, io, base_entries, progress))
         run_steps(rules, CARRIED_STEPS + FACT_STEPS)
         if source is None:
             ledger = read_newest(rules, io.entry_store, base_entries, rules.relation("fact_ids"))
@@ -332,15 +295,12 @@ def _ledger_inputs(
 
 
 def _carried_from(
-    cfg: PipelineConfig,
-    record: store.RunRecord,
-    io: RunIO,
-    base_entries: list[str],
-    progress: Progress,
+    plan: PlannedRun, io: RunIO, base_entries: list[str], progress: Progress
 ) -> Any | None:
     """Where the messages the base run left pending are read from (``00_carried``): its
     results; without them (a data directory cleaned by hand), the whole ledger."""
-    path = carried_pending_path(io.data_dir, cfg, record)
+    record = plan.record
+    path = carried_pending_path(plan.data_dir, plan.cfg.name, record)
     if path is None:
         return None
     found = io.results_at(path)

@@ -33,10 +33,12 @@ import time
 import uuid
 from typing import Any
 
-from recon import settings, store
+from recon import store
 from recon.config import PipelineConfig
 from recon.config.connections import kafka_connection
+from recon.engines.copies import row_copies
 from recon.engines.duckdb_connection import connect
+from recon.engines.plan import PlannedRun
 from recon.ledger.local import LocalEntryStore
 from recon.ledger.versions import local_path, write_version
 from recon.read.kafka_local.pool import (
@@ -48,11 +50,10 @@ from recon.read.kafka_local.pool import (
 )
 from recon.read.message_ids import write_empty_part
 from recon.read.ranges import part_ranges, window_ranges
-from recon.read.row_copies import RowCopies
 from recon.read.source import SourceTimes
 from recon.read.source_copy import copied_for, copy_source_rows
 from recon.rules.render import literal as _literal
-from recon.run.outcome import RunSummary, require_record
+from recon.run.outcome import RunSummary
 from recon.run.paths import (
     ledger_dir,
     pipeline_windows,
@@ -63,7 +64,7 @@ from recon.run.paths import (
     version_name,
     window_path,
 )
-from recon.run.services import Progress, default_data_dir, noop
+from recon.run.services import Progress, noop
 from recon.snapshot.window import PartitionWindow
 
 PARTS = ("committed", "pending", "inflight", "sink")
@@ -85,13 +86,7 @@ def _wait(cfg: PipelineConfig, readers: Read, connection: str | None = None) -> 
     return collect(readers, cfg.name, kafka_connection(connection or cfg.kafka.connection))
 
 
-def snapshot_topic(
-    cfg: PipelineConfig,
-    run_id: str,
-    *,
-    data_dir: str | None = None,
-    progress: Progress = noop,
-) -> dict[str, str]:
+def snapshot_topic(plan: PlannedRun, *, progress: Progress = noop) -> dict[str, str]:
     """Read the run's window, pending records and sink rows (and a declared source's rows:
     ``recon.read.source``) into Parquet.
 
@@ -100,12 +95,11 @@ def snapshot_topic(
     :returns: the Parquet directories by part (``committed``, ``pending``, ``sink``).
     """
     started = time.monotonic()
-    record = require_record(cfg, run_id)
-    data_dir = data_dir or default_data_dir()
+    cfg, run_id, data_dir = plan.cfg, plan.run_id, plan.data_dir
     final = _run_dir(data_dir, cfg.name, run_id)
     staging = f"{final}.tmp-{uuid.uuid4().hex[:8]}"
     kafka = kafka_connection(cfg.kafka.connection)
-    window = window_ranges(record.windows)
+    window = window_ranges(plan.windows)
     offsets = sum(r.end - r.start for r in window)
     workers = default_workers()
     # One decision for the whole window: its parts (committed, pending) are read side by side.
@@ -113,12 +107,12 @@ def snapshot_topic(
     how = "in this process" if in_process else f"with {workers} Kafka reader processes"
     progress(f"run {run_id}: reading {offsets} offsets {how}")
     # The sink rows (and a source's rows) stream out of PostgreSQL while the readers read Kafka.
-    copies = RowCopies.for_run(cfg, record, f"{staging}/sink", f"{staging}/source")
+    copies = row_copies(plan, f"{staging}/sink", f"{staging}/source")
     try:
         os.makedirs(staging)
         readers = {}
         for part, isolation in _ISOLATION.items():
-            ranges = [r for r in part_ranges(record.windows, part) if r.end > r.start]
+            ranges = [r for r in part_ranges(plan.windows, part) if r.end > r.start]
             if not ranges:
                 # Nearly always for inflight (no open transaction), often for pending (the group
                 # committed everything): no reader process for nothing.
@@ -158,14 +152,14 @@ def snapshot_topic(
     return {part: f"{final}/{part}" for part in PARTS}
 
 
-def _connect(data_dir: str) -> Any:
+def _connect(data_dir: str, memory_limit: str | None) -> Any:
     spill = spill_dir(data_dir)
     os.makedirs(spill, exist_ok=True)
     # Bounded, so a window larger than memory spills instead of failing or swapping (bench P3
     # measures the engine's peak and its spill at the largest P1 window and at three times it).
     return connect(**{
         "temp_directory": spill, "preserve_insertion_order": False,
-        "memory_limit": settings.local_memory_limit(),
+        "memory_limit": memory_limit,
     })  # fmt: skip
 
 
@@ -204,12 +198,12 @@ class LocalRunIO:
     :raises store.RunNotFound: the run's window is not (completely) on disk.
     """
 
-    def __init__(
-        self, cfg: PipelineConfig, record: store.RunRecord, data_dir: str, progress: Progress
-    ) -> None:
+    def __init__(self, plan: PlannedRun, progress: Progress) -> None:
         from recon.engines.duckdb import DuckDBRules
 
-        self.cfg, self.record, self.data_dir, self.progress = cfg, record, data_dir, progress
+        cfg, record, data_dir = plan.cfg, plan.record, plan.data_dir
+        self.plan, self.cfg, self.record, self.progress = plan, cfg, record, progress
+        self.data_dir = data_dir
         self.run_dir = _run_dir(data_dir, cfg.name, record.run_id)
         if not os.path.exists(f"{self.run_dir}/_SUCCESS") or not os.path.isdir(
             f"{self.run_dir}/sink"
@@ -218,7 +212,7 @@ class LocalRunIO:
                 f"pipeline '{cfg.name}': run '{record.run_id}' has no complete window on disk "
                 "yet: run snapshot_topic first"
             )
-        self.con = _connect(data_dir)
+        self.con = _connect(data_dir, plan.engine.memory_limit)
         self.rules = DuckDBRules(self.con)
         self.entry_store = LocalEntryStore()
         self._csv: str | None = None
@@ -242,7 +236,7 @@ class LocalRunIO:
         directory = f"{self.run_dir}/source"
         if not copied_for(directory, times):
             # A window read before the pipeline declared its source.
-            n = copy_source_rows(self.cfg, times, directory)
+            n = copy_source_rows(self.cfg, times, self.plan.catalog.source_time_type, directory)
             self.progress(f"run {self.record.run_id}: {n} rows of source {self.cfg.source.name}")
         return _view(self.con, "recon_source", directory)
 
@@ -310,13 +304,7 @@ class LocalRunIO:
         self.con.close()
 
 
-def reconcile_run(
-    cfg: PipelineConfig,
-    run_id: str,
-    *,
-    data_dir: str | None = None,
-    progress: Progress = noop,
-) -> RunSummary:
+def reconcile_run(plan: PlannedRun, *, progress: Progress = noop) -> RunSummary:
     """Judge every message of the run with DuckDB and commit the results exactly once
     (``recon.engines.driver.reconcile_run``).
 
@@ -324,4 +312,16 @@ def reconcile_run(
     """
     from recon.engines import driver
 
-    return driver.reconcile_run(cfg, run_id, LocalRunIO, data_dir=data_dir, progress=progress)
+    return driver.reconcile_run(plan, LocalRunIO, progress=progress)
+
+
+def validate(plan: PlannedRun) -> Any:
+    """Validate the run's results with the pipeline's suite on pandas.
+
+    :returns: the ``recon.validation.ValidationOutcome``.
+    """
+    from recon.validation import validate_results_file
+
+    return validate_results_file(
+        plan.cfg, plan.run_id, results_path(plan.data_dir, plan.cfg.name, plan.run_id)
+    )

@@ -10,7 +10,6 @@ messages.
 from __future__ import annotations
 
 from recon import store
-from recon.config import PipelineConfig
 from recon.run.paths import data_dir_of, results_path
 from recon.snapshot.window import PartitionWindow
 
@@ -67,7 +66,7 @@ def removed_ranges(windows: list[PartitionWindow]) -> list[tuple[str, int, int, 
     return [(w.topic, w.partition, w.window_from, w.removed_to) for w in windows if w.unverifiable]
 
 
-def carried_pending_path(data_dir: str, cfg: PipelineConfig, record: store.RunRecord) -> str | None:
+def carried_pending_path(data_dir: str, pipeline: str, record: store.RunRecord) -> str | None:
     """The results of the run this one starts from, whose ``pending`` rows are the messages still
     pending (every pending message is reported again by each run until it is judged); None on
     the first run. They sit beside the base run's ledger version (``<dir>/ledger/...`` and
@@ -75,4 +74,4 @@ def carried_pending_path(data_dir: str, cfg: PipelineConfig, record: store.RunRe
     if record.base_run_id is None:
         return None
     root = data_dir_of(record.base_ledger_path or "") or data_dir
-    return results_path(root, cfg.name, record.base_run_id)
+    return results_path(root, pipeline, record.base_run_id)

@@ -1,10 +1,16 @@
 """A run's plan: what a run knows before it reads a record, resolved once.
 
 :func:`resolve_plan` asks each service its question once — the results store where the pipeline
-stands, the sink's catalog for the table (and its ingest sequence for the sink's position),
-Kafka for the topic's partitions, offsets, cleanup policy and the group's commits — and plans
-each partition's window from them. Step 1 (``recon.run.steps.snapshot_offsets``) records exactly
-this plan; ``recon run --explain`` prints it (:func:`explain`) and records nothing.
+stands, the sink's catalog for the table (and its ingest sequence for the sink's position), a
+source table's catalog, Kafka for the topic's partitions, offsets, cleanup policy, timestamp type
+and the group's commits — and plans each partition's window from them. Step 1
+(``recon.run.steps.snapshot_offsets``) records exactly this plan, the catalogs' answers with it
+(:class:`Catalog`); ``recon run --explain`` prints it (:func:`explain`) and records nothing.
+
+Steps 2 and 3 and the validation run in processes of their own (Airflow tasks): each loads the
+recorded plan once (:func:`load_plan`: the run's record, what the catalogs said, the source
+times, the settings its engine reads) and hands that :class:`PlannedRun` down; nothing below
+asks the catalogs or the settings again.
 """
 
 from __future__ import annotations
@@ -12,12 +18,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from recon import settings, store
 from recon.config import PipelineConfig
 from recon.config.connections import kafka_connection
 from recon.engines import needs_spark
-from recon.read.sink import SinkTable, inspect_sink
+from recon.read.catalog import Catalog, inspect_catalog
+from recon.read.sink import SinkTable
 from recon.read.sink_copy import sink_position_for_run
-from recon.run.services import sink_db
+from recon.read.source import SourceTimes, source_times
+from recon.run.services import default_data_dir, results_db, sink_db
 from recon.snapshot.offsets import KafkaAuthFailed, take_offsets
 from recon.snapshot.sink_position import SinkPosition
 from recon.snapshot.window import PartitionWindow, plan_windows
@@ -31,7 +40,7 @@ class RunPlan:
     :param cfg: the pipeline's declaration.
     :param base: where the pipeline stood (the last committed run, its watermarks and sink
         position).
-    :param sink: the sink table as its catalog describes it.
+    :param catalog: what the catalogs said (the sink table, a source table, the topic).
     :param sink_position: the sink at the snapshot (None: the sink has no ingest sequence).
     :param snapshot_time: when Kafka was asked, in epoch seconds (the settle time counts back
         from it).
@@ -41,7 +50,7 @@ class RunPlan:
     cfg: PipelineConfig
     run_id: str
     base: PipelineState
-    sink: SinkTable
+    catalog: Catalog
     sink_position: SinkPosition | None
     snapshot_time: float
     windows: tuple[PartitionWindow, ...]
@@ -68,9 +77,11 @@ def resolve_plan(
     :raises KafkaAuthFailed: the broker refused the connection's credentials (named).
     """
     with sink_db(cfg) as sink_pg:
-        table = inspect_sink(sink_pg, cfg.sink, cfg.name, cfg.payload, cfg.order)
-        position, base, sink_read = sink_position_for_run(cfg, sink_pg, table.identifier(), base)
-    kafka = kafka_connection(cfg.kafka.connection)
+        kafka = kafka_connection(cfg.kafka.connection)
+        catalog = inspect_catalog(cfg, sink_pg, kafka.config)
+        position, base, sink_read = sink_position_for_run(
+            cfg, sink_pg, catalog.sink.identifier(), base
+        )
     snapshot_time = time.time() if now is None else now
     try:
         offsets = take_offsets(
@@ -80,7 +91,93 @@ def resolve_plan(
     except KafkaAuthFailed as exc:
         raise KafkaAuthFailed(kafka.failure(cfg.name, exc)) from None
     windows = plan_windows(offsets, base.watermarks, cfg.kafka.start_offsets or "earliest")
-    return RunPlan(cfg, run_id, base, table, position, snapshot_time, tuple(windows), sink_read)
+    return RunPlan(cfg, run_id, base, catalog, position, snapshot_time, tuple(windows), sink_read)
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """The settings a run's engine reads, read once when its plan is loaded.
+
+    :param spark: the pipeline's engine runs on Spark (``recon.engines.needs_spark``).
+    :param memory_limit: DuckDB's memory limit (``engine: local``).
+    :param spark_master: the Spark master (``engine: spark``): a local one's driver reads every
+        window itself (``recon.engines.spark_snapshot.window_on_driver``).
+    :param driver_read: the largest window the Spark engine's driver reads itself (None: the
+        default bound).
+    """
+
+    spark: bool
+    memory_limit: str | None = None
+    spark_master: str | None = None
+    driver_read: int | None = None
+
+    @classmethod
+    def read(cls, spark: bool) -> EngineSettings:
+        """The settings of the engine (``spark``: the Spark engine's, else the local one's)."""
+        if not spark:
+            return cls(False, memory_limit=settings.local_memory_limit())
+        return cls(True, spark_master=settings.spark_master(),
+                   driver_read=settings.spark_driver_read())  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """A run as step 1 planned and recorded it: all that steps 2 and 3 and the validation
+    use, loaded once by each (:func:`load_plan`) and passed down.
+
+    :param cfg: the pipeline's declaration.
+    :param record: the run's record: its windows, base run and ledger, sink range.
+    :param catalog: what the catalogs said at step 1.
+    :param source_times: which source rows the run reads and judges (None: no source).
+    :param data_dir: where the run's files are.
+    :param engine: the settings its engine reads.
+    """
+
+    cfg: PipelineConfig
+    record: store.RunRecord
+    catalog: Catalog
+    source_times: SourceTimes | None
+    data_dir: str
+    engine: EngineSettings
+
+    @property
+    def run_id(self) -> str:
+        return self.record.run_id
+
+    @property
+    def windows(self) -> list[PartitionWindow]:
+        return self.record.windows
+
+
+def load_plan(cfg: PipelineConfig, run_id: str, *, data_dir: str | None = None) -> PlannedRun:
+    """The run's plan as step 1 recorded it, and the settings its engine reads: the one look-up
+    of a later step. A run recorded before runs kept their catalogs' answers asks the catalogs
+    here, once.
+
+    :param data_dir: where the run's files are (default: ``recon.settings.data_dir``).
+    :raises store.RunNotFound: the run has no snapshot yet.
+    """
+    engine = EngineSettings.read(needs_spark(cfg))
+    with results_db() as pg:
+        record = store.find_run(pg, cfg.name, run_id)
+        if record is None:
+            raise store.RunNotFound(
+                f"pipeline '{cfg.name}': run '{run_id}' has no offset snapshot yet: "
+                "run snapshot_offsets first"
+            )
+        base = None
+        if cfg.source is not None and record.base_run_id is not None:
+            base = store.find_run(pg, cfg.name, record.base_run_id)
+    if record.catalog is None:
+        with sink_db(cfg) as sink_pg:
+            kafka = kafka_connection(cfg.kafka.connection)
+            catalog = inspect_catalog(cfg, sink_pg, kafka.config)
+    else:
+        catalog = Catalog.from_json(record.catalog)
+    times = None if cfg.source is None else source_times(
+        cfg, record.snapshot_at, None if base is None else base.snapshot_at
+    )  # fmt: skip
+    return PlannedRun(cfg, record, catalog, times, data_dir or default_data_dir(), engine)
 
 
 def explain(plan: RunPlan, data_dir: str) -> list[str]:
@@ -107,11 +204,12 @@ def explain(plan: RunPlan, data_dir: str) -> list[str]:
             f"{w.window_to - w.read_from} offsets{gone}" + (", rewound" if w.rewound else "")
         )
     lines.append(f"window: {plan.offsets} offsets in all")
-    table = f"{plan.sink.schema}.{plan.sink.table}"
-    key = ", ".join(plan.sink.key_columns) or "ctid (no primary key)"
+    sink = plan.catalog.sink
+    table = f"{sink.schema}.{sink.table}"
+    key = ", ".join(sink.key_columns) or "ctid (no primary key)"
     lines.append(f"sink: {table} (row key {key}; messageId column "
                  f"{cfg.sink.message_id_column}); reads {_sink_read(plan)}")  # fmt: skip
-    checks = _checks(cfg, plan.sink)
+    checks = _checks(cfg, sink)
     lines.append("checks: " + ("; ".join(checks) if checks else "none besides delivery"))
     if cfg.source is not None:
         what = f"topic {cfg.source.topic}" if cfg.source.is_topic else f"table {cfg.source.table}"

@@ -7,15 +7,17 @@ reach PostgreSQL.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from recon import store
-from recon.config import PipelineConfig
 from recon.ledger.versions import EntryStore
 from recon.read.source import SourceTimes
 from recon.rules.run import RuleEngine
 from recon.run.services import Progress
 from recon.snapshot.window import PartitionWindow
+
+if TYPE_CHECKING:
+    from recon.engines.plan import PlannedRun
 
 
 class RunIO(Protocol):
@@ -40,10 +42,6 @@ class RunIO(Protocol):
         """The run's source rows (``recon.read.source``), for a pipeline with a source."""
 
     @property
-    def data_dir(self) -> str:
-        """The data directory the run's files are under."""
-
-    @property
     def entry_store(self) -> EntryStore:
         """How this engine reads and writes ledger versions (``recon.ledger.versions``)."""
 
@@ -65,6 +63,6 @@ class RunIO(Protocol):
         """Release what the run held (cached relations, connections, temporary files)."""
 
 
-#: Opens a run's IO: ``(cfg, record, data_dir, progress)``. It may refuse a run whose window is
-#: not on disk (``recon.store.RunNotFound``) before the run is marked running.
-OpenIO = Callable[[PipelineConfig, store.RunRecord, str, Progress], RunIO]
+#: Opens a run's IO: ``(plan, progress)``. It may refuse a run whose window is not on disk
+#: (``recon.store.RunNotFound``) before the run is marked running.
+OpenIO = Callable[["PlannedRun", Progress], RunIO]

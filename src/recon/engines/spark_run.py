@@ -10,9 +10,8 @@ import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from recon import store
-from recon.config import PipelineConfig
 from recon.config.connections import kafka_connection, postgres_connection
+from recon.engines.plan import PlannedRun
 from recon.engines.spark_snapshot import (
     read_records,
     reads_on_driver,
@@ -22,12 +21,12 @@ from recon.engines.spark_snapshot import (
 from recon.ledger.versions import local_path
 from recon.read.kafka_spark import read_window
 from recon.read.ranges import window_ranges
-from recon.read.sink import inspect_sink, read_sink_rows, sink_query
+from recon.read.sink import read_sink_rows, sink_query
 from recon.read.sink_copy import is_copied, read_sink_copy, run_sink_range
 from recon.read.source import SourceTimes
 from recon.read.source_copy import ROWS_FILE as SOURCE_ROWS_FILE
 from recon.read.source_copy import copied_for, copy_source_rows
-from recon.run.outcome import RunSummary, require_record
+from recon.run.outcome import RunSummary
 from recon.run.paths import (
     is_local,
     ledger_dir,
@@ -44,15 +43,17 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-def validate(cfg: PipelineConfig, run_id: str, path: str, *, spark: SparkSession | None) -> Any:
-    """Validate the run's results Parquet at ``path`` with the pipeline's suite: on Spark, or
-    on pandas for a run whose files the driver reads (:func:`reads_on_driver`).
+def validate(plan: PlannedRun, *, spark: SparkSession | None) -> Any:
+    """Validate the run's results Parquet with the pipeline's suite: on Spark, or on pandas for
+    a run whose files the driver reads (:func:`reads_on_driver`).
 
     :returns: the ``recon.validation.ValidationOutcome``.
     """
     from recon.validation import validate_results_file, validate_run
 
-    if reads_on_driver(require_record(cfg, run_id), path):
+    cfg, run_id = plan.cfg, plan.run_id
+    path = results_path(plan.data_dir, cfg.name, run_id)
+    if reads_on_driver(plan):
         return validate_results_file(cfg, run_id, path)
     if spark is None:
         raise ValueError(f"pipeline '{cfg.name}': Spark validates this run: no session")
@@ -70,14 +71,12 @@ def _without_rows(directory: str) -> bool:
     return bool(files) and all(pq.read_metadata(f).num_rows == 0 for f in files)
 
 
-def _sink_rows_for_run(
-    spark: SparkSession, cfg: PipelineConfig, record: store.RunRecord
-) -> DataFrame:
+def _sink_rows_for_run(spark: SparkSession, plan: PlannedRun) -> DataFrame:
+    cfg = plan.cfg
     conn = postgres_connection(cfg.sink.connection)
-    rows, empty = run_sink_range(cfg, record)
-    with sink_db(cfg) as pg:
-        table = inspect_sink(pg, cfg.sink, cfg.name, cfg.payload, cfg.order)
-        query = sink_query(pg, cfg.sink, table, rows, cfg.payload, cfg.order)
+    rows, empty = run_sink_range(cfg, plan.record)
+    with sink_db(cfg) as pg:  # to quote the identifiers
+        query = sink_query(pg, cfg.sink, plan.catalog.sink, rows, cfg.payload, cfg.order)
     if empty:
         from recon.model import schemas
 
@@ -95,19 +94,13 @@ class SparkRunIO:
     discrepancy rows streamed to the driver row by row.
     """
 
-    def __init__(
-        self,
-        spark: SparkSession,
-        cfg: PipelineConfig,
-        record: store.RunRecord,
-        data_dir: str,
-        progress: Progress,
-    ) -> None:
+    def __init__(self, spark: SparkSession, plan: PlannedRun, progress: Progress) -> None:
         from recon.engines.spark import SparkRules
         from recon.ledger.spark import SparkEntryStore
 
-        self.spark, self.cfg, self.record = spark, cfg, record
-        self.data_dir, self.progress = data_dir, progress
+        record = plan.record
+        self.spark, self.plan, self.cfg, self.record = spark, plan, plan.cfg, record
+        self.data_dir, self.progress = plan.data_dir, progress
         # The results are written once, computing them (keeping them cost more:
         # bench/engine_changes.md); their counts and the discrepancies read the file back (a run
         # with offset gaps counts them before the write too: recon.engines.driver).
@@ -137,10 +130,10 @@ class SparkRunIO:
                 return read_sink_copy(self.spark, directory)
         # A data directory off this machine (or a window read before step 2 copied the sink
         # rows): over JDBC, read once.
-        return self._cache(_sink_rows_for_run(self.spark, self.cfg, self.record))
+        return self._cache(_sink_rows_for_run(self.spark, self.plan))
 
     def source_rows(self, times: SourceTimes) -> DataFrame:
-        from recon.read.source import inspect_source, read_source_rows, source_query
+        from recon.read.source import read_source_rows, source_query
 
         assert self.cfg.source is not None
         if self.cfg.source.is_topic:
@@ -149,13 +142,18 @@ class SparkRunIO:
             directory = source_copy_dir(self.data_dir, self.cfg.name, self.record.run_id)
             if not copied_for(directory, times):
                 # A window read before the pipeline declared its source.
-                n = copy_source_rows(self.cfg, times, directory)
+                n = copy_source_rows(self.cfg, times, self.plan.catalog.source_time_type, directory)
                 self.progress(
                     f"run {self.record.run_id}: {n} rows of source {self.cfg.source.name}"
                 )
             return self.spark.read.parquet(f"{directory}/{SOURCE_ROWS_FILE}")
+        time_type = self.plan.catalog.source_time_type
         with source_db(self.cfg) as pg:
-            query = source_query(pg, self.cfg, times, inspect_source(pg, self.cfg))
+            if time_type is None:  # declared since step 1: asked now
+                from recon.read.source import inspect_source
+
+                time_type = inspect_source(pg, self.cfg).time_type
+            query = source_query(pg, self.cfg, times, time_type)
         conn = postgres_connection(self.cfg.source.connection)
         return self._cache(read_source_rows(self.spark, conn, query))
 
@@ -227,12 +225,7 @@ class SparkRunIO:
 
 
 def reconcile_run(
-    cfg: PipelineConfig,
-    run_id: str,
-    spark: SparkSession,
-    *,
-    data_dir: str | None = None,
-    progress: Progress = noop,
+    plan: PlannedRun, *, spark: SparkSession, progress: Progress = noop
 ) -> RunSummary:
     """Judge every message of the run on Spark and commit the results exactly once
     (``recon.engines.driver.reconcile_run``).
@@ -241,6 +234,4 @@ def reconcile_run(
     """
     from recon.engines import driver
 
-    return driver.reconcile_run(
-        cfg, run_id, functools.partial(SparkRunIO, spark), data_dir=data_dir, progress=progress
-    )
+    return driver.reconcile_run(plan, functools.partial(SparkRunIO, spark), progress=progress)

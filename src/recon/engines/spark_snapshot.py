@@ -13,18 +13,18 @@ import shutil
 import uuid
 from typing import TYPE_CHECKING
 
-from recon import settings, store
 from recon.config import PipelineConfig
 from recon.config.connections import kafka_connection
+from recon.engines.copies import row_copies
+from recon.engines.plan import PlannedRun
 from recon.ledger.versions import local_path
 from recon.read.kafka_local.pool import IN_PROCESS_OFFSETS, collect, offsets_in, read_ranges
 from recon.read.kafka_spark import read_window, reraise_read_failure
 from recon.read.message_ids import write_empty_part
 from recon.read.ranges import OffsetRange, part_ranges, window_ranges
 from recon.read.row_copies import RowCopies
-from recon.run.outcome import require_record
 from recon.run.paths import is_local, remove_tree, window_path
-from recon.run.services import Progress, default_data_dir, noop
+from recon.run.services import Progress, noop
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -49,12 +49,7 @@ def read_records(
 
 
 def snapshot_topic(
-    cfg: PipelineConfig,
-    run_id: str,
-    spark: SparkSession | None,
-    *,
-    data_dir: str | None = None,
-    progress: Progress = noop,
+    plan: PlannedRun, *, spark: SparkSession | None, progress: Progress = noop
 ) -> dict[str, str]:
     """Read the run's window parts into Parquet (``recon.run.steps.snapshot_topic`` records a
     failure on the run): with Spark tasks, or on the driver (:func:`window_on_driver`).
@@ -62,22 +57,20 @@ def snapshot_topic(
     :param spark: the session; None only for a window read on the driver.
     :returns: the Parquet paths by part (``committed``, ``pending``).
     """
-    record = require_record(cfg, run_id)
-    data_dir = data_dir or default_data_dir()
-    on_driver = window_on_driver(record, data_dir)
+    cfg, run_id, data_dir = plan.cfg, plan.run_id, plan.data_dir
+    on_driver = window_on_driver(plan)
     if spark is None and not on_driver:
         raise ValueError(f"pipeline '{cfg.name}': Spark's tasks read this window: no session")
     # Elsewhere than on the driver's disk, step 3 reads the sink and source rows over JDBC.
-    copies = RowCopies.for_run(
-        cfg, record, sink_copy_dir(data_dir, cfg.name, run_id),
-        source_copy_dir(data_dir, cfg.name, run_id),
+    copies = row_copies(
+        plan, sink_copy_dir(data_dir, cfg.name, run_id), source_copy_dir(data_dir, cfg.name, run_id)
     ) if is_local(data_dir) else RowCopies({})  # fmt: skip
     copies.start()
     paths = {}
     try:
         for part in PARTS:
             path = window_path(data_dir, cfg.name, run_id, part)
-            ranges = part_ranges(record.windows, part)
+            ranges = part_ranges(plan.windows, part)
             isolation = "read_uncommitted" if part == "inflight" else "read_committed"
             if is_local(path) and all(r.end <= r.start for r in ranges):
                 # Nearly always the inflight part, often the pending one: a file of no rows
@@ -107,22 +100,22 @@ def snapshot_topic(
     return paths
 
 
-def reads_on_driver(record: store.RunRecord, where: str) -> bool:
+def reads_on_driver(plan: PlannedRun) -> bool:
     """Whether the driver reads the run's window (step 2: the local engine's reader,
     ``recon.read.kafka_local``, instead of Spark tasks) and its results (the validation: pandas,
-    as for ``engine: local``) itself: a window of at most ``settings.spark_driver_read()``
-    offsets (default: ``IN_PROCESS_OFFSETS``) whose files (``where``: the data folder, or a file
-    in it) are on the driver's own disk. Spark pays a job per part or metric whatever its size,
-    and under Airflow those steps then need no session: no JVM under spark-submit, no Spark
-    Connect client (bench/engine_changes.md). Both readers write the same columns, and the
+    as for ``engine: local``) itself: a window of at most ``RECON_SPARK_DRIVER_READ`` offsets
+    (``plan.engine.driver_read``; default: ``IN_PROCESS_OFFSETS``) whose files (under the run's
+    data directory) are on the driver's own disk. Spark pays a job per part or metric whatever
+    its size, and under Airflow those steps then need no session: no JVM under spark-submit, no
+    Spark Connect client (bench/engine_changes.md). Both readers write the same columns, and the
     suites run alike on both (tests/unit/test_suites.py); the rules still run on Spark.
     """
-    return _on_driver(record, where)[1]
+    return _on_driver(plan)[1]
 
 
-def window_on_driver(record: store.RunRecord, where: str) -> bool:
+def window_on_driver(plan: PlannedRun) -> bool:
     """Whether the driver reads the run's window (step 2) with the local engine's readers: a
-    window :func:`reads_on_driver` gives it, and, unless ``settings.spark_driver_read()`` sets
+    window :func:`reads_on_driver` gives it, and, unless ``RECON_SPARK_DRIVER_READ`` sets
     a bound, every window of a Spark whose master is local (``local[*]``: the Spark Connect
     server of ``make up`` too, started with the same setting) whose files are on the driver's
     disk. Such a Spark's tasks run on the same cores as the driver's reader processes, but as
@@ -130,18 +123,18 @@ def window_on_driver(record: store.RunRecord, where: str) -> bool:
     in 5.4-6.2 s by the tasks and in 2.8-2.9 s by the readers (Spark Connect server, 8
     partitions; bench/engine_changes.md). A cluster's tasks read on its workers' cores.
     """
-    return _on_driver(record, where)[0]
+    return _on_driver(plan)[0]
 
 
-def _on_driver(record: store.RunRecord, where: str) -> tuple[bool, bool]:
-    """(the window, the results): what the driver reads itself, decided from one reading of the
-    settings."""
-    if not is_local(where):
+def _on_driver(plan: PlannedRun) -> tuple[bool, bool]:
+    """(the window, the results): what the driver reads itself, decided from the settings the
+    plan read once."""
+    if not is_local(plan.data_dir):
         return False, False
-    bound = settings.spark_driver_read()
-    offsets = offsets_in(window_ranges(record.windows))
+    bound = plan.engine.driver_read
+    offsets = offsets_in(window_ranges(plan.windows))
     results = offsets <= (IN_PROCESS_OFFSETS if bound is None else bound)
-    local_master = settings.spark_master().strip().startswith("local")
+    local_master = (plan.engine.spark_master or "").strip().startswith("local")
     return results or (bound is None and local_master), results
 
 

@@ -2,23 +2,14 @@
 (``recon.read.sink_copy``) and a declared table source's rows (``recon.read.source_copy``), each
 on a thread of the calling process while the window is read from Kafka, so the two reads
 overlap. The local engine always copies them so; the Spark engine where its data directory is
-on the driver's disk.
+on the driver's disk (``recon.engines.copies`` makes a run's).
 """
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-from recon.config import PipelineConfig
-from recon.read.sink_copy import copy_sink_rows_for_run
-from recon.read.source_copy import copy_source_rows, table_source_times
-
-if TYPE_CHECKING:
-    from recon.store import RunRecord
 
 
 class RowCopies:
@@ -41,20 +32,6 @@ class RowCopies:
             threading.Thread(target=self._copy, args=(what, copy), name=f"recon-{what}-copy")
             for what, copy in copies.items()
         ]
-
-    @classmethod
-    def for_run(
-        cls, cfg: PipelineConfig, record: RunRecord, sink_dir: str, source_dir: str
-    ) -> RowCopies:
-        """The run's sink rows into ``sink_dir``, and its source's rows into ``source_dir`` when
-        the pipeline declares a table source (a topic source is read with the window)."""
-        copies: dict[str, Callable[[], int]] = {
-            "sink": functools.partial(copy_sink_rows_for_run, cfg, record, sink_dir)
-        }
-        times = table_source_times(cfg, record)
-        if times is not None:
-            copies["source"] = functools.partial(copy_source_rows, cfg, times, source_dir)
-        return cls(copies)
 
     def start(self) -> RowCopies:
         self._started = time.monotonic()

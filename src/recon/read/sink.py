@@ -105,7 +105,16 @@ def inspect_sink(
         )
         keys = tuple(row[0] for row in cur.fetchall())
     pg.rollback()
-    time_type = _time_type(columns, spec, f"{schema}.{name}", pipeline)
+    time_type = None
+    if spec.time_column is not None:
+        # A latency measured against a date or a text column would be wrong without saying so.
+        time_type = columns[spec.time_column]
+        if not time_type.startswith("timestamp"):
+            raise SinkTableError(
+                f"pipeline '{pipeline}': sink.time_column: column '{spec.time_column}' of table "
+                f"{schema}.{name} is {time_type}, expected timestamp with time zone "
+                "(or timestamp without time zone, read as UTC)"
+            )
     kinds = payload_kinds(columns, payload, f"{schema}.{name}", pipeline) if payload else ()
     if order is not None:
         check_order_columns(columns, order, f"{schema}.{name}", pipeline)
@@ -114,20 +123,6 @@ def inspect_sink(
         payload_types=tuple(columns[c] for c in payload.columns) if payload else (),
         payload_kinds=kinds,
     )  # fmt: skip
-
-
-def _time_type(columns: dict[str, str], spec: SinkSpec, table: str, pipeline: str) -> str | None:
-    """The declared time column's type, refused unless it is a timestamp: a latency measured
-    against a date or a text column would be wrong without saying so."""
-    if spec.time_column is None:
-        return None
-    if not columns[spec.time_column].startswith("timestamp"):
-        raise SinkTableError(
-            f"pipeline '{pipeline}': sink.time_column: column '{spec.time_column}' of table "
-            f"{table} is {columns[spec.time_column]}, expected timestamp with time zone "
-            "(or timestamp without time zone, read as UTC)"
-        )
-    return columns[spec.time_column]
 
 
 def _time_expression(spec: SinkSpec, table: SinkTable) -> Any:

@@ -21,6 +21,7 @@ from recon.config import PipelineConfig
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from recon.read.sink import SinkTable
     from recon.snapshot.sink_position import SinkPosition, SinkRange
     from recon.store import RunRecord
     from recon.store.runs import PipelineState
@@ -91,14 +92,16 @@ def run_sink_range(cfg: PipelineConfig, record: RunRecord) -> tuple[SinkRange | 
     return rows, way == "sequence" and rows.seq_to is None
 
 
-def copy_sink_rows_for_run(cfg: PipelineConfig, record: RunRecord, directory: str) -> int:
+def copy_sink_rows_for_run(
+    cfg: PipelineConfig, record: RunRecord, table: SinkTable, directory: str
+) -> int:
     """The run's sink rows into ``directory`` (``part-0.parquet``, then ``_SUCCESS``).
 
+    :param table: the sink table as step 1 read it from the catalog.
     :returns: the number of rows copied.
     """
     import pyarrow.parquet as pq
 
-    from recon.read.sink import inspect_sink
     from recon.read.sink_arrow import copy_sink_rows, sink_schema
     from recon.run.services import sink_db
 
@@ -107,7 +110,6 @@ def copy_sink_rows_for_run(cfg: PipelineConfig, record: RunRecord, directory: st
         os.remove(f"{directory}/{DONE_FILE}")
     path = f"{directory}/{ROWS_FILE}"
     with sink_db(cfg) as pg:
-        table = inspect_sink(pg, cfg.sink, cfg.name, cfg.payload, cfg.order)
         rows, empty = run_sink_range(cfg, record)
         if empty:
             pq.write_table(sink_schema(len(table.payload_kinds)).empty_table(), path)

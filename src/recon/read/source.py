@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from recon.config.connections import PostgresConnection
-    from recon.store import RunRecord
 
 
 @dataclass(frozen=True)
@@ -57,22 +56,26 @@ def source_times(
     return SourceTimes(read_from, snapshot_at, settled_from, snapshot_at - settle)
 
 
-def run_source_times(pg: Any, cfg: PipelineConfig, record: RunRecord) -> SourceTimes | None:
-    """The :class:`SourceTimes` of a recorded run (None: the pipeline declares no source): the
-    same for every step of the run and for each re-run of its id.
+@dataclass(frozen=True)
+class SourceTable:
+    """What a source table's catalog says (:func:`inspect_source`).
 
-    :param pg: a connection to the results database (the base run's snapshot time).
+    :param time_type: the time column's type (``format_type``).
+    :param named_once: the catalog proves that no two rows name one messageId: the messageId
+        column alone carries a valid unique index with no predicate (a primary key,
+        ``UNIQUE``). A run of such a source skips the search for ids named twice (Spark, 10M
+        rows: about 14 s); an upstream topic, or a table without that proof, is searched. Equal
+        values are equal texts for every type such a column has in practice (text, uuid,
+        integers), so the copied ``message_id::text`` inherits the uniqueness.
     """
-    from recon.store import find_run
 
-    if cfg.source is None:
-        return None
-    base = None if record.base_run_id is None else find_run(pg, cfg.name, record.base_run_id)
-    return source_times(cfg, record.snapshot_at, None if base is None else base.snapshot_at)
+    time_type: str
+    named_once: bool = False
 
 
-def inspect_source(pg: Any, cfg: PipelineConfig) -> str:
-    """Check that the source table and its declared columns exist; the time column's type.
+def inspect_source(pg: Any, cfg: PipelineConfig) -> SourceTable:
+    """Check that the source table and its declared columns exist; its time column's type and
+    whether each messageId is named once.
 
     :raises SourceTableError: naming the pipeline and the key.
     """
@@ -96,26 +99,7 @@ def inspect_source(pg: Any, cfg: PipelineConfig) -> str:
             f"{where}.time_column: column '{spec.time_column}' of table {schema}.{name} is "
             f"{time_type}, expected timestamp with time zone (or without, read as UTC)"
         )
-    return time_type
-
-
-def named_once(cfg: PipelineConfig) -> bool:
-    """Whether the source's catalog proves that no two rows name one messageId: a table source
-    whose messageId column alone carries a valid unique index with no predicate (a primary key,
-    ``UNIQUE``). A run of such a source skips the search for ids named twice (Spark, 10M rows:
-    about 14 s); an upstream topic, or a table without that proof, is searched.
-
-    Equal values are equal texts for every type such a column has in practice (text, uuid,
-    integers), so the copied ``message_id::text`` inherits the uniqueness.
-    """
-    from recon.config.model import split_table
-    from recon.run.services import source_db
-
-    if cfg.source is None or cfg.source.is_topic:
-        return False
-    spec = _spec(cfg)
-    schema, name = split_table(spec.table)
-    with source_db(cfg) as pg, pg.cursor() as cur:
+    with pg.cursor() as cur:
         cur.execute(
             "SELECT EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a "
             "ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] "
@@ -125,8 +109,8 @@ def named_once(cfg: PipelineConfig) -> bool:
             (schema, name, spec.message_id_column),
         )
         row = cur.fetchone()
-        pg.rollback()
-    return bool(row and row[0])
+    pg.rollback()
+    return SourceTable(time_type, bool(row and row[0]))
 
 
 def untimed_source_rows(cfg: PipelineConfig) -> int:

@@ -14,13 +14,9 @@ import contextlib
 import dataclasses
 import json
 import os
-from typing import TYPE_CHECKING
 
 from recon.config import PipelineConfig
 from recon.read.source import SourceTimes
-
-if TYPE_CHECKING:
-    from recon.store import RunRecord
 
 #: Beside a run's source rows: the :class:`SourceTimes` they were read for.
 TIMES_FILE = "times.json"
@@ -28,20 +24,14 @@ TIMES_FILE = "times.json"
 ROWS_FILE = "part-0.parquet"
 
 
-def table_source_times(cfg: PipelineConfig, record: RunRecord) -> SourceTimes | None:
-    """The times a run's table source is copied for in step 2 (None: the pipeline declares no
-    source, or a topic, which step 3 reads with the window's readers)."""
-    from recon.read.source import run_source_times
-    from recon.run.services import results_db
-
-    if cfg.source is None or cfg.source.is_topic:
-        return None
-    with results_db() as pg:
-        return run_source_times(pg, cfg, record)
-
-
-def copy_source_rows(cfg: PipelineConfig, times: SourceTimes, directory: str) -> int:
+def copy_source_rows(
+    cfg: PipelineConfig, times: SourceTimes, time_type: str | None, directory: str
+) -> int:
     """The run's source rows into ``directory`` (``part-0.parquet``, then ``times.json``).
+
+    :param time_type: the source's time column's type, as step 1 read it from the catalog
+        (``recon.read.source.inspect_source``); None: step 1 saw no source table (the pipeline
+        declared it since), and the catalog is asked now.
 
     :returns: the number of rows copied.
     """
@@ -54,7 +44,9 @@ def copy_source_rows(cfg: PipelineConfig, times: SourceTimes, directory: str) ->
     with contextlib.suppress(FileNotFoundError):
         os.remove(f"{directory}/{TIMES_FILE}")
     with source_db(cfg) as pg:
-        query = source_query(pg, cfg, times, inspect_source(pg, cfg))
+        if time_type is None:
+            time_type = inspect_source(pg, cfg).time_type
+        query = source_query(pg, cfg, times, time_type)
         # Arrow's CSV reader takes no 't'/'f': the flag comes out as 1/0.
         n = copy_to_parquet(
             pg, f"SELECT message_id, source_key, judge::int FROM ({query}) q",

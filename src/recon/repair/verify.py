@@ -20,7 +20,7 @@ from recon.config import PipelineConfig
 from recon.repair.plan_model import RepairPlan, plan_from_dict
 from recon.repair.sink_rows import affected_rows
 from recon.run.services import Progress, noop, results_db, sink_db
-from recon.store import find_run
+from recon.store import RunRecord
 from recon.store import repairs as store
 
 
@@ -74,15 +74,19 @@ def judge(plan: RepairPlan, replayed: Sequence[Mapping[str, Any]],
                         f"{len(plan.deletes)} deleted rows gone")  # fmt: skip
 
 
-def verify_repairs(cfg: PipelineConfig, run_id: str, progress: Progress = noop) -> dict[str, str]:
-    """Judge every applied plan of the pipeline after run ``run_id`` committed.
+def verify_repairs(
+    cfg: PipelineConfig, run: RunRecord, progress: Progress = noop
+) -> dict[str, str]:
+    """Judge every applied plan of the pipeline after ``run`` committed.
+
+    :param run: the run's record (its windows: the group's commits at its snapshot).
     :returns: plan id -> its status now."""
+    run_id = run.run_id
     with results_db() as pg:
         applied = store.list_repairs(pg, cfg.name, ("applied",))
-        run = find_run(pg, cfg.name, run_id) if applied else None
     if not applied:
         return {}
-    committed_here = {w.partition: w.committed_offset for w in run.windows} if run else {}
+    committed_here = {w.partition: w.committed_offset for w in run.windows}
     judged: dict[str, str] = {}
     with sink_db(cfg) as sink:
         for row in applied:

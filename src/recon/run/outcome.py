@@ -1,5 +1,5 @@
-"""What every engine's run shares: the run record it starts from, the outcome it commits (its
-counts judged by the claimed contract), the summary it returns, and the failure it records."""
+"""What every engine's run shares: the outcome it commits (its counts judged by the claimed
+contract), the summary it returns, and the failure it records."""
 
 from __future__ import annotations
 
@@ -19,17 +19,6 @@ from recon.snapshot.window import rewinds
 
 #: Discrepancy rows per verdict kept as samples for the summary and the alert.
 DISCREPANCY_SAMPLE = 20
-
-
-def require_record(cfg: PipelineConfig, run_id: str) -> store.RunRecord:
-    with results_db() as pg:
-        record = store.find_run(pg, cfg.name, run_id)
-    if record is None:
-        raise store.RunNotFound(
-            f"pipeline '{cfg.name}': run '{run_id}' has no offset snapshot yet: "
-            "run snapshot_offsets first"
-        )
-    return record
 
 
 @dataclass

@@ -36,7 +36,7 @@ from recon import store
 from recon.config import PipelineConfig
 from recon.engines import DRIVER_STEPS as DRIVER_STEPS
 from recon.engines import needs_spark as needs_spark
-from recon.engines.plan import resolve_plan
+from recon.engines.plan import PlannedRun, load_plan, resolve_plan
 from recon.errors import first_line
 from recon.run.ids import check_run_id
 
@@ -45,7 +45,6 @@ from recon.run.outcome import DISCREPANCY_SAMPLE as DISCREPANCY_SAMPLE
 from recon.run.outcome import RunSummary as RunSummary
 from recon.run.outcome import failure_recorded as failure_recorded
 from recon.run.outcome import redact as redact
-from recon.run.outcome import require_record
 from recon.run.paths import results_path as results_path
 from recon.run.paths import window_path as window_path
 from recon.run.services import DEFAULT_RESULTS_CONN_ID as DEFAULT_RESULTS_CONN_ID
@@ -62,31 +61,30 @@ __all__ = ["results_db", "sink_db"]
 
 
 class EngineSteps(NamedTuple):
-    """Steps 2 and 3 and the validation of one engine, with the same call for every engine."""
+    """Steps 2 and 3 and the validation of one engine, with the same call for every engine:
+    each takes the run's plan (``recon.engines.plan.PlannedRun``) and asks nothing again."""
 
-    #: ``(cfg, run_id, *, data_dir, progress)`` -> the Parquet paths by part.
+    #: ``(plan, *, progress)`` -> the Parquet paths by part.
     snapshot_topic: Callable[..., dict[str, str]]
-    #: ``(cfg, run_id, *, data_dir, progress)`` -> the run's summary.
+    #: ``(plan, *, progress)`` -> the run's summary.
     reconcile_run: Callable[..., RunSummary]
-    #: ``(cfg, run_id, results_path)`` -> the ``recon.validation.ValidationOutcome`` of the run's
-    #: results Parquet.
-    validate: Callable[[PipelineConfig, str, str], Any]
+    #: ``(plan)`` -> the ``recon.validation.ValidationOutcome`` of the run's results Parquet.
+    validate: Callable[[PlannedRun], Any]
 
 
-def engine_for(cfg: PipelineConfig, spark: SparkSession | None) -> EngineSteps:
-    """Steps 2 and 3 and the validation of the pipeline's engine: the one place that chooses
-    by the engine (:func:`needs_spark`).
+def engine_for(plan: PlannedRun, spark: SparkSession | None) -> EngineSteps:
+    """Steps 2 and 3 and the validation of the run's engine: the one place that chooses by the
+    engine (its plan's, as :func:`needs_spark` said).
 
     :param spark: the Spark engine's session (None for ``engine: local``, which needs none and
         never touches Spark: its validation reads the results Parquet into pandas; and for the
         Spark engine's steps that :func:`step_needs_spark` says need none).
     """
-    if not needs_spark(cfg):
+    if not plan.engine.spark:
         from recon.engines import local_run as local_engine
-        from recon.validation import validate_results_file
 
         return EngineSteps(
-            local_engine.snapshot_topic, local_engine.reconcile_run, validate_results_file
+            local_engine.snapshot_topic, local_engine.reconcile_run, local_engine.validate
         )
     from recon.engines import spark_run, spark_snapshot
 
@@ -100,8 +98,10 @@ def engine_for(cfg: PipelineConfig, spark: SparkSession | None) -> EngineSteps:
     )
 
 
-def _needs_session(cfg: PipelineConfig, *args: Any, **kwargs: Any) -> Any:
-    raise ValueError(f"pipeline '{cfg.name}': the Spark engine's reconcile needs a SparkSession")
+def _needs_session(plan: PlannedRun, *args: Any, **kwargs: Any) -> Any:
+    raise ValueError(
+        f"pipeline '{plan.cfg.name}': the Spark engine's reconcile needs a SparkSession"
+    )
 
 
 def step_needs_spark(
@@ -120,11 +120,10 @@ def step_needs_spark(
         return True
     from recon.engines import spark_snapshot
 
-    record = require_record(cfg, run_id)
-    where = data_dir or default_data_dir()
+    plan = load_plan(cfg, run_id, data_dir=data_dir)
     if step == "snapshot_topic":
-        return not spark_snapshot.window_on_driver(record, where)
-    return not spark_snapshot.reads_on_driver(record, where)
+        return not spark_snapshot.window_on_driver(plan)
+    return not spark_snapshot.reads_on_driver(plan)
 
 
 Step = TypeVar("Step", bound=Callable[..., Any])
@@ -181,6 +180,7 @@ def snapshot_offsets(
             windows=list(plan.windows),
             base=plan.base,
             sink=plan.sink_position,
+            catalog=plan.catalog.as_json(),
         )
         record = store.find_run(pg, cfg.name, run_id)
     assert record is not None
@@ -208,9 +208,9 @@ def snapshot_topic(
     :param spark: the session of the Spark engine (None for ``engine: local``).
     :returns: the Parquet paths by part (``committed``, ``pending``, ...).
     """
-    steps = engine_for(cfg, spark)
     with failure_recorded(cfg, run_id, progress):
-        return steps.snapshot_topic(cfg, run_id, data_dir=data_dir, progress=progress)
+        plan = load_plan(cfg, run_id, data_dir=data_dir)
+    return _read_window(plan, engine_for(plan, spark), progress)
 
 
 @_claimed
@@ -228,21 +228,8 @@ def reconcile_run(
     :param spark: the session of the Spark engine (None for ``engine: local``).
     :raises store.ConcurrentRunError: another run advanced the pipeline meanwhile.
     """
-    steps = engine_for(cfg, spark)
-    summary = steps.reconcile_run(cfg, run_id, data_dir=data_dir, progress=progress)
-    _verify_repairs(cfg, run_id, progress)
-    return summary
-
-
-def _verify_repairs(cfg: PipelineConfig, run_id: str, progress: Progress) -> None:
-    """Judge the pipeline's applied repair plans against the sink this run saw. The run's
-    results are committed already: a failure here is reported and left to the next run."""
-    from recon.repair.verify import verify_repairs
-
-    try:
-        verify_repairs(cfg, run_id, progress)
-    except Exception as exc:  # noqa: BLE001 - the run stands; the next one judges again
-        progress(f"run {run_id}: repair verification skipped: {redact(first_line(exc), cfg)}")
+    plan = load_plan(cfg, run_id, data_dir=data_dir)
+    return _reconcile(plan, engine_for(plan, spark), progress)
 
 
 @_claimed
@@ -261,20 +248,8 @@ def validate_step(
     :param spark: the session of the Spark engine (None for ``engine: local``).
     :returns: the ``recon.validation.ValidationOutcome``.
     """
-    from recon.validation import record_validation
-
-    steps = engine_for(cfg, spark)
-    require_record(cfg, run_id)
-    data_dir = data_dir or default_data_dir()
-    with failure_recorded(cfg, run_id, progress):
-        outcome = steps.validate(cfg, run_id, results_path(data_dir, cfg.name, run_id))
-        with results_db() as pg:
-            record_validation(pg, cfg.name, run_id, outcome)
-    progress(
-        f"run {run_id}: validation {'passed' if outcome.passed else 'FAILED'}; "
-        f"Data Docs: {outcome.data_docs_path}"
-    )
-    return outcome
+    plan = load_plan(cfg, run_id, data_dir=data_dir)
+    return _validate(plan, engine_for(plan, spark), progress)
 
 
 @_claimed
@@ -286,16 +261,60 @@ def run_pipeline(
     data_dir: str | None = None,
     progress: Progress = noop,
 ) -> RunSummary:
-    """Every step, as ``recon run`` does: snapshot, read, reconcile, validate.
+    """Every step, as ``recon run`` does: snapshot, read, reconcile, validate; the plan step 1
+    recorded is loaded once and serves the three after it.
 
     :param spark: the session of the Spark engine (None for ``engine: local``).
     """
     snapshot_offsets(cfg, run_id, progress=progress)
-    snapshot_topic(cfg, run_id, spark, data_dir=data_dir, progress=progress)
-    summary = reconcile_run(cfg, run_id, spark, data_dir=data_dir, progress=progress)
-    outcome = validate_step(cfg, run_id, spark, data_dir=data_dir, progress=progress)
+    plan = load_plan(cfg, run_id, data_dir=data_dir)
+    steps = engine_for(plan, spark)
+    _read_window(plan, steps, progress)
+    summary = _reconcile(plan, steps, progress)
+    outcome = _validate(plan, steps, progress)
     summary.contract_passed = outcome.passed
     summary.status = "passed" if outcome.passed else "failed"
     summary.violations = outcome.failures
     summary.validation_url = outcome.data_docs_path
     return summary
+
+
+# --- what each step does with the run's plan ----------------------------------------------------
+
+
+def _read_window(plan: PlannedRun, steps: EngineSteps, progress: Progress) -> dict[str, str]:
+    with failure_recorded(plan.cfg, plan.run_id, progress):
+        return steps.snapshot_topic(plan, progress=progress)
+
+
+def _reconcile(plan: PlannedRun, steps: EngineSteps, progress: Progress) -> RunSummary:
+    summary = steps.reconcile_run(plan, progress=progress)
+    _verify_repairs(plan, progress)
+    return summary
+
+
+def _verify_repairs(plan: PlannedRun, progress: Progress) -> None:
+    """Judge the pipeline's applied repair plans against the sink this run saw. The run's
+    results are committed already: a failure here is reported and left to the next run."""
+    from recon.repair.verify import verify_repairs
+
+    try:
+        verify_repairs(plan.cfg, plan.record, progress)
+    except Exception as exc:  # noqa: BLE001 - the run stands; the next one judges again
+        progress(
+            f"run {plan.run_id}: repair verification skipped: {redact(first_line(exc), plan.cfg)}"
+        )
+
+
+def _validate(plan: PlannedRun, steps: EngineSteps, progress: Progress) -> Any:
+    from recon.validation import record_validation
+
+    with failure_recorded(plan.cfg, plan.run_id, progress):
+        outcome = steps.validate(plan)
+        with results_db() as pg:
+            record_validation(pg, plan.cfg.name, plan.run_id, outcome)
+    progress(
+        f"run {plan.run_id}: validation {'passed' if outcome.passed else 'FAILED'}; "
+        f"Data Docs: {outcome.data_docs_path}"
+    )
+    return outcome

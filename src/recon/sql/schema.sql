@@ -150,6 +150,11 @@ ALTER TABLE recon.runs ADD COLUMN IF NOT EXISTS unchecked jsonb NOT NULL DEFAULT
 -- first unsourced messages (unsourced_sample); NULL for a run without a source.
 ALTER TABLE recon.runs ADD COLUMN IF NOT EXISTS funnel jsonb;
 
+-- What the catalogs said when step 1 planned the run (recon.engines.plan.Catalog): the sink
+-- table's description, a source table's time type and uniqueness, the topic's timestamp type.
+-- The run's later steps read these instead of asking again; NULL for runs recorded before.
+ALTER TABLE recon.runs ADD COLUMN IF NOT EXISTS catalog jsonb;
+
 -- Repair plans (recon.repair): what a plan would change, where it stands, who applied it.
 -- status: planned | applying (sink changed or replays started, not finished) | applied |
 -- verified | failed (set by the first run after the apply that could judge it) | refused (its

@@ -62,6 +62,9 @@ class RunRecord:
     sink_snapshot_to: str | None = None
     sink_floor_from: int | None = None
     sink_floor_to: int | None = None
+    #: what the catalogs said at step 1 (``recon.engines.plan.Catalog``, as JSON); None for a
+    #: run recorded before runs kept it.
+    catalog: dict[str, Any] | None = None
 
     @property
     def sink_range(self) -> SinkRange:
@@ -105,7 +108,7 @@ def find_run(pg: Any, pipeline: str, run_id: str) -> RunRecord | None:
         cur.execute(
             "SELECT status, snapshot_at, base_run_id, base_ledger_path, sink_seq_from, "
             "sink_seq_to, ledger_path IS NOT NULL, sink_snapshot_from, sink_snapshot_to, "
-            "sink_floor_from, sink_floor_to FROM recon.runs "
+            "sink_floor_from, sink_floor_to, catalog FROM recon.runs "
             "WHERE pipeline = %s AND run_id = %s",
             (pipeline, run_id),
         )
@@ -133,10 +136,13 @@ def record_snapshot(
     windows: Sequence[PartitionWindow],
     base: PipelineState,
     sink: SinkPosition | None,
+    catalog: Mapping[str, Any] | None = None,
 ) -> None:
     """Store a new run's snapshot (replacing any earlier attempt of the same run id).
 
     :param sink: the sink's position at the snapshot (None: a sink without ingest sequence).
+    :param catalog: what the catalogs said (``recon.engines.plan.Catalog.as_json``), read back
+        by the run's later steps instead of asking again.
     """
     window_spec = [w.as_dict() for w in windows]
     rewinds = window_rewinds(list(windows))
@@ -163,8 +169,8 @@ def record_snapshot(
         cur.execute(
             "INSERT INTO recon.runs (pipeline, run_id, semantics, status, started_at, snapshot_at, "
             "window_spec, rewinds, new_partitions, base_run_id, base_ledger_path, sink_seq_from, "
-            "sink_seq_to, sink_snapshot_from, sink_snapshot_to, sink_floor_from, sink_floor_to) "
-            "VALUES (%s,%s,%s,'running',now(),%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
+            "sink_seq_to, sink_snapshot_from, sink_snapshot_to, sink_floor_from, sink_floor_to, "
+            "catalog) VALUES (%s,%s,%s,'running',now(),%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
             "ON CONFLICT (pipeline, run_id) DO UPDATE SET semantics = EXCLUDED.semantics, "
             "status = 'running', started_at = now(), finished_at = NULL, "
             "snapshot_at = EXCLUDED.snapshot_at, window_spec = EXCLUDED.window_spec, "
@@ -174,13 +180,14 @@ def record_snapshot(
             "sink_snapshot_from = EXCLUDED.sink_snapshot_from, "
             "sink_snapshot_to = EXCLUDED.sink_snapshot_to, "
             "sink_floor_from = EXCLUDED.sink_floor_from, sink_floor_to = EXCLUDED.sink_floor_to, "
-            "error = NULL",
+            "catalog = EXCLUDED.catalog, error = NULL",
             (
                 pipeline, run_id, semantics, snapshot_at, json.dumps(window_spec),
                 json.dumps(rewinds), json.dumps(new_parts), base.run_id, base.ledger_path,
                 base.sink_seq, sink.seq if sink else None,
                 base.sink_snapshot if sink else None, sink.snapshot if sink else None,
                 base.sink_floor if sink else None, sink.floor if sink else None,
+                None if catalog is None else json.dumps(catalog),
             ),
         )  # fmt: skip
     pg.commit()

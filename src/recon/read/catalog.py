@@ -1,0 +1,79 @@
+"""What the catalogs say about a pipeline's tables and topic, asked once per run.
+
+Step 1 asks (:func:`inspect_catalog`): the sink table's key, its time column's type and how its
+payload compares (``recon.read.sink.inspect_sink``), a source table's time type and whether its
+catalog proves each messageId named once (``recon.read.source.inspect_source``), the topic's
+timestamp type. The answers are recorded with the run (``recon.runs.catalog``, as
+:meth:`Catalog.as_json`), so the run's later steps read the same answers instead of asking again
+(``recon.engines.plan.load_plan``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from recon.config import PipelineConfig
+from recon.read.sink import SinkTable, inspect_sink
+from recon.read.source import SourceTable, inspect_source
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """What the catalogs said when step 1 planned the run.
+
+    :param sink: the sink table.
+    :param source: a source table (None: no source, or an upstream topic).
+    :param timestamp_type: the topic's ``message.timestamp.type`` (None: no latency measured, or
+        the configuration was unreadable); it labels latencies, never judges them.
+    """
+
+    sink: SinkTable
+    source: SourceTable | None = None
+    timestamp_type: str | None = None
+
+    @property
+    def source_time_type(self) -> str | None:
+        """A source table's time column's type (None: no source table)."""
+        return None if self.source is None else self.source.time_type
+
+    @property
+    def source_named_once(self) -> bool:
+        """Whether a source table's catalog proves each messageId named once."""
+        return self.source is not None and self.source.named_once
+
+    def as_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Catalog:
+        sink: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in doc["sink"].items()
+        }
+        source = doc.get("source")
+        return cls(SinkTable(**sink), None if source is None else SourceTable(**source),
+                   doc.get("timestamp_type"))  # fmt: skip
+
+
+def inspect_catalog(cfg: PipelineConfig, sink_pg: Any, kafka_config: Mapping[str, Any]) -> Catalog:
+    """Ask the sink's catalog, a source table's, and the topic's configuration, once each.
+
+    :param sink_pg: an open connection to the sink database.
+    :param kafka_config: the topic's connection (librdkafka settings).
+    :raises recon.errors.SinkTableError: the sink table or a declared column is missing.
+    :raises recon.errors.SourceTableError: the source table or a declared column is missing.
+    """
+    from recon.run.services import source_db
+    from recon.snapshot.offsets import topic_timestamp_type
+
+    table = inspect_sink(sink_pg, cfg.sink, cfg.name, cfg.payload, cfg.order)
+    source = None
+    if cfg.source is not None and not cfg.source.is_topic:
+        with source_db(cfg) as pg:
+            source = inspect_source(pg, cfg)
+    stamps = None
+    if cfg.sink.time_column is not None:
+        stamps = topic_timestamp_type(kafka_config, cfg.kafka.topic)
+    return Catalog(table, source, stamps)
