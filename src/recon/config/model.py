@@ -21,6 +21,8 @@ MESSAGE_ID_KINDS: tuple[str, ...] = ("header", "json_field", "key")
 NOTIFIERS: tuple[str, ...] = ("slack", "webhook", "email")
 #: How a sink without an ingest sequence may be read each run (``sink.incremental``).
 INCREMENTAL_WAYS: tuple[str, ...] = ("xmin", "full")
+#: What a sink may be (``sink.kind``): a PostgreSQL table, or a Kafka topic (a hop's target).
+SINK_KINDS: tuple[str, ...] = ("postgres", "kafka")
 
 
 def split_table(table: str) -> tuple[str, str]:
@@ -60,7 +62,12 @@ class KafkaSource:
 
 @dataclass(frozen=True)
 class SinkSpec:
-    """The PostgreSQL side. Identifiers are quoted when used, so any non-empty name is allowed."""
+    """The PostgreSQL side. Identifiers are quoted when used, so any non-empty name is allowed.
+
+    A Kafka topic as the sink (``kind: kafka``, issue 73: a MirrorMaker 2 replica, a stream
+    processor's output) has ``topic`` and ``message_id`` instead, and ``table`` and
+    ``message_id_column`` empty: its records are the sink's rows.
+    """
 
     connection: str
     table: str
@@ -76,6 +83,17 @@ class SinkSpec:
     #: since the previous run's snapshot), ``full`` (the whole table); None: the default
     #: (``recon.read.sink_copy.read_way``).
     incremental: str | None = None
+    #: ``postgres`` (a table) or ``kafka`` (a topic: :data:`SINK_KINDS`).
+    kind: str = "postgres"
+    #: The target topic of a ``kafka`` sink, on the cluster of ``connection``.
+    topic: str | None = None
+    #: Where a ``kafka`` sink's records carry their messageId (as ``kafka.message_id``).
+    message_id: MessageIdSpec | None = None
+
+    @property
+    def is_kafka(self) -> bool:
+        """The sink is a Kafka topic (its records are the rows)."""
+        return self.kind == "kafka"
 
     @property
     def keep_order(self) -> str | None:

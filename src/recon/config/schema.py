@@ -38,6 +38,7 @@ from recon.config.diversions_decl import DivertedDecl, ExpectDecl
 from recon.config.model import (
     INCREMENTAL_WAYS,
     NOTIFIERS,
+    SINK_KINDS,
     AlertRoute,
     KafkaSource,
     PipelineConfig,
@@ -106,15 +107,55 @@ class KafkaDecl(Declaration):
 
 class SinkDecl(Declaration):
     """The ``sink:`` mapping. A null ``ingest_seq_column`` or ``time_column`` is the same as
-    leaving it out."""
+    leaving it out. ``kind: kafka`` makes a topic the sink (``topic`` and ``message_id``, as
+    ``kafka:`` has them, instead of ``table`` and ``message_id_column``); ``kind`` comes first,
+    so the keys of each kind are checked against it."""
 
+    kind: Text = "postgres"
     connection: ConnectionId
-    table: Table
-    message_id_column: Text
+    table: Table | None = Field(default=None, validate_default=True)
+    message_id_column: Text | None = Field(default=None, validate_default=True)
     ingest_seq_column: Text | None = None
     time_column: Text | None = None
     keep_first_by: Text | None = None
     incremental: Text | None = None
+    topic: Topic | None = Field(default=None, validate_default=True)
+    message_id: MessageIdDecl | None = Field(default=None, validate_default=True)
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        if value not in SINK_KINDS:
+            raise invalid(f"expected one of {', '.join(SINK_KINDS)}, got {value!r}")
+        return value
+
+    @field_validator("table", "message_id_column", "topic", "message_id")
+    @classmethod
+    def _key_of_its_kind(cls, value: Any, info: ValidationInfo) -> Any:
+        # An unknown kind is reported at sink.kind alone.
+        kind = info.data.get("kind")
+        if kind is None:
+            return value
+        own = info.field_name in _SINK_KEYS[kind]
+        if own and value is None:
+            raise invalid(f"missing required key (a {kind} sink names its {info.field_name})")
+        if not own and value is not None:
+            other = "kafka" if kind == "postgres" else "postgres"
+            raise invalid(
+                f"belongs to a {other} sink (kind: {other}); this sink is kind: {kind}: "
+                "remove it, or set the kind"
+            )
+        return value
+
+    @field_validator("ingest_seq_column", "time_column", "keep_first_by", "incremental")
+    @classmethod
+    def _table_only(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and info.data.get("kind") == "kafka":
+            raise invalid(
+                "applies to a PostgreSQL table only: a kafka sink's records are read by their "
+                "offsets and timestamps; remove it"
+            )
+        return value
 
     @field_validator("incremental")
     @classmethod
@@ -132,8 +173,21 @@ class SinkDecl(Declaration):
         return value
 
     def spec(self) -> SinkSpec:
-        """The validated value."""
-        return SinkSpec(**self.model_dump())
+        """The validated value (a kafka sink's ``table`` and ``message_id_column`` empty)."""
+        pg = self.model_dump(exclude={"table", "message_id_column", "message_id"})
+        return SinkSpec(
+            table=self.table or "",
+            message_id_column=self.message_id_column or "",
+            message_id=self.message_id.spec() if self.message_id is not None else None,
+            **pg,
+        )
+
+
+#: The keys only one kind of sink has.
+_SINK_KEYS = {
+    "postgres": frozenset({"table", "message_id_column"}),
+    "kafka": frozenset({"topic", "message_id"}),
+}
 
 
 #: How an error names what a ratio tolerates.
