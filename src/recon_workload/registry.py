@@ -1,7 +1,7 @@
 """Every scenario by name, with its fault parameters' defaults (what ``python -m recon_workload``
 and the tests run). The scenario functions live in :mod:`recon_workload.scenarios` and, for the
 verdicts beyond lost and duplicated, in ``scenarios_latency``, ``scenarios_payload``,
-``scenarios_order``, ``scenarios_outbox`` and ``scenarios_compacted``."""
+``scenarios_order``, ``scenarios_outbox``, ``scenarios_debezium`` and ``scenarios_compacted``."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from recon_workload.scenarios import (
     exactly_once_transactional_sink,
 )
 from recon_workload.scenarios_compacted import COMPACTED_DEFAULTS, compacted_changelog
+from recon_workload.scenarios_debezium import DEBEZIUM_DEFAULTS, outbox_debezium
 from recon_workload.scenarios_latency import slow_consumer
 from recon_workload.scenarios_order import ORDER_DEFAULTS, upsert_replay
 from recon_workload.scenarios_outbox import (
@@ -71,5 +72,6 @@ SCENARIOS: dict[str, Scenario] = {
         _scenario(outbox_fire_and_forget, False, **FIRE_AND_FORGET_DEFAULTS),
         _scenario(outbox_relay, False, **RELAY_DEFAULTS),
         _scenario(compacted_changelog, False, **COMPACTED_DEFAULTS),
+        _scenario(outbox_debezium, True, **DEBEZIUM_DEFAULTS),
     )
 }

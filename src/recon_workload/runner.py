@@ -82,6 +82,9 @@ class Outcome:
     payload: PayloadPlan | None = None
     order: OrderPlan | None = None
     source_table: str | None = None
+    #: the source's messageIds, when its table no longer holds them (outbox rows deleted right
+    #: after insert: what the application committed); None: read ``source_table``.
+    source_ids: list[str] | None = None
     #: the topic is compacted (``cleanup.policy=compact``) and the scenario waited for the log
     #: cleaner: an acknowledged record missing from it was compacted away.
     compacted: bool = False
@@ -200,7 +203,9 @@ def finish(run: Run, outcome: Outcome, started: float) -> ScenarioResult:
             upserts = upsert_sink.read_rows(cur, names.table)
             rows = [u.as_sink_row(outcome.topic) for u in upserts]
         source = None
-        if outcome.source_table is not None:
+        if outcome.source_ids is not None:
+            source = set(outcome.source_ids)
+        elif outcome.source_table is not None:
             outbox = sink.read_outbox(cur, outcome.source_table)
             source = {mid for _, mid in outbox if mid is not None}
     entries = ledger.build(outcome.produced, rc, ru, rows, offsets, source, outcome.compacted)

@@ -1,0 +1,328 @@
+"""Debezium on the project's Kafka Connect worker, for the ``outbox_debezium`` scenario: its two
+PostgreSQL connectors, their replication slots and publication, and the worker's kill.
+
+One pair of connectors serves every run of the scenario (a connector's start costs seconds and
+its slot waits for the database's open transactions): a run adds its outbox table to their
+publication and grants the replication role (``RECON_PG_DEBEZIUM_USER``) ``SELECT`` on it. Both
+connectors stream the same table through slots of their own:
+
+- ``<name>`` publishes the outbox with Debezium's outbox ``EventRouter``: each row's ``payload``
+  becomes a record of the topic its ``aggregatetype`` names, keyed by ``aggregateid``, with the
+  row's ``message_id`` as a header; updates and deletes publish nothing;
+- ``<name>-cdc`` publishes the table's change events as they are (``{"before", "after",
+  "source", "op", ...}``, creates only) to the run's topic ``...-in``: the outbox's own change
+  topic, what a pipeline declares as its ``source:`` when the application deletes its outbox rows
+  right after writing them (docs/algorithm.md, "An outbox published by Debezium").
+
+The connectors' name is ``RECON_WORKLOAD_DEBEZIUM`` (default ``recon-workload-outbox``): a test
+gives its own and removes it (:func:`remove`) with its slots and publication.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from psycopg2 import sql
+
+from recon_workload import sink
+from recon_workload.errors import WorkloadError
+
+POSTGRES_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
+EVENT_ROUTER = "io.debezium.transforms.outbox.EventRouter"
+#: The setting naming the connectors a run uses (read here only).
+NAME_VARIABLE = "RECON_WORKLOAD_DEBEZIUM"
+DEFAULT_NAME = "recon-workload-outbox"
+#: Every outbox table of the scenario: the connectors capture those their publication names.
+TABLES = r"public\.wl_outbox_debezium_[a-z0-9_]+_outbox"
+_STRING = "org.apache.kafka.connect.storage.StringConverter"
+_JSON = "org.apache.kafka.connect.json.JsonConverter"
+_RESTART_GRACE = 90.0
+
+
+def _env(name: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        raise WorkloadError(f"{name} is not set: run through scripts/with-env.sh")
+    return value
+
+
+@dataclass(frozen=True)
+class Connectors:
+    """The names of one pair of connectors and what they hold in PostgreSQL.
+
+    :param name: the router connector's name (lowercase letters, digits, ``-``); the change
+        topic's connector is ``<name>-cdc``.
+    """
+
+    name: str
+
+    @property
+    def cdc(self) -> str:
+        return f"{self.name}-cdc"
+
+    @property
+    def publication(self) -> str:
+        return self.name.replace("-", "_")
+
+    def slot(self, connector: str) -> str:
+        return connector.replace("-", "_")
+
+
+def connectors() -> Connectors:
+    """The connectors this process's runs use (``RECON_WORKLOAD_DEBEZIUM``)."""
+    return Connectors(os.environ.get(NAME_VARIABLE) or DEFAULT_NAME)
+
+
+def _call(path: str, method: str = "GET", body: dict[str, Any] | None = None) -> Any:
+    """One REST call, retried for up to :data:`_RESTART_GRACE` seconds while the worker is
+    restarting (the stack's worker is shared: another scenario may be killing it): refused
+    connections, and the 404 its web server answers before the REST resources are up."""
+    url = _env("RECON_CONNECT_URL") + path
+    data = json.dumps(body).encode() if body is not None else None
+    deadline = time.monotonic() + _RESTART_GRACE
+    while True:
+        request = urllib.request.Request(
+            url, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                raw = response.read()
+            return json.loads(raw) if raw else None
+        except urllib.error.HTTPError as exc:
+            detail = exc.read()
+            starting = exc.code == 404 and b"<html" in detail  # Jetty's page, not a REST answer
+            if not starting or time.monotonic() > deadline:
+                raise WorkloadError(
+                    f"Kafka Connect {method} {path}: {exc.code} {detail!r}"
+                ) from exc
+        except (urllib.error.URLError, OSError) as exc:
+            if time.monotonic() > deadline:
+                raise WorkloadError(f"Kafka Connect at {url} did not answer ({exc})") from exc
+        time.sleep(1)
+
+
+def _common(c: Connectors, connector: str) -> dict[str, str]:
+    return {
+        "connector.class": POSTGRES_CONNECTOR,
+        "tasks.max": "1",
+        "plugin.name": "pgoutput",
+        "database.hostname": _env("RECON_PG_HOST"),
+        "database.port": _env("RECON_PG_PORT"),
+        "database.dbname": _env("RECON_PG_SINK_DB"),
+        "database.user": _env("RECON_PG_DEBEZIUM_USER"),
+        # Resolved by the worker from its environment (scripts/connect.sh): no stored config
+        # holds the password.
+        "database.password": "${env:RECON_PG_DEBEZIUM_PASSWORD}",
+        # Each its own: Debezium names its metrics by it, and a second connector with the same
+        # prefix waits for the first's to go.
+        "topic.prefix": c.slot(connector),
+        "slot.name": c.slot(connector),
+        "publication.name": c.publication,
+        # The role may not create a publication (that needs the tables' owner): the scenario
+        # names each table in it.
+        "publication.autocreate.mode": "disabled",
+        "snapshot.mode": "no_data",
+        "table.include.list": TABLES,
+        # An outbox is insert-only to its readers: the deletes that clean it publish nothing.
+        "skipped.operations": "u,d,t",
+        "tombstones.on.delete": "false",
+    }
+
+
+def router_config(c: Connectors) -> dict[str, str]:
+    """The outbox connector: EventRouter to the topic each row's ``aggregatetype`` names."""
+    return {
+        **_common(c, c.name),
+        "key.converter": _STRING,
+        "value.converter": _STRING,
+        "header.converter": _STRING,
+        "transforms": "outbox",
+        "transforms.outbox.type": EVENT_ROUTER,
+        "transforms.outbox.table.field.event.id": "message_id",
+        "transforms.outbox.table.field.event.key": "aggregateid",
+        "transforms.outbox.table.field.event.payload": "payload",
+        "transforms.outbox.route.by.field": "aggregatetype",
+        "transforms.outbox.route.topic.replacement": "${routedByValue}",
+        "transforms.outbox.table.fields.additional.placement": "message_id:header:message_id",
+    }
+
+
+def cdc_config(c: Connectors) -> dict[str, str]:
+    """The change-topic connector: each table's change events to ``wl-outbox_debezium-<tag>-in``
+    (the run's second topic, removed with the run)."""
+    return {
+        **_common(c, c.cdc),
+        "key.converter": _JSON,
+        "key.converter.schemas.enable": "false",
+        "value.converter": _JSON,
+        "value.converter.schemas.enable": "false",
+        "header.converter": _STRING,
+        "transforms": "name",
+        "transforms.name.type": "org.apache.kafka.connect.transforms.RegexRouter",
+        "transforms.name.regex": r".*\.public\.wl_outbox_debezium_(.+)_outbox",
+        "transforms.name.replacement": "wl-outbox_debezium-$1-in",
+    }
+
+
+def stored_config(name: str) -> dict[str, str]:
+    """The connector's config as the worker stores it (placeholders unresolved)."""
+    config: dict[str, str] = _call(f"/connectors/{name}/config")
+    return config
+
+
+def ensure(c: Connectors) -> None:
+    """Create the publication and both connectors unless they exist; wait until they run."""
+    with sink.transaction() as cur:
+        cur.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (c.publication,))
+        if cur.fetchone() is None:
+            cur.execute(sql.SQL("CREATE PUBLICATION {}").format(sql.Identifier(c.publication)))
+    existing = set(_call("/connectors"))
+    for name, config in ((c.name, router_config(c)), (c.cdc, cdc_config(c))):
+        if name not in existing:
+            _call("/connectors", "POST", {"name": name, "config": config})
+    for name in (c.name, c.cdc):
+        wait_running(name)
+
+
+def capture(c: Connectors, table: str) -> None:
+    """Let the connectors read ``table`` (bare, schema ``public``): ``SELECT`` for the role, and
+    the table in their publication (changes committed from now on are streamed)."""
+    ident = sql.Identifier("public", table)
+    role = sql.Identifier(_env("RECON_PG_DEBEZIUM_USER"))
+    with sink.transaction() as cur:
+        cur.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(ident, role))
+        cur.execute(
+            sql.SQL("ALTER PUBLICATION {} ADD TABLE {}").format(
+                sql.Identifier(c.publication), ident
+            )
+        )
+
+
+def wait_running(name: str, timeout: float = 90) -> None:
+    """Wait until the connector and its task run.
+
+    :raises WorkloadError: a task failed, or it did not run in time.
+    """
+    deadline = time.monotonic() + timeout
+    status: Any = None
+    while time.monotonic() < deadline:
+        try:
+            status = _call(f"/connectors/{name}/status")
+        except WorkloadError:  # 404 until the herder wrote the config, or the worker restarts
+            status = None
+        if status is not None:
+            states = [status["connector"]["state"]] + [t["state"] for t in status["tasks"]]
+            if "FAILED" in states:
+                traces = [t.get("trace", "")[:2000] for t in status["tasks"]]
+                raise WorkloadError(f"connector {name} failed: {states} {traces}")
+            if status["tasks"] and set(states) == {"RUNNING"}:
+                return
+        time.sleep(0.5)
+    raise WorkloadError(f"connector {name} not running within {timeout:.0f} s: {status}")
+
+
+def pause(name: str) -> None:
+    """Pause the connector (its task stops polling; the slot stays held)."""
+    _call(f"/connectors/{name}/pause", "PUT")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        status = _call(f"/connectors/{name}/status")
+        if {t["state"] for t in status["tasks"]} == {"PAUSED"}:
+            return
+        time.sleep(0.3)
+    raise WorkloadError(f"connector {name} did not pause within 30 s")
+
+
+def resume(name: str) -> None:
+    _call(f"/connectors/{name}/resume", "PUT")
+    wait_running(name)
+
+
+def stop(name: str) -> None:
+    """Stop the connector: its task ends and releases its slot (resumed by :func:`resume`)."""
+    _call(f"/connectors/{name}/stop", "PUT")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if not slot_active(name.replace("-", "_")):
+            return
+        time.sleep(0.3)
+    raise WorkloadError(f"connector {name} still holds its slot 60 s after it was stopped")
+
+
+def slot_active(slot: str) -> bool:
+    with sink.transaction() as cur:
+        cur.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot,))
+        row = cur.fetchone()
+    return bool(row and row[0])
+
+
+def _pidfile() -> Path:
+    return Path(_env("RECON_STATE")) / "connect" / "connect.pid"
+
+
+def kill_worker() -> None:
+    """Kill the Connect worker: SIGKILL to its process group, as a crash would (nothing
+    flushed); :func:`start_worker` starts it again."""
+    pid = int(_pidfile().read_text().strip())
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is no zombie (a killed worker nobody here reaps lingers as one)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def start_worker() -> None:
+    """``scripts/connect.sh start``: returns once the worker's REST API answers."""
+    script = Path(_env("RECON_ROOT")) / "scripts" / "connect.sh"
+    proc = subprocess.run(
+        ["bash", str(script), "start"], capture_output=True, text=True, timeout=180
+    )
+    if proc.returncode != 0:
+        raise WorkloadError(f"connect.sh start failed:\n{proc.stdout}{proc.stderr}")
+
+
+def lose_slot(name: str) -> None:
+    """What a lost replication slot does to a stopped connector (a failover to a server without
+    it, an operator recreating the connector): its slot and stored offsets are gone, so on
+    :func:`resume` it makes a new slot and streams from then on; what was committed meanwhile is
+    never published by it."""
+    _call(f"/connectors/{name}/offsets", "DELETE")
+    with sink.transaction() as cur:
+        cur.execute("SELECT pg_drop_replication_slot(%s)", (name.replace("-", "_"),))
+
+
+def remove(c: Connectors) -> None:
+    """Delete both connectors with their stored offsets (a later connector of the same name
+    would start from them), then their slots and publication (what a test made)."""
+    existing = set(_call("/connectors"))
+    for name in (c.name, c.cdc):
+        if name in existing:
+            stop(name)
+            _call(f"/connectors/{name}/offsets", "DELETE")
+            _call(f"/connectors/{name}", "DELETE")
+    slots = [c.slot(c.name), c.slot(c.cdc)]
+    with sink.transaction() as cur:
+        cur.execute(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
+            " WHERE slot_name = ANY(%s)",
+            (slots,),
+        )
+        cur.execute(sql.SQL("DROP PUBLICATION IF EXISTS {}").format(sql.Identifier(c.publication)))
