@@ -86,6 +86,8 @@ def run_scenario(
     started = time.monotonic()
     run = make_run(name, messages, partitions, seed, run_tag, rates, progress, hold)
     reset(run.names, run.conf)
+    if scenario.cleanup is not None:
+        scenario.cleanup(run.names)
     outcome = scenario.body(run)
     result = finish(run, outcome, started)
     run.progress.step(f"done in {result.seconds:.1f} s: {result.summary}")
@@ -98,4 +100,8 @@ def remove_run(scenario: str, run_tag: str) -> None:
     :param scenario: the run's scenario name.
     :param run_tag: the run's tag (``ScenarioResult.scenario_run`` is ``<scenario>-<tag>``).
     """
-    reset(RunNames(scenario, run_tag), base_config())
+    names = RunNames(scenario, run_tag)
+    reset(names, base_config())
+    found = SCENARIOS.get(scenario)
+    if found is not None and found.cleanup is not None:
+        found.cleanup(names)

@@ -1,7 +1,9 @@
 """Every scenario by name, with its fault parameters' defaults (what ``python -m recon_workload``
 and the tests run). The scenario functions live in :mod:`recon_workload.scenarios` and, for the
 verdicts beyond lost and duplicated, in ``scenarios_latency``, ``scenarios_payload``,
-``scenarios_order``, ``scenarios_outbox``, ``scenarios_debezium`` and ``scenarios_compacted``."""
+``scenarios_order``, ``scenarios_outbox``, ``scenarios_debezium`` and ``scenarios_compacted``; the
+Kafka -> Kafka hops in ``scenarios_mirror`` (MirrorMaker 2) and ``scenarios_stream`` (a stream
+processor)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from recon_workload.latency import HOLD_BACK_SECONDS
+from recon_workload.names import RunNames
 from recon_workload.runner import Outcome, Run
 from recon_workload.scenarios import (
     at_least_once,
@@ -24,6 +27,13 @@ from recon_workload.scenarios import (
 from recon_workload.scenarios_compacted import COMPACTED_DEFAULTS, compacted_changelog
 from recon_workload.scenarios_debezium import DEBEZIUM_DEFAULTS, outbox_debezium
 from recon_workload.scenarios_latency import slow_consumer
+from recon_workload.scenarios_mirror import (
+    RESTART_DEFAULTS,
+    RETENTION_DEFAULTS,
+    mirror_target_retention,
+    mirror_worker_restart,
+)
+from recon_workload.scenarios_mirror import cleanup as mirror_cleanup
 from recon_workload.scenarios_order import ORDER_DEFAULTS, upsert_replay
 from recon_workload.scenarios_outbox import (
     FIRE_AND_FORGET_DEFAULTS,
@@ -32,6 +42,11 @@ from recon_workload.scenarios_outbox import (
     outbox_relay,
 )
 from recon_workload.scenarios_payload import MANGLING_DEFAULTS, mangling_consumer
+from recon_workload.scenarios_stream import (
+    STREAM_DEFAULTS,
+    stream_processor_at_least_once,
+    stream_processor_exactly_once,
+)
 
 
 @dataclass(frozen=True)
@@ -41,13 +56,18 @@ class Scenario:
     defaults: dict[str, float]
     body: Callable[[Run], Outcome]
     takes_hold: bool = False  # holds a transaction open a caller can wait on (Run.hold)
+    #: removes what a run left outside the project's cluster (a connector, a replica topic)
+    cleanup: Callable[[RunNames], None] | None = None
 
 
 def _scenario(
-    body: Callable[[Run], Outcome], takes_hold: bool = False, **defaults: float
+    body: Callable[[Run], Outcome],
+    takes_hold: bool = False,
+    cleanup: Callable[[RunNames], None] | None = None,
+    **defaults: float,
 ) -> Scenario:
     doc = " ".join((body.__doc__ or "").split())
-    return Scenario(body.__name__, doc, defaults, body, takes_hold)
+    return Scenario(body.__name__, doc, defaults, body, takes_hold, cleanup)
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -73,5 +93,9 @@ SCENARIOS: dict[str, Scenario] = {
         _scenario(outbox_relay, False, **RELAY_DEFAULTS),
         _scenario(compacted_changelog, False, **COMPACTED_DEFAULTS),
         _scenario(outbox_debezium, True, **DEBEZIUM_DEFAULTS),
+        _scenario(mirror_worker_restart, False, mirror_cleanup, **RESTART_DEFAULTS),
+        _scenario(mirror_target_retention, False, mirror_cleanup, **RETENTION_DEFAULTS),
+        _scenario(stream_processor_at_least_once, False, **STREAM_DEFAULTS),
+        _scenario(stream_processor_exactly_once, False, **STREAM_DEFAULTS),
     )
 }

@@ -19,6 +19,7 @@ from recon_workload import (
 )
 from recon_workload.errors import WorkloadError
 from recon_workload.hold import HoldGate
+from recon_workload.hop import KafkaTarget
 from recon_workload.kafka_io import ReadRecord
 from recon_workload.latency import LatencyPlan
 from recon_workload.ledger import LedgerRow, Produced
@@ -88,6 +89,10 @@ class Outcome:
     #: the topic is compacted (``cleanup.policy=compact``) and the scenario waited for the log
     #: cleaner: an acknowledged record missing from it was compacted away.
     compacted: bool = False
+    #: a Kafka -> Kafka hop (MirrorMaker 2, a stream processor): its target topic's records are
+    #: the sink rows and :func:`recon_workload.hop.finish` builds the ledger (``topic`` is the
+    #: hop's source).
+    target: KafkaTarget | None = None
 
 
 @dataclass
@@ -190,6 +195,10 @@ def make_run(
 
 def finish(run: Run, outcome: Outcome, started: float) -> ScenarioResult:
     """Read back Kafka and PostgreSQL, build and store the ledger, and summarise the run."""
+    if outcome.target is not None:
+        from recon_workload import hop
+
+        return hop.finish(run, outcome, started)
     progress, names = run.progress, run.names
     progress.step("reading back the topic (read_committed, read_uncommitted) and the sink")
     rc = kafka_io.scan_topic(run.conf, outcome.topic, run.partitions, "read_committed")
