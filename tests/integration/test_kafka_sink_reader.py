@@ -102,3 +102,36 @@ def test_a_missing_target_topic_is_named() -> None:
     config = {"bootstrap.servers": os.environ["RECON_KAFKA_REPLICA_BOOTSTRAP"]}
     with pytest.raises(KafkaSnapshotError, match="no-such-topic-x"):
         tp.partitions_now(config, "no-such-topic-x", timeout=10, retry_for=0)
+
+
+def test_a_run_keeps_its_ranges_and_copies_the_target_as_its_sink_rows(
+    target: tuple[dict[str, str], str, Any], tmp_path: Any
+) -> None:
+    import pyarrow.parquet as pq
+    from fixtures.declarations import doc
+
+    from recon.config import parse_pipelines
+    from recon.read.sink_copy import is_copied
+    from recon.snapshot import target_step
+
+    _, topic, _ = target
+    sink = {"kind": "kafka", "connection": "kafka_replica", "topic": topic,
+            "message_id": {"header": "message_id"}}  # fmt: skip
+    cfg = parse_pipelines(doc(sink=sink))["payments"]
+    ranges = target_step.ranges_for_run(cfg, None)
+    kept = target_step.ranges_json(ranges)
+    assert target_step.ranges_of(topic, kept) == ranges
+    copy = str(tmp_path / "sink")
+    copied = target_step.copy_for_run(cfg, ranges, copy)
+    assert is_copied(copy)
+    rows = pq.read_table(f"{copy}/part-0.parquet").to_pylist()
+    assert copied == len(rows)
+    # o0 too once the other test has committed its transaction
+    ids = sorted(r["message_id"] for r in rows if r["message_id"] != "o0")
+    assert ids == ["m0", "m1", "m1", "m2", "r2"]
+    facts = target_step.facts_of(copy)
+    assert facts.removed
+    assert facts.open_ids <= {"o0"}  # the other test may have committed it
+    # The next run starts where this one's ranges ended.
+    after = target_step.ranges_for_run(cfg, kept)
+    assert [r.start for r in after] == [r.end for r in ranges]
