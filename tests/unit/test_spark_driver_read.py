@@ -48,7 +48,7 @@ def _plan(record: RunRecord, data_dir: str) -> PlannedRun:
     """The run's plan with its files under ``data_dir``, the Spark engine's settings read now."""
     return PlannedRun(
         cfg=_PIPELINE, record=record, catalog=None, source_times=None,  # type: ignore[arg-type]
-        data_dir=data_dir, engine=EngineSettings.read(spark=True),
+        data_dir=data_dir, engine=EngineSettings.read(spark=True), kafka=None,
     )  # fmt: skip
 
 

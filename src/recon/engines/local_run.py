@@ -34,8 +34,7 @@ import uuid
 from typing import Any
 
 from recon import store
-from recon.config import PipelineConfig
-from recon.config.connections import kafka_connection
+from recon.config.connections import KafkaConnection, kafka_connection
 from recon.engines.copies import row_copies
 from recon.engines.duckdb_connection import connect
 from recon.engines.plan import PlannedRun
@@ -44,7 +43,6 @@ from recon.ledger.versions import local_path, write_version
 from recon.read.kafka_local.pool import (
     Read,
     collect,
-    default_workers,
     read_in_process,
     read_ranges,
 )
@@ -78,12 +76,12 @@ def _run_dir(data_dir: str, pipeline: str, run_id: str) -> str:
     return os.path.dirname(window_path(data_dir, pipeline, run_id, "committed"))
 
 
-def _wait(cfg: PipelineConfig, readers: Read, connection: str | None = None) -> int:
+def _wait(pipeline: str, readers: Read, kafka: KafkaConnection) -> int:
     """The readers' record count; their failures name the pipeline and connection.
 
-    :param connection: the connection id they read with (default: the pipeline's topic's).
+    :param kafka: the connection they read with.
     """
-    return collect(readers, cfg.name, kafka_connection(connection or cfg.kafka.connection))
+    return collect(readers, pipeline, kafka)
 
 
 def snapshot_topic(plan: PlannedRun, *, progress: Progress = noop) -> dict[str, str]:
@@ -98,10 +96,10 @@ def snapshot_topic(plan: PlannedRun, *, progress: Progress = noop) -> dict[str, 
     cfg, run_id, data_dir = plan.cfg, plan.run_id, plan.data_dir
     final = _run_dir(data_dir, cfg.name, run_id)
     staging = f"{final}.tmp-{uuid.uuid4().hex[:8]}"
-    kafka = kafka_connection(cfg.kafka.connection)
+    kafka = plan.kafka
     window = window_ranges(plan.windows)
     offsets = sum(r.end - r.start for r in window)
-    workers = default_workers()
+    workers = plan.engine.readers
     # One decision for the whole window: its parts (committed, pending) are read side by side.
     in_process = read_in_process(window)
     how = "in this process" if in_process else f"with {workers} Kafka reader processes"
@@ -126,7 +124,9 @@ def snapshot_topic(plan: PlannedRun, *, progress: Progress = noop) -> dict[str, 
             )  # fmt: skip
         try:
             copies.start()
-            read = dict.fromkeys(_ISOLATION, 0) | {p: _wait(cfg, r) for p, r in readers.items()}
+            read = dict.fromkeys(_ISOLATION, 0) | {
+                p: _wait(cfg.name, r, kafka) for p, r in readers.items()
+            }
             records_took = time.monotonic() - started
         finally:
             for r in readers.values():
@@ -248,10 +248,10 @@ class LocalRunIO:
         directory = f"{self.run_dir}/source-records"
         shutil.rmtree(directory, ignore_errors=True)
         kafka = kafka_connection(spec.connection)
-        n = _wait(self.cfg, read_ranges(
+        n = _wait(self.cfg.name, read_ranges(
             dict(kafka.config), source_topic_ranges(self.cfg, times), spec.message_id, directory,
-            with_time=True,
-        ), spec.connection)  # fmt: skip
+            with_time=True, workers=self.plan.engine.readers,
+        ), kafka)  # fmt: skip
         self.progress(f"run {self.record.run_id}: {n} records of source {spec.name}")
         records = _view(self.con, "recon_source_records", directory)
         statement = source_rows_sql(records, times)
@@ -267,14 +267,14 @@ class LocalRunIO:
                      directory)  # fmt: skip
 
     def read_every(self, windows: list[PartitionWindow]) -> str:
-        kafka = kafka_connection(self.cfg.kafka.connection)
+        kafka = self.plan.kafka
         ranges = window_ranges(windows)
         directory = f"{self.run_dir}/uncommitted"
         shutil.rmtree(directory, ignore_errors=True)
-        _wait(self.cfg, read_ranges(
+        _wait(self.cfg.name, read_ranges(
             dict(kafka.config), ranges, self.cfg.kafka.message_id, directory,
-            isolation_level="read_uncommitted",
-        ))  # fmt: skip
+            isolation_level="read_uncommitted", workers=self.plan.engine.readers,
+        ), kafka)  # fmt: skip
         return _view(self.con, "recon_every", directory)
 
     def write_version(self, base_entries: list[str], has_ledger: bool) -> str:

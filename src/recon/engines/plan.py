@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from recon import settings, store
 from recon.config import PipelineConfig
-from recon.config.connections import kafka_connection
+from recon.config.connections import KafkaConnection, kafka_connection
 from recon.engines import needs_spark
 from recon.read.catalog import Catalog, inspect_catalog
 from recon.read.sink import SinkTable
@@ -100,6 +100,7 @@ class EngineSettings:
 
     :param spark: the pipeline's engine runs on Spark (``recon.engines.needs_spark``).
     :param memory_limit: DuckDB's memory limit (``engine: local``).
+    :param readers: the Kafka reader processes of the local engine's reads (``engine: local``).
     :param spark_master: the Spark master (``engine: spark``): a local one's driver reads every
         window itself (``recon.engines.spark_snapshot.window_on_driver``).
     :param driver_read: the largest window the Spark engine's driver reads itself (None: the
@@ -108,6 +109,7 @@ class EngineSettings:
 
     spark: bool
     memory_limit: str | None = None
+    readers: int | None = None
     spark_master: str | None = None
     driver_read: int | None = None
 
@@ -115,7 +117,7 @@ class EngineSettings:
     def read(cls, spark: bool) -> EngineSettings:
         """The settings of the engine (``spark``: the Spark engine's, else the local one's)."""
         if not spark:
-            return cls(False, memory_limit=settings.local_memory_limit())
+            return cls(False, settings.local_memory_limit(), settings.local_readers())
         return cls(True, spark_master=settings.spark_master(),
                    driver_read=settings.spark_driver_read())  # fmt: skip
 
@@ -131,6 +133,7 @@ class PlannedRun:
     :param source_times: which source rows the run reads and judges (None: no source).
     :param data_dir: where the run's files are.
     :param engine: the settings its engine reads.
+    :param kafka: the connection to the pipeline's topic.
     """
 
     cfg: PipelineConfig
@@ -139,6 +142,7 @@ class PlannedRun:
     source_times: SourceTimes | None
     data_dir: str
     engine: EngineSettings
+    kafka: KafkaConnection
 
     @property
     def run_id(self) -> str:
@@ -168,16 +172,16 @@ def load_plan(cfg: PipelineConfig, run_id: str, *, data_dir: str | None = None) 
         base = None
         if cfg.source is not None and record.base_run_id is not None:
             base = store.find_run(pg, cfg.name, record.base_run_id)
+    kafka = kafka_connection(cfg.kafka.connection)
     if record.catalog is None:
         with sink_db(cfg) as sink_pg:
-            kafka = kafka_connection(cfg.kafka.connection)
             catalog = inspect_catalog(cfg, sink_pg, kafka.config)
     else:
         catalog = Catalog.from_json(record.catalog)
     times = None if cfg.source is None else source_times(
         cfg, record.snapshot_at, None if base is None else base.snapshot_at
     )  # fmt: skip
-    return PlannedRun(cfg, record, catalog, times, data_dir or default_data_dir(), engine)
+    return PlannedRun(cfg, record, catalog, times, data_dir or default_data_dir(), engine, kafka)
 
 
 def explain(plan: RunPlan, data_dir: str) -> list[str]:

@@ -181,7 +181,7 @@ class SparkRunIO:
 
     def read_every(self, windows: list[PartitionWindow]) -> DataFrame:
         ranges = window_ranges(windows)
-        return read_records(self.spark, self.cfg, ranges, isolation_level="read_uncommitted")
+        return read_records(self.spark, self.plan, ranges, isolation_level="read_uncommitted")
 
     def write_version(self, base_entries: list[str], has_ledger: bool) -> str:
         from recon.ledger.versions import write_version

@@ -13,8 +13,6 @@ import shutil
 import uuid
 from typing import TYPE_CHECKING
 
-from recon.config import PipelineConfig
-from recon.config.connections import kafka_connection
 from recon.engines.copies import row_copies
 from recon.engines.plan import PlannedRun
 from recon.ledger.versions import local_path
@@ -35,14 +33,15 @@ PARTS = ("committed", "pending", "inflight")
 
 def read_records(
     spark: SparkSession,
-    cfg: PipelineConfig,
+    plan: PlannedRun,
     ranges: list[OffsetRange],
     isolation_level: str = "read_committed",
 ) -> DataFrame:
-    """The records of ``ranges`` of the pipeline's topic, read by Spark's tasks, as the rules
-    read a window part."""
+    """The records of ``ranges`` of the run's topic, read by Spark's tasks, as the rules read a
+    window part."""
+    cfg = plan.cfg
     return read_window(
-        spark, kafka_connection(cfg.kafka.connection), ranges, cfg.kafka.message_id,
+        spark, plan.kafka, ranges, cfg.kafka.message_id,
         isolation_level=isolation_level, with_time=cfg.sink.time_column is not None,
         payload=cfg.payload, order=cfg.order,
     )  # fmt: skip
@@ -79,10 +78,10 @@ def snapshot_topic(
                 write_empty_part(local_path(path))
                 open(os.path.join(local_path(path), "_SUCCESS"), "w").close()
             elif on_driver:
-                _read_on_driver(cfg, ranges, isolation, local_path(path))
+                _read_on_driver(plan, ranges, isolation, local_path(path))
             else:
                 assert spark is not None
-                records = read_records(spark, cfg, ranges, isolation)
+                records = read_records(spark, plan, ranges, isolation)
                 try:
                     records.write.mode("overwrite").parquet(path)
                 except Exception as exc:
@@ -139,11 +138,11 @@ def _on_driver(plan: PlannedRun) -> tuple[bool, bool]:
 
 
 def _read_on_driver(
-    cfg: PipelineConfig, ranges: list[OffsetRange], isolation: str, directory: str
+    plan: PlannedRun, ranges: list[OffsetRange], isolation: str, directory: str
 ) -> int:
     """Read ``ranges`` into ``directory`` with the local engine's reader; readers of the part
     see its old files or its new ones, never a mix."""
-    kafka = kafka_connection(cfg.kafka.connection)
+    cfg, kafka = plan.cfg, plan.kafka
     staging = f"{directory}.tmp-{uuid.uuid4().hex[:8]}"
     try:
         read = read_ranges(
