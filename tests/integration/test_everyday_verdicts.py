@@ -230,8 +230,16 @@ def test_a_row_committed_late_corrects_the_lost_verdict(
 # --- 4. retention after a run saw pending sink rows -----------------------------------------------
 
 
-@engines
-@pytest.mark.parametrize("group_moves", [True, False], ids=["group_advances", "group_stuck"])
+# The group stuck on Spark is not run: its verdicts (pending rows, the window still ending below
+# the new log start: unverifiable) are the named scenario pending_removed_by_retention, which
+# test_engine_parity.py holds Spark to column by column; the offset snapshot that finds the log
+# start moved is one step of both engines (group_stuck-local); Spark's run over a topic retention
+# emptied is group_advances-spark (a Spark run costs about 10 s of the suite's budget).
+@pytest.mark.parametrize(
+    ("group_moves", "engine"),
+    [(True, "spark"), (True, "local"), (False, "local")],
+    ids=["group_advances-spark", "group_advances-local", "group_stuck-local"],
+)
 def test_pending_rows_whose_records_were_removed_become_unverifiable(
     engine: str, group_moves: bool, setup: Callable[..., Setup], kafka_config: dict[str, str],
     spark: Any,
