@@ -119,7 +119,7 @@ class Diverting:
         written = self._pass(spec.topic, spec.partitions, spec.group, first=True)
         if spec.mode == "retry":
             retry, _ = retry_topics(spec.topic)
-            written += self._pass(retry, 1, f"{spec.group}-retry", first=False)
+            written += self._pass(retry, spec.partitions, f"{spec.group}-retry", first=False)
         self.producer.flush(30)
         self.db.close()
         return written

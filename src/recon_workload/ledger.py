@@ -58,6 +58,8 @@ VERDICTS = (
     "pending",
     "invalid",
     "unverifiable",  # a sink row whose record the log cleaner removed (compacted topics)
+    "diverted",  # lost, found in the run's dead-letter or retry topic (diverting consumers)
+    "excluded",  # not of the type the run's sink holds (the fan-out consumer)
 )
 
 
@@ -241,6 +243,8 @@ class Summary:
         hidden |= {"out_of_order"} if self.order_columns is None else set()
         hidden |= {"unpublished"} if self.source_table is None else set()
         hidden |= set() if self.compacted else {"unverifiable"}
+        # only in the runs that have them (their consumers divert or filter by design)
+        hidden |= {v for v in ("diverted", "excluded") if not self.counts[v]}
         verdicts = " ".join(f"{v}={self.counts[v]}" for v in VERDICTS if v not in hidden)
         if self.late_bound is not None:
             verdicts += f" (late: over {self.late_bound:g} s)"

@@ -26,6 +26,14 @@ from recon_workload.scenarios import (
 )
 from recon_workload.scenarios_compacted import COMPACTED_DEFAULTS, compacted_changelog
 from recon_workload.scenarios_debezium import DEBEZIUM_DEFAULTS, outbox_debezium
+from recon_workload.scenarios_diverted import (
+    DLT_DEFAULTS,
+    FANOUT_DEFAULTS,
+    RETRY_DEFAULTS,
+    dead_letter_consumer,
+    fanout_by_type,
+    retry_topic_consumer,
+)
 from recon_workload.scenarios_latency import slow_consumer
 from recon_workload.scenarios_mirror import (
     RESTART_DEFAULTS,
@@ -97,5 +105,8 @@ SCENARIOS: dict[str, Scenario] = {
         _scenario(mirror_target_retention, False, mirror_cleanup, **RETENTION_DEFAULTS),
         _scenario(stream_processor_at_least_once, False, **STREAM_DEFAULTS),
         _scenario(stream_processor_exactly_once, False, **STREAM_DEFAULTS),
+        _scenario(dead_letter_consumer, False, **DLT_DEFAULTS),
+        _scenario(retry_topic_consumer, False, **RETRY_DEFAULTS),
+        _scenario(fanout_by_type, False, **FANOUT_DEFAULTS),
     )
 }

@@ -93,6 +93,12 @@ class Outcome:
     #: the sink rows and :func:`recon_workload.hop.finish` builds the ledger (``topic`` is the
     #: hop's source).
     target: KafkaTarget | None = None
+    #: the run's dead-letter and retry topics (the diverting consumers): a lost message whose
+    #: record is read back from one is ``diverted`` (``scenarios_diverted.judge_diverted``).
+    diverted_topics: list[str] = field(default_factory=list)
+    #: the JSON ``type`` the run's sink holds (the fan-out consumer): a message of another type
+    #: is ``excluded`` (``scenarios_diverted.judge_excluded``); None: every record is expected.
+    expected_type: str | None = None
 
 
 @dataclass
@@ -218,6 +224,17 @@ def finish(run: Run, outcome: Outcome, started: float) -> ScenarioResult:
             outbox = sink.read_outbox(cur, outcome.source_table)
             source = {mid for _, mid in outbox if mid is not None}
     entries = ledger.build(outcome.produced, rc, ru, rows, offsets, source, outcome.compacted)
+    if outcome.diverted_topics or outcome.expected_type is not None:
+        from recon_workload import scenarios_diverted as sd
+
+        dead = [
+            r
+            for t in outcome.diverted_topics
+            for r in kafka_io.scan_topic(run.conf, t, run.partitions, "read_committed")
+        ]
+        run.faults["diverted"] = sd.judge_diverted(entries, dead)
+        if outcome.expected_type is not None:
+            run.faults["excluded"] = sd.judge_excluded(entries, rc, outcome.expected_type)
     late: set[str] = set()
     bound = None
     if outcome.latency is not None:

@@ -141,7 +141,9 @@ def create_tables(cur: Any, table: str, aux: Iterable[str] = ()) -> None:
 
 def drop_tables(cur: Any, table: str) -> None:
     """Drop a run's sink, bookkeeping and outbox tables if they exist."""
-    for name in (table, f"{table}_processed", f"{table}_offsets", f"{table}_outbox"):
+    # _other: the fan-out consumer's second table (recon_workload.scenarios_diverted)
+    for name in (table, f"{table}_processed", f"{table}_offsets", f"{table}_outbox",
+                 f"{table}_other"):  # fmt: skip
         cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier("public", name)))
 
 

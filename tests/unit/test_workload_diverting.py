@@ -43,3 +43,31 @@ def test_a_records_type() -> None:
     assert record_type(b"[1]") is None
     assert record_type(b"\xff") is None
     assert record_type(None) is None
+
+
+def test_the_ground_truth_of_diverted_and_excluded() -> None:
+    from recon_workload.kafka_io import Position, ReadRecord
+    from recon_workload.ledger import LedgerRow, summarize
+    from recon_workload.scenarios_diverted import judge_diverted, judge_excluded
+
+    at = Position("orders", 0, 1)
+    entries = [
+        LedgerRow("a", "a", True, [at], expected_verdict="lost"),
+        LedgerRow("b", "b", True, [at], sink_rows=1, expected_verdict="delivered"),
+        LedgerRow("c", "c", True, [at], expected_verdict="lost"),
+    ]
+    dead = [ReadRecord(Position("orders.DLT", 0, 7), "a", b"{}"),
+            ReadRecord(Position("orders.DLT", 0, 8), "b", b"{}")]  # fmt: skip
+    # a is diverted; b was written too (reprocessed): delivered; c stays lost
+    assert judge_diverted(entries, dead) == 1
+    assert [e.expected_verdict for e in entries] == ["diverted", "delivered", "lost"]
+    assert entries[0].detail == "in orders.DLT/0@7"
+    records = [
+        ReadRecord(at, "b", b'{"type": "refund"}'),
+        ReadRecord(at, "c", b'{"type": "order"}'),
+    ]
+    assert judge_excluded(entries, records, "order") == 1
+    assert [e.expected_verdict for e in entries] == ["diverted", "excluded", "lost"]
+    line = summarize(entries, 3, 3, 1).line("run")
+    assert "diverted=1" in line and "excluded=1" in line
+    assert "diverted" not in summarize(entries[2:], 1, 1, 0).line("run")
