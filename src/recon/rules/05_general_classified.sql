@@ -3,7 +3,9 @@
 --   s  a new sink row of this run               u  a record only the read_uncommitted pass saw
 --   l  the message's ledger entry from earlier runs
 -- total = the ledger's sink count + this run's new sink rows.
---   judged (a record in the window, or judged before and new sink rows): lost (total 0),
+--   judged (a record in the window, or judged before and new sink rows): lost (total 0;
+--     unverifiable when the sink is a Kafka topic whose retention removed records no run read:
+--     target_removed),
 --     delivered (1) or duplicated (>1); 05_general_verdicts then flags topic_duplicate when it
 --     sits at more than one position that no repair replayed (input replays: a replay is the
 --     same message again on purpose), and words the detail.
@@ -149,7 +151,9 @@ states2 AS (
 ),
 classified AS (
     SELECT *,
-        CASE WHEN (judged OR recalled) AND total = 0 THEN 'lost'
+        CASE WHEN (judged OR recalled) AND total = 0
+                  AND (SELECT count(*) > 0 FROM target_removed) THEN 'unverifiable'
+             WHEN (judged OR recalled) AND total = 0 THEN 'lost'
              WHEN judged AND total = 1 AND n_new = 1 AND n_changed > 0 THEN 'mismatched'
              WHEN judged AND total = 1 AND coalesce(latency_ms > ${LATE_AFTER_MS}, false)
                  THEN 'late'

@@ -64,10 +64,12 @@ SELECT verdict, message_id, positions[1].topic AS topic,
                || 'inside the log (compacted away) after the group committed past it: judged '
                || 'from that read at ' || listed END,
            CASE WHEN verdict = 'unverifiable' AND expired THEN ${PENDING_REMOVED} || listed END,
-           CASE WHEN verdict = 'unverifiable' AND NOT expired
+           CASE WHEN verdict = 'unverifiable' AND NOT expired AND NOT judged
                      AND (SELECT count(*) > 0 FROM removed_ranges) THEN ${NOT_FOUND_REMOVED} END,
-           CASE WHEN verdict = 'unverifiable' AND NOT expired THEN
+           CASE WHEN verdict = 'unverifiable' AND NOT expired AND NOT judged THEN
                (SELECT max(detail) FROM compaction_gaps) END,
+           CASE WHEN verdict = 'unverifiable' AND judged THEN
+               (SELECT max(detail) FROM target_removed) END,
            CASE WHEN verdict = 'phantom' AND expired THEN ${PENDING_NEVER_COMMITTED} || listed END,
            CASE WHEN verdict = 'phantom' AND NOT expired THEN ${PHANTOM} END
        ), '') AS detail,

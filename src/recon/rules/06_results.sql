@@ -33,8 +33,10 @@ SELECT verdict, message_id, topic, "partition",
             WHEN 'mismatched' THEN printf(${MISMATCHED_DETAIL}, array_to_string(differs, ', '))
             WHEN 'lost' THEN 'no sink row for a committed record'
             WHEN 'unverifiable' THEN concat_ws('; ',
-                CASE WHEN (SELECT count(*) > 0 FROM removed_ranges) THEN ${NOT_FOUND_REMOVED} END,
-                (SELECT max(detail) FROM compaction_gaps))
+                CASE WHEN "offset" IS NULL AND (SELECT count(*) > 0 FROM removed_ranges)
+                     THEN ${NOT_FOUND_REMOVED} END,
+                CASE WHEN "offset" IS NULL THEN (SELECT max(detail) FROM compaction_gaps) END,
+                CASE WHEN "offset" IS NOT NULL THEN (SELECT max(detail) FROM target_removed) END)
             ELSE ${PHANTOM} END AS detail,
        ${NO_POSITIONS} AS positions, latency_ms, record_time_ms,
        CAST(NULL AS BIGINT) AS sink_time_ms, CAST(NULL AS BOOLEAN) AS committed_seen

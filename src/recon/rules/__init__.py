@@ -18,6 +18,9 @@ first step (empty, with their columns, when the run has none):
 ``compaction_gaps`` per partition of a compacted topic whose read range holds fewer
                     committed records than offsets: ``topic, partition, from_offset,
                     to_offset, missing, detail`` (``recon.engines.pending.compaction_gaps``)
+``target_removed``  one row (``detail``) when the sink is a Kafka topic whose retention
+                    removed records before the run read them (``recon.snapshot.target_step``):
+                    a record without a sink row is then ``unverifiable``, not ``lost``
 ``replays``         ``topic, partition, offset`` of every record a repair replayed
                     (``recon.repairs``): a message at such a position is not a producer's
                     ``topic_duplicate``
@@ -214,7 +217,7 @@ COMMIT_STEPS: tuple[Step, ...] = (
 INPUTS = (
     "records", "pending", "sink_rows", "ledger", "uncommitted", "removed_ranges",
     "partition_ends", "compaction_gaps", "replays", "source_rows", "source_known",
-    "dead_letters",
+    "dead_letters", "target_removed",
 )  # fmt: skip
 
 _POSITIONS = 'STRUCT(topic VARCHAR, "partition" INTEGER, "offset" BIGINT)[]'
@@ -308,6 +311,7 @@ INPUT_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("detail", "VARCHAR"),
     ),  # fmt: skip
     "replays": (("topic", "VARCHAR"), ("partition", "INTEGER"), ("offset", "BIGINT")),
+    "target_removed": (("detail", "VARCHAR"),),
     "carried": (("message_id", "VARCHAR"),),
     "source_rows": (("message_id", "VARCHAR"), ("source_key", "VARCHAR"), ("judge", "BOOLEAN")),
     "source_known": (("message_id", "VARCHAR"),),

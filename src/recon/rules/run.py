@@ -146,9 +146,10 @@ def register_parameters(
     partition_ends: PartitionEnds | None,
     replays: Replays | None = None,
     compaction_gaps: Sequence[tuple[Any, ...]] | None = None,
+    target_removed: str | None = None,
 ) -> None:
     """The run's parameters as the relations ``removed_ranges``, ``partition_ends``,
-    ``replays`` and ``compaction_gaps``.
+    ``replays``, ``compaction_gaps`` and ``target_removed``.
 
     :param unverifiable: ``(topic, partition, from_offset, log_start_offset)`` per partition;
         only those whose window starts below the log-start offset are kept.
@@ -157,12 +158,16 @@ def register_parameters(
         pending record counts as read committed).
     :param replays: ``(topic, partition, offset)`` of each record a repair replayed.
     :param compaction_gaps: ``recon.engines.pending.compaction_gaps``'s rows (none: no gaps).
+    :param target_removed: what a Kafka sink's retention removed before the run read it, in
+        words (``recon.snapshot.target_step``; None: nothing, or a table sink).
     """
     removed = [u for u in (unverifiable or ()) if u[2] < u[3]]
     ends = [tuple(e) if len(e) > 3 else (*e, e[1]) for e in (partition_ends or ())]
+    target = [(target_removed,)] if target_removed else []
     for name, rows in (("removed_ranges", removed), ("partition_ends", ends),
                        ("replays", replays or ()),
-                       ("compaction_gaps", compaction_gaps or ())):  # fmt: skip
+                       ("compaction_gaps", compaction_gaps or ()),
+                       ("target_removed", target)):  # fmt: skip
         # Not kept: a list of values is no plan to cut, and Spark sizes it (and prunes it when
         # empty) as it plans; keeping it cost two Spark jobs each (0.14-0.19 s on Connect).
         engine.define(name, for_dialect(values_sql(name, rows), engine.dialect))
@@ -182,6 +187,7 @@ def judge_inputs(
     replays: Replays | None = None,
     *,
     named_once: bool = False,
+    target_removed: str | None = None,
 ) -> dict[str, int]:
     """Register a run's inputs and judge it (:func:`judge`).
 
@@ -192,6 +198,7 @@ def judge_inputs(
     :param judging: the pipeline's declared checks (:func:`judge`).
     :param replays: ``(topic, partition, offset)`` of each record a repair replayed.
     :param named_once: the source names each messageId in one row at most (:func:`judge`).
+    :param target_removed: see :func:`register_parameters`.
     """
     for name in ("records", "sink_rows", "ledger", "pending", "uncommitted", "source_rows",
                  "source_known", "dead_letters"):  # fmt: skip
@@ -199,7 +206,9 @@ def judge_inputs(
     run_steps(engine, SOURCE_ID_STEPS)
     # The sink as a whole: what an upsert sink's order is judged against (the run's rows here).
     engine.use("sink_all", inputs.get("sink_all", inputs.get("sink_rows")))
-    register_parameters(engine, unverifiable, partition_ends, replays)
+    register_parameters(
+        engine, unverifiable, partition_ends, replays, target_removed=target_removed
+    )
     sourced = inputs.get("source_rows") is not None
     return judge(engine, judging, sourced=sourced, named_once=named_once)
 
