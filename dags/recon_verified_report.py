@@ -41,7 +41,7 @@ def _report_dag(cfg: Any) -> DAG:
         doc_md=__doc__,
     ) as dag:
 
-        @task
+        @task(multiple_outputs=False)
         def print_watermark(**context: Any) -> dict[str, Any]:
             """Prints the watermark of each event that triggered the run; returns the newest."""
             newest: dict[str, Any] = {}
