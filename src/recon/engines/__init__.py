@@ -11,9 +11,13 @@ under the rules' names, runs each rule statement, and hands its outputs on.
   (``engine: local``: confluent-kafka readers, ``COPY``, DuckDB);
 * :mod:`recon.engines.pending` carries the messages the base run left ``pending`` into a run.
 
-:func:`needs_spark` is the one test of ``cfg.engine``: ``recon.run.steps`` picks the steps and the
-validation by it, the CLI whether to start a SparkSession, the Airflow DAG factory whether a step
-runs under spark-submit. It imports nothing at run time: the DAG factory uses it at parse time.
+* :mod:`recon.engines.plan` is a run's plan: resolved and recorded by step 1, loaded once by each
+  later step and handed to the engine's functions, which ask nothing again.
+
+:func:`needs_spark` is the one test of ``cfg.engine``: a run's plan records it, by which
+``recon.run.steps`` picks the steps and the validation; the CLI asks it whether to start a
+SparkSession, the Airflow DAG factory whether a step runs under spark-submit. It imports
+nothing at run time: the DAG factory uses it at parse time.
 """
 
 from __future__ import annotations

@@ -13,10 +13,12 @@
    entries on top of its base, ``recon.ledger``); then one PostgreSQL transaction commits
    results, watermarks and the ledger pointer.
 
-Steps 2 and 3 and the validation belong to the pipeline's engine, chosen here and nowhere else
-(:func:`engine_for`, by :func:`needs_spark`): ``recon.engines.spark_snapshot`` and
-``recon.engines.spark_run`` (Spark; Great
-Expectations on Spark; the driver reads a small run's window and validates its results itself:
+Step 1 resolves the run's plan and records it (``recon.engines.plan``); steps 2 and 3 and the
+validation each load it once (``load_plan``) and hand it down: nothing below them asks the
+catalogs, the results store or the settings again for what it holds. They belong to the
+pipeline's engine, chosen here and nowhere else (:func:`engine_for`, by the plan's engine):
+``recon.engines.spark_snapshot`` and ``recon.engines.spark_run`` (Spark; Great Expectations on
+Spark; the driver reads a small run's window and validates its results itself:
 :func:`step_needs_spark`) or ``recon.engines.local_run`` (DuckDB; Great Expectations on pandas; no
 JVM).
 Step 3 is one driver for both (``recon.engines.driver``): an engine gives it only its IO.
