@@ -13,7 +13,14 @@ props="$dir/worker.properties"
 pidfile="$dir/connect.pid"
 log="$dir/connect.log"
 
-running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+# A killed worker whose parent never reaps it (its starter's shell is gone; the container's first
+# process may not reap orphans) stays a zombie, which kill -0 still finds: that is not running.
+running() {
+  [ -f "$pidfile" ] || return 1
+  local state
+  state=$(ps -o stat= -p "$(cat "$pidfile")" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "${state#Z}" = "$state" ]
+}
 # Ready means the herder has joined its group and read its configs: /connectors answers 200.
 answers() { curl -sf --max-time 3 -o /dev/null "$RECON_CONNECT_URL/connectors"; }
 
