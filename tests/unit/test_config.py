@@ -284,7 +284,7 @@ def test_an_unknown_key_lists_the_keys_in_declaration_order() -> None:
         "pipelines.yaml: pipeline 'payments': retry: unknown key (expected one of engine, "
         "semantics, schedule, settle_seconds, kafka, sink, tolerances, latency, payload, "
         "order, idempotent_producer, catchup, retries, retention_days, tags, alerts, repair, "
-        "source, expect, diverted)"
+        "source, expect, diverted, flow)"
     )
 
 

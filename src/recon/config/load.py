@@ -17,6 +17,7 @@ import yaml
 
 from recon import settings
 from recon.config.explain import check_pipeline
+from recon.config.flows import flow_problems
 from recon.config.model import PipelineConfig
 from recon.config.problems import Problems, kind_of
 from recon.config.schema import PIPELINE_NAME_RE
@@ -159,6 +160,9 @@ def parse_pipelines(text: str, source: str = DEFAULT_FILE) -> dict[str, Pipeline
             problems.add(name, path, message)
         if config is not None:
             pipelines[name] = config
+    if not problems.items:  # a flow is judged over pipelines that loaded
+        for pipeline, key, message in flow_problems(pipelines):
+            problems.add(pipeline, key, message)
     problems.raise_if_any()
     return pipelines
 

@@ -314,3 +314,5 @@ class PipelineConfig:
     #: Where the consumer sends the records it does not write (None: nowhere); a record found
     #: there and not in the sink is ``diverted``.
     diverted: DivertedSpec | None = None
+    #: The flow this pipeline is a hop of (``recon.config.flows``: the hops chain by topic).
+    flow: str | None = None

@@ -355,6 +355,9 @@ class PipelineDecl(Declaration):
     source: Annotated[SourceDecl | None, BeforeValidator(mapping_not_null)] = None
     expect: Annotated[ExpectDecl | None, BeforeValidator(mapping_not_null)] = None
     diverted: Annotated[DivertedDecl | None, BeforeValidator(mapping_not_null)] = None
+    flow: Text | None = Field(
+        default=None, description="the flow this pipeline is a hop of (recon.config.flows)"
+    )
 
     def config(self, name: str) -> PipelineConfig:
         """The validated pipeline.
@@ -385,4 +388,5 @@ class PipelineDecl(Declaration):
             ),
             expect=self.expect.spec() if self.expect is not None else None,
             diverted=self.diverted.spec() if self.diverted is not None else None,
+            flow=self.flow,
         )
