@@ -228,10 +228,12 @@ def test_good_token_gets_the_page_with_the_seeded_runs(
     assert f"/recon/docs/validations/{seeded['docs'].name}" in html
     assert '<svg class="chart"' in html and 'class="bar"' in html
     assert "replay offset 1000" in html  # a repair hint naming the position
-    # Bounded: 50 runs (the oldest 5 are not shown), 100 discrepancy rows.
+    # Bounded: 50 runs (the oldest 5 are not shown), the latest run's discrepancies a page of
+    # 50 rows at a time (paged by the database).
     assert run_ids[-50] in html and run_ids[4] not in html
-    table = html.split('<table class="discrepancies">', 1)[1].split("</table>", 1)[0]
-    assert len(re.findall(r"<tr>", table)) == 1 + 100
+    table = html.split('<table class="discrepancies browse">', 1)[1].split("</table>", 1)[0]
+    assert len(re.findall(r"<tr>", table)) == 1 + 50
+    assert f"rows 1–50 of {N_DISCREPANCIES:,} (page 1 of 3)" in html
     # Escaped, never interpreted; no credentials.
     assert EVIL_ID not in html
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;" in html
