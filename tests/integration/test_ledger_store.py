@@ -160,42 +160,66 @@ def test_a_run_reads_and_writes_only_its_own_messages_entries(
     assert _by_id(found) == {"m1": FINAL_LEDGER["m1"], "m4": FINAL_LEDGER["m4"]}
 
 
-@pytest.mark.parametrize(
-    ("with_results", "without_index"), [(False, None), (False, "run-2"), (True, None)]
-)
-def test_spark_entries_carry_the_index_and_a_run_looks_them_up(
-    spark: SparkSession,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    with_results: bool,
-    without_index: str | None,
-) -> None:
-    """Scanning an entry's hashes costs Spark seconds per million rows: the entries and
-    results it writes are sorted within each file and indexed like segments, and a run looks
-    them up. An entry without an index (as the local engine writes them) is scanned, with the
-    same answer."""
-
-    manifests, _ = _run_chain(spark, tmp_path, with_results)
-    entries = _read_manifest(spark, manifests[-1])
-    if with_results:
-        names = [Path(versions.parse_entry(e)[0]).name for e in entries]
-        assert names == ["run-1.results", "run-2.results", "run-2", "run-3.results", "run-3"]
-    for place, entry in enumerate(entries):
+def _assert_sorted_and_indexed(entries: list[str]) -> None:
+    """Each entry's files are sorted by message id, and each entry has its index."""
+    for entry in entries:
         directory = Path(versions.parse_entry(entry)[0])
         assert (directory / membership.HEADER).is_file(), entry
         for part in directory.glob("part-*.parquet"):
             written = pq.read_table(part, columns=["message_id"]).column(0).to_pylist()
             assert written == sorted(written), part
-        if directory.name == without_index:
-            (directory / membership.HEADER).unlink()
-            scanned = [place]
 
+
+def _looked_up(spark: SparkSession, entries: list[str], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """What a run looking m1, m4 and m9 up scanned (one list of manifest places per lookup);
+    the entries it found are the newest of m1 and m4."""
     looked_up = spark_scans(monkeypatch)
     ids = spark.createDataFrame([("m1",), ("m4",), ("m9",)], "message_id string")
     found = _newest(spark, entries, ids)
     assert found is not None
     assert _by_id(found) == {"m1": FINAL_LEDGER["m1"], "m4": FINAL_LEDGER["m4"]}
-    assert looked_up == [scanned if without_index else []]
+    return looked_up
+
+
+def test_spark_entries_carry_the_index_and_a_run_looks_them_up(
+    spark: SparkSession,
+    chain: tuple[list[str], dict[str, DataFrame]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Scanning an entry's hashes costs Spark seconds per million rows: the entries it writes
+    are sorted within each file and indexed like segments, and a run looks them up. An entry
+    without an index (as the local engine writes them) is scanned, with the same answer.
+
+    On the module's chain (one chain of runs fewer than a chain per case): run-2's index is
+    taken away for the second lookup, and put back after."""
+    manifests, _ = chain
+    entries = _read_manifest(spark, manifests[-1])
+    _assert_sorted_and_indexed(entries)
+    assert _looked_up(spark, entries, monkeypatch) == [[]]
+
+    directories = [Path(versions.parse_entry(e)[0]) for e in entries]
+    place = [d.name for d in directories].index("run-2")
+    header = directories[place] / membership.HEADER
+    kept = header.read_bytes()
+    header.unlink()
+    try:
+        assert _looked_up(spark, entries, monkeypatch) == [[place]]
+    finally:
+        header.write_bytes(kept)
+
+
+def test_spark_results_in_the_ledger_carry_the_index_and_a_run_looks_them_up(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the Spark engine writes on a local file system: each version holds the run's results
+    (the entries of its new messages) beside the entries of the messages the ledger knew; the
+    results are sorted and indexed too, and looked up."""
+    manifests, _ = _run_chain(spark, tmp_path, with_results=True)
+    entries = _read_manifest(spark, manifests[-1])
+    names = [Path(versions.parse_entry(e)[0]).name for e in entries]
+    assert names == ["run-1.results", "run-2.results", "run-2", "run-3.results", "run-3"]
+    _assert_sorted_and_indexed(entries)
+    assert _looked_up(spark, entries, monkeypatch) == [[]]
 
 
 @pytest.mark.parametrize("order", ["sorted", "reversed"])
