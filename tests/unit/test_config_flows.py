@@ -85,3 +85,31 @@ def test_the_hop_where_a_message_went_wrong() -> None:
     assert first_bad_hop(flow, {"a": "delivered", "b": "delivered", "c": "delivered"}) is None
     # Not judged by the second hop yet: nothing wrong so far.
     assert first_bad_hop(flow, {"a": "delivered", "c": "lost"}) is None
+
+
+def test_an_alert_names_the_hop_of_its_flow() -> None:
+    from recon.alert.content import flow_line
+
+    flow = {"name": "orders", "hops": ["mirror", "processor", "to_table"], "hop": "processor"}
+    assert flow_line(flow) == "Flow orders, hop 2 of 3: processor (mirror -> processor -> to_table)"
+    assert flow_line(None) is None
+    # A file that no longer loads: the hop is still named.
+    assert flow_line({"name": "orders", "hops": [], "hop": "processor"}) == (
+        "Flow orders, a hop: processor ()"
+    )
+
+
+def test_a_pipeline_s_flow_is_read_from_the_file_that_declares_it(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recon.config.flows import flow_of
+
+    text = yaml.safe_dump({"pipelines": {"b": _hop("orders.copy", None),
+                                         "a": _hop("orders", "orders.copy")}})  # fmt: skip
+    path = tmp_path / "pipelines.yaml"
+    path.write_text(text)
+    monkeypatch.setenv("RECON_PIPELINES", str(path))
+    monkeypatch.setenv("RECON_PIPELINES_DIR", str(tmp_path / "none"))
+    loaded = parse_pipelines(text)
+    assert flow_of(loaded["b"]) == {"name": "orders", "hops": ["a", "b"], "hop": "b"}
+    assert flow_of(_load(x=_hop("t", None, flow=None))["x"]) is None

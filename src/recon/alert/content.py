@@ -53,10 +53,14 @@ class Alert:
     funnel: str | None = None
     #: the run's discrepancies on the reconciliation page (:func:`page_url`)
     page_url: str | None = None
+    #: the hop of its flow the pipeline is (:func:`flow_line`), when it is one
+    flow: str | None = None
 
     def text(self) -> str:
         """The alert as plain text (the email body, the webhook's fallback ``text``)."""
         lines = [self.title, ""]
+        if self.flow:
+            lines.extend([self.flow, ""])
         if self.latency:
             lines.extend([self.latency, ""])
         if self.funnel:
@@ -161,6 +165,21 @@ def latency_line(latency: Mapping[str, Any] | None) -> str | None:
     return line
 
 
+def flow_line(flow: Mapping[str, Any] | None) -> str | None:
+    """Which hop of which flow broke its contract: ``Flow orders, hop 2 of 3: processor (mirror
+    -> processor -> to_table)``.
+
+    :param flow: ``name``, ``hops`` (in order) and ``hop`` (this pipeline), or None.
+    """
+    if not flow:
+        return None
+    hops = [str(h) for h in flow.get("hops") or ()]
+    hop = str(flow.get("hop"))
+    where = f"hop {hops.index(hop) + 1} of {len(hops)}" if hop in hops else "a hop"
+    chain = " -> ".join(value(h) for h in hops)
+    return f"Flow {value(str(flow.get('name')))}, {where}: {value(hop)} ({chain})"
+
+
 def _allowance(failure: Mapping[str, Any], semantics: str) -> Allowance | None:
     """How the failed rule allows its verdict: by the checkpoint's rule name (``<verdict>_ratio``,
     ``_count``, ``_forbidden``), else by the contract's cell: the contract's own violations
@@ -226,8 +245,8 @@ def build_alert(
         ``samples`` (per verdict: message_id, topic, partition, offsets, sink_keys, sink_count;
         a ``late``, ``mismatched``, ``duplicated``, ``out_of_order``, ``unpublished`` or
         ``invalid`` one also its ``detail``, of which only the figures, field names, key and
-        positions or source row are shown) and optionally ``latency`` (:func:`latency_line`) and
-        ``funnel`` (:func:`recon.alert.funnel.funnel_line`).
+        positions or source row are shown) and optionally ``latency`` (:func:`latency_line`),
+        ``funnel`` (:func:`recon.alert.funnel.funnel_line`) and ``flow`` (:func:`flow_line`).
     :param outcome: the checkpoint's decision; its failures name the violated rules.
     :param sample_size: at most this many sample messages per verdict.
     :param dag_id: the pipeline's DAG id for the run link (default: the pipeline name).
@@ -280,4 +299,5 @@ def build_alert(
         sample_ids=sample_ids,
         latency=latency_line(summary.get("latency")),
         funnel=funnel_line(summary.get("funnel")),
+        flow=flow_line(summary.get("flow")),
     )

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from recon.config import PipelineConfig
+from recon.config.flows import flow_of
 from recon.store import RunNotFound
 
 SAMPLE_SIZE = 10
@@ -108,6 +109,7 @@ def alert_for_run(cfg: PipelineConfig, run_id: str, dag_id: str | None = None) -
             "pipeline": cfg.name, "run_id": run_id, "semantics": cfg.semantics,
             "counts": counts or {}, "samples": samples, "windows": windows or [],
             "duration_seconds": duration, "latency": latency, "funnel": funnel,
+            "flow": flow_of(cfg),
         }  # fmt: skip
         channels = send_alerts(
             pg, pipeline=cfg.name, semantics=cfg.semantics, run_id=run_id,

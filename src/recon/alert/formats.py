@@ -32,7 +32,7 @@ def webhook_payload(alert: Alert) -> dict[str, Any]:
             "text": {"type": "mrkdwn", "text": _mrkdwn(f"*Run* `{shown(alert.run_id)}`")},
         },
     ]
-    for line in (alert.latency, alert.funnel):
+    for line in (alert.flow, alert.latency, alert.funnel):
         if line:
             blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _mrkdwn(line)}})
     for report in alert.reports:

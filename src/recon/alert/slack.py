@@ -61,7 +61,9 @@ def slack_payload(alert: Alert) -> dict[str, Any]:
     """
     sections = [slack_text(alert.title)]
     run = f"*Run* `{shown(alert.run_id)}`"
-    sections.append(slack_text("\n".join(x for x in (run, alert.latency, alert.funnel) if x)))
+    sections.append(
+        slack_text("\n".join(x for x in (run, alert.flow, alert.latency, alert.funnel) if x))
+    )
     for report in alert.reports:
         lines = [f"*{report_heading(report)}*", *(f"• {s}" for s in report.samples)]
         lines.append(f"_Repair:_ {report.hint}")
