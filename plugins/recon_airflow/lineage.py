@@ -77,41 +77,54 @@ def postgres_dataset_naming(host: str, port: int, database: str, table: str) -> 
                     schema=schema or DEFAULT_PG_SCHEMA, table=name)  # fmt: skip
 
 
-#: The scheme of a sink's Asset URI (``x-``: a scheme of this project's, which Airflow keeps as is).
+#: The schemes of a sink's Asset URI (``x-``: schemes of this project's, which Airflow keeps as
+#: they are): a PostgreSQL table, or a Kafka topic (a ``kind: kafka`` sink: a hop's target).
 ASSET_SCHEME = "x-postgres"
+KAFKA_ASSET_SCHEME = "x-kafka"
 
 
-def sink_asset_uri(sink_connection: str, table: str) -> str:
-    """The URI of the Airflow Asset of a sink table: ``x-postgres://<connection id>/<schema>/
-    <table>``, an unqualified table in ``public`` (as :func:`postgres_dataset_naming`).
+def sink_asset_uri(sink_connection: str, table: str, *, topic: str | None = None) -> str:
+    """The URI of the Airflow Asset of a sink: ``x-postgres://<connection id>/<schema>/<table>``
+    (an unqualified table in ``public``, as :func:`postgres_dataset_naming`), or
+    ``x-kafka://<connection id>/<topic>`` for a topic.
 
     :param sink_connection: the sink's Airflow connection id (``sink.connection``).
-    :param table: ``schema.table`` or ``table`` (``sink.table``).
+    :param table: ``schema.table`` or ``table`` (``sink.table``; empty for a topic).
+    :param topic: the sink's topic (``sink.topic`` of a ``kind: kafka`` sink).
     """
+    if topic:
+        return f"{KAFKA_ASSET_SCHEME}://{sink_connection}/{topic}"
     schema, _, name = table.rpartition(".")
     return f"{ASSET_SCHEME}://{sink_connection}/{schema or DEFAULT_PG_SCHEMA}/{name}"
 
 
 def sink_asset(cfg: Any) -> Any:
-    """The pipeline's sink as an Airflow Asset (its reconciliation DAG's alert task emits it).
+    """The pipeline's sink (a table, or a hop's target topic) as an Airflow Asset: its
+    reconciliation DAG's alert task emits it.
 
     :param cfg: a ``recon.config.PipelineConfig``.
     """
     from airflow.sdk import Asset
 
-    return Asset(uri=sink_asset_uri(cfg.sink.connection, cfg.sink.table))
+    sink = cfg.sink
+    topic = sink.topic if sink.is_kafka else None
+    return Asset(uri=sink_asset_uri(sink.connection, sink.table, topic=topic))
 
 
 def _datasets(cfg: Any, results_conn_id: str) -> dict[str, Kafka | Postgres]:
     from recon.config.connections import kafka_connection, postgres_connection
 
     kafka = kafka_connection(cfg.kafka.connection)
-    sink = postgres_connection(cfg.sink.connection)
     results = postgres_connection(results_conn_id)
     named: dict[str, Kafka | Postgres] = {
         "topic": kafka_dataset_naming(kafka.bootstrap_servers, cfg.kafka.topic),
-        "sink": postgres_dataset_naming(sink.host, sink.port, sink.dbname, cfg.sink.table),
     }
+    if cfg.sink.is_kafka:  # a hop's target topic, on the sink connection's cluster
+        target = kafka_connection(cfg.sink.connection)
+        named["sink"] = kafka_dataset_naming(target.bootstrap_servers, cfg.sink.topic)
+    else:
+        sink = postgres_connection(cfg.sink.connection)
+        named["sink"] = postgres_dataset_naming(sink.host, sink.port, sink.dbname, cfg.sink.table)
     for table in ("runs", "offset_snapshots", "discrepancies"):
         named[table] = postgres_dataset_naming(
             results.host, results.port, results.dbname, f"{RESULTS_SCHEMA}.{table}"

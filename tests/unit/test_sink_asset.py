@@ -35,3 +35,23 @@ def test_alert_task_emits_the_sink_asset_the_demo_report_waits_for(
     made = runpy.run_path(str(ROOT / "dags" / "recon_verified_report.py"))
     report = made["verified_report_payments_exactly_once"]
     assert list(report.timetable.asset_condition.objects) == [sink_asset(cfg)]
+
+
+def test_a_hops_target_topic_is_its_asset_and_its_lineage_sink(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fixtures.declarations import doc
+
+    from recon.config import parse_pipelines
+    from recon_airflow.lineage import step_lineage
+
+    sink = {"kind": "kafka", "connection": "kafka_replica", "topic": "recon.payments",
+            "message_id": {"header": "message_id"}}  # fmt: skip
+    cfg = parse_pipelines(doc(sink=sink))["payments"]
+    assert sink_asset(cfg).uri == "x-kafka://kafka_replica/recon.payments"
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_REPLICA", "kafka://replica.test:23192")
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_DEFAULT", "kafka://main.test:9092")
+    monkeypatch.setenv("AIRFLOW_CONN_POSTGRES_RECON", "postgres://u:p@db.test:5432/recon")
+    lineage = step_lineage(cfg, "reconcile", "postgres_recon")
+    names = {(d.namespace, d.name) for d in lineage.inputs}
+    assert ("kafka://replica.test:23192", "recon.payments") in names
