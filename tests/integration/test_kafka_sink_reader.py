@@ -135,3 +135,36 @@ def test_a_run_keeps_its_ranges_and_copies_the_target_as_its_sink_rows(
     # The next run starts where this one's ranges ended.
     after = target_step.ranges_for_run(cfg, kept)
     assert [r.start for r in after] == [r.end for r in ranges]
+
+
+def test_a_kafka_sink_pipeline_is_checked_then_refused_by_name(
+    target: tuple[dict[str, str], str, Any], kafka_config: dict[str, str]
+) -> None:
+    """Until the engines read a Kafka sink, its pipeline's run stops before any work, in one
+    line naming the pipeline and the key: a missing target topic, else the sink kind."""
+    from fixtures.declarations import doc
+
+    from recon.config import parse_pipelines
+    from recon.errors import ReconError
+    from recon.stack.preflight import check_pipeline
+
+    _, topic, _ = target
+    source = f"test-sink-src-{uuid.uuid4().hex[:8]}"
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient(kafka_config)
+    admin.create_topics([NewTopic(source, num_partitions=1)])[source].result(timeout=30)
+    try:
+        for sink_topic, said in (
+            ("no-such-target-x", "pipeline 'payments': sink.topic: topic 'no-such-target-x'"),
+            (topic, "pipeline 'payments': sink.kind: kafka is declared and checked, but no "
+                    "engine reads a Kafka sink yet"),
+        ):  # fmt: skip
+            sink = {"kind": "kafka", "connection": "kafka_replica", "topic": sink_topic,
+                    "message_id": {"header": "message_id"}}  # fmt: skip
+            cfg = parse_pipelines(doc(sink=sink, kafka__topic=source))["payments"]
+            with pytest.raises(ReconError) as caught:
+                check_pipeline(cfg)
+            assert said in str(caught.value) and "\n" not in str(caught.value)
+    finally:
+        admin.delete_topics([source])[source].result(timeout=30)

@@ -29,6 +29,8 @@ def check_pipeline(cfg: PipelineConfig) -> None:
 
     from recon.read.sink import inspect_sink
 
+    if cfg.sink.is_kafka:
+        _check_kafka_sink(cfg)
     source: tuple[tuple[str, str, Callable[[str], object]], ...] = ()
     if cfg.source is not None:
         kind = kafka_connection if cfg.source.is_topic else postgres_connection
@@ -59,6 +61,28 @@ def check_pipeline(cfg: PipelineConfig) -> None:
         pg.close()
     if cfg.source is not None:
         _check_source(cfg)
+
+
+def _check_kafka_sink(cfg: PipelineConfig) -> None:
+    """A Kafka sink (``sink.kind: kafka``): both connections resolve and both topics exist; then
+    the run is refused, named: the engines do not read a Kafka sink yet (issue 73: the
+    declaration, the target's reader and position and the rules are in, the steps' wiring not).
+
+    :raises ReconError: naming the pipeline and the key.
+    """
+    assert cfg.sink.topic is not None
+    for key, conn_id in (("kafka.connection", cfg.kafka.connection),
+                         ("sink.connection", cfg.sink.connection)):  # fmt: skip
+        try:
+            kafka_connection(conn_id)
+        except ConnectionNotFound as exc:
+            raise ConnectionNotFound(f"pipeline '{cfg.name}': {key}: {exc}") from None
+    check_topic(cfg.name, cfg.kafka.connection, cfg.kafka.topic, "kafka.topic")
+    check_topic(cfg.name, cfg.sink.connection, cfg.sink.topic, "sink.topic")
+    raise ReconError(
+        f"pipeline '{cfg.name}': sink.kind: kafka is declared and checked, but no engine reads a "
+        "Kafka sink yet: this pipeline cannot run (issue 73)"
+    )
 
 
 def check_topic(pipeline: str, connection: str, topic: str, key: str) -> list[int]:
