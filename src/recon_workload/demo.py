@@ -28,6 +28,7 @@ DEMO = {
     "deliveries_latency_bound": "slow_consumer",
     "refunds_outbox_exactly_once": "outbox_relay",
     "stock_compacted_changelog": "compacted_changelog",
+    "refunds_outbox_debezium": "outbox_debezium",
 }
 #: The pipelines whose claim the demo's workload breaks: each must fail and send its alerts.
 BROKEN = ("ledger_broken_exactly_once", "deliveries_latency_bound")
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     from recon import store
     from recon.config import load_pipelines
     from recon.run.services import results_db
-    from recon_workload import run_scenario
+    from recon_workload import debezium, run_scenario
 
     messages = int(os.environ.get("RECON_DEMO_MESSAGES", "1000"))
     pipelines = load_pipelines()
@@ -129,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
         say(f"workload {scenario} ({messages} messages) feeding pipeline {pipeline}")
         result = run_scenario(scenario, messages=messages, run_tag=TAG, progress=True)
         say(f"  ground truth: {result.summary}")
+    # The Debezium connectors' replication slots keep WAL while nothing reads them: removed once
+    # their topic is written (the next demo makes them again).
+    debezium.remove(debezium.connectors())
     with results_db() as pg:
         store.ensure_schema(pg)
         for pipeline in DEMO:
