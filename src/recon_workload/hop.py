@@ -9,8 +9,9 @@ committed records as the sink rows, and:
 
 - ``duplicated`` and ``delivered`` name each copy's target coordinates in ``detail``;
 - a target record of an aborted transaction is no delivery (``detail`` counts them);
-- a message the hop's SMT dropped on purpose is ``lost`` (there is no declaration yet that
-  expects it absent), its ``detail`` says so;
+- a message the hop's SMT dropped on purpose is ``excluded``: the pipeline over the hop declares
+  the same rule as its ``expect`` (:data:`recon_workload.scenarios_mirror.EXPECT`); without
+  that declaration the product says ``lost`` for it;
 - when the target's retention removed records before the run read them, a message without a
   visible copy is ``unverifiable``: nothing left in the target can prove or refute it (its
   ``detail`` names the removed copy, which the scenario read before removing it);
@@ -132,7 +133,8 @@ def build(
                 else "no copy left, and the target's retention removed records before the run"
             )
         elif row.expected_verdict == "lost" and mid in target.filtered:
-            notes.append("dropped by the hop's SMT filter")
+            row.expected_verdict = "excluded"
+            notes.append("dropped by the hop's SMT filter (lost without the pipeline's expect)")
         if aborted.get(mid):
             notes.append(
                 f"{aborted[mid]} aborted cop{'y' if aborted[mid] == 1 else 'ies'} in the target"

@@ -40,6 +40,8 @@ REPLICA_CONN_ID = "kafka_replica"
 SOURCE_ALIAS = "recon"
 #: A record carrying this header is dropped by the filtering connector's SMT.
 DROP_HEADER = "recon-drop"
+#: The ``expect`` a pipeline over the filtering hop declares: the records its SMT keeps.
+EXPECT = {"not": {"header": DROP_HEADER, "present": True}}
 MIRROR_SOURCE = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
 RESTART_DEFAULTS = {"filter_fraction": 0.1}
 RETENTION_DEFAULTS = {"removed_fraction": 0.5}
@@ -182,8 +184,8 @@ def _marked(messages: list[Message], fraction: float, seed: int) -> tuple[list[M
 def mirror_worker_restart(run: Run) -> Outcome:
     """MirrorMaker 2 (MirrorSourceConnector on the Connect worker) replicates the topic to the
     replica cluster as recon.<topic>; its SMT filters the records carrying the recon-drop header
-    (lost on purpose); the worker is SIGKILLed after copying records it has not yet stored as
-    replicated, then restarted: they are copied again (duplicated in the target)."""
+    (excluded: the pipeline expects them absent); the worker is SIGKILLed after copying records
+    it has not yet stored as replicated, then restarted: they are copied again (duplicated)."""
     source, target, name, replica = _start(run, filtered=True)
     messages, dropped = _marked(
         plan(run.names.run_tag, run.messages, run.seed), run.rates["filter_fraction"], run.seed
