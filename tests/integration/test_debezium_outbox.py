@@ -8,7 +8,9 @@ unpublished), rows skipped by a lost slot (unpublished), outbox rows deleted rig
 Debezium").
 
 One pair of connectors of the module's own (``RECON_WORKLOAD_DEBEZIUM``) serves every run in
-turn, and is removed with its slots and publication at the end.
+turn, and is removed with its slots and publication at the end. The test that kills the worker
+every Connect user shares runs with the serial tests (the suite then makes the pair once more in
+that tier's process).
 """
 
 from __future__ import annotations
@@ -135,6 +137,7 @@ def test_the_worker_runs_debezium_with_a_replication_role_of_least_rights(
         assert stored["database.hostname"] == "127.0.0.1"
 
 
+@pytest.mark.serial
 def test_a_killed_worker_and_a_paused_connector_are_judged_as_the_truth_says(
     connectors: debezium.Connectors, runs: list[str], tmp_path: Path, pg_kwargs: dict[str, Any]
 ) -> None:
