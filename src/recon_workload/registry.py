@@ -52,8 +52,10 @@ from recon_workload.scenarios_outbox import (
 from recon_workload.scenarios_payload import MANGLING_DEFAULTS, mangling_consumer
 from recon_workload.scenarios_stream import (
     STREAM_DEFAULTS,
+    TO_TABLE_DEFAULTS,
     stream_processor_at_least_once,
     stream_processor_exactly_once,
+    stream_processor_to_table,
 )
 
 
@@ -105,6 +107,7 @@ SCENARIOS: dict[str, Scenario] = {
         _scenario(mirror_target_retention, False, mirror_cleanup, **RETENTION_DEFAULTS),
         _scenario(stream_processor_at_least_once, False, **STREAM_DEFAULTS),
         _scenario(stream_processor_exactly_once, False, **STREAM_DEFAULTS),
+        _scenario(stream_processor_to_table, False, **TO_TABLE_DEFAULTS),
         _scenario(dead_letter_consumer, False, **DLT_DEFAULTS),
         _scenario(retry_topic_consumer, False, **RETRY_DEFAULTS),
         _scenario(fanout_by_type, False, **FANOUT_DEFAULTS),

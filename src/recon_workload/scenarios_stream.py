@@ -11,20 +11,22 @@ its JSON value, its messageId kept), produce it to the output topic, commit the 
 
 The hop's source is the input topic, its target the output topic (same cluster); the ground truth
 is a read-back of both (:mod:`recon_workload.hop`), the claimed offsets the processor group's.
-The output topic is then a pipeline's source for a second hop (consumer -> PostgreSQL).
+The output topic is then a pipeline's source for a second hop (consumer -> PostgreSQL):
+``stream_processor_to_table``, whose ground truth is that hop's (the standard ledger).
 """
 
 from __future__ import annotations
 
-from recon_workload import kafka_io
+from recon_workload import kafka_io, sink
 from recon_workload.hop import KafkaTarget
 from recon_workload.processor import ProcessorSpec
 from recon_workload.producers import IDEMPOTENT, plan, send_all
 from recon_workload.runner import Outcome, Run
-from recon_workload.scenarios import _kill_plan
+from recon_workload.scenarios import _consume, _kill_plan
 from recon_workload.supervisor import supervise
 
 STREAM_DEFAULTS = {"kill_rate": 0.2}
+TO_TABLE_DEFAULTS = {"kill_rate": 0.2, "sink_kill_rate": 0.1}
 
 
 def _processed(run: Run, transactional: bool) -> Outcome:
@@ -70,3 +72,16 @@ def stream_processor_exactly_once(run: Run) -> Outcome:
     (send_offsets_to_transaction), killed before committing: the output holds aborted records;
     read read_committed, every message is delivered exactly once."""
     return _processed(run, transactional=True)
+
+
+def stream_processor_to_table(run: Run) -> Outcome:
+    """The second hop of a processor's flow: the at-least-once processor (killed between produce
+    and commit: records twice in its output topic), then a consumer writing the output topic to
+    PostgreSQL (write, then commit); the ground truth is this hop's, output topic -> table
+    (a message the processor wrote twice is duplicated with topic_duplicate)."""
+    outcome = _processed(run, transactional=False)
+    with sink.transaction() as cur:
+        sink.create_tables(cur, run.names.table, ())
+    _consume(run, "write_then_commit", outcome.topics[1], run.rates["sink_kill_rate"], stage=1)
+    output = outcome.topics[1]
+    return Outcome(output, outcome.topics, run.names.group(), outcome.produced)

@@ -184,3 +184,78 @@ def test_a_stream_processor_hop(
     if scenario.endswith("exactly_once"):
         assert aborted > 0, "killed mid-transaction: the output holds aborted records"
         assert truth.faults["target_aborted_records"] > 0
+
+
+#: Both hops of the processor's flow: the processor's (its output topic as a Kafka sink, not run
+#: by the engines yet) and the consumer's into PostgreSQL. Fields: tag, source, output, pgroup,
+#: group, table.
+FLOW = """
+pipelines:
+  hop_proc_{tag}:
+    engine: local
+    semantics: at_least_once
+    schedule: null
+    settle_seconds: 0
+    flow: flow_{tag}
+    kafka: {{connection: kafka_default, topic: {source}, consumer_group: {pgroup},
+             message_id: {{header: message_id}}}}
+    sink: {{kind: kafka, connection: kafka_default, topic: {output},
+            message_id: {{header: message_id}}}}
+  hop_table_{tag}:
+    engine: local
+    semantics: at_least_once
+    schedule: null
+    settle_seconds: 0
+    flow: flow_{tag}
+    kafka: {{connection: kafka_default, topic: {output}, consumer_group: {group},
+             message_id: {{header: message_id}}}}
+    sink: {{connection: postgres_sink, table: {table}, message_id_column: message_id,
+            ingest_seq_column: id}}
+    tolerances: {{max_duplicate_ratio: 1.0}}
+"""
+
+
+def test_the_second_hop_of_a_processor_flow_is_judged_as_its_ground_truth(
+    hop_run: Callable[[str], ScenarioResult], pg_kwargs: dict[str, Any], tmp_path: Any
+) -> None:
+    """Item 5's second hop: the at-least-once processor's output topic -> consumer ->
+    PostgreSQL, declared with the processor's hop as one flow; the local engine judges the
+    table hop message by message as its ground truth says (the processor's duplicates are
+    topic_duplicate there); the processor's hop is checked, then refused by name."""
+    import duckdb
+    from fixtures.verdicts import expected_verdicts
+
+    from recon.config import load_pipelines
+    from recon.config.flows import flows_of
+    from recon.errors import ReconError
+    from recon.run.steps import results_db, results_path, run_pipeline
+    from recon.stack.preflight import check_pipeline
+    from recon.store import forget_pipeline
+
+    truth = hop_run("stream_processor_to_table")
+    tag = truth.scenario_run.rsplit("-", 1)[1]
+    source, output = truth.topics
+    path = tmp_path / "pipelines.yaml"
+    path.write_text(FLOW.format(tag=tag, source=source, output=output,
+                                pgroup=f"{truth.consumer_group}-processor",
+                                group=truth.consumer_group, table=truth.sink_table))  # fmt: skip
+    declared = load_pipelines(path)
+    hop1, hop2 = f"hop_proc_{tag}", f"hop_table_{tag}"
+    assert flows_of(declared)[f"flow_{tag}"].hops == (hop1, hop2)
+    with pytest.raises(ReconError, match="no engine reads a Kafka sink yet"):
+        check_pipeline(declared[hop1])
+    data_dir = str(tmp_path / "data")
+    try:
+        summary = run_pipeline(declared[hop2], "run-1", None, data_dir=data_dir)
+        parts = f"{results_path(data_dir, hop2, 'run-1')}/**/*.parquet"
+        found = duckdb.sql(
+            f"SELECT message_id, verdict, topic_duplicate FROM read_parquet('{parts}')"
+        ).fetchall()
+        actual = {m: (v, bool(d)) for m, v, d in found}
+        expected = expected_verdicts(pg_kwargs, truth.scenario_run)
+        assert actual == expected
+        assert summary.counts.get("duplicated", 0) > 0, truth.summary
+        assert any(dup for _, dup in expected.values()), "the processor wrote some twice"
+    finally:
+        with results_db() as pg:
+            forget_pipeline(pg, hop2)
