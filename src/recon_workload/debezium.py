@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -113,6 +114,16 @@ def _call(path: str, method: str = "GET", body: dict[str, Any] | None = None) ->
 
 def _common(c: Connectors, connector: str) -> dict[str, str]:
     return {
+        **_database(connector, c.publication),
+        "table.include.list": TABLES,
+        # An outbox is insert-only to its readers: the deletes that clean it publish nothing.
+        "skipped.operations": "u,d,t",
+        "tombstones.on.delete": "false",
+    }
+
+
+def _database(connector: str, publication: str) -> dict[str, str]:
+    return {
         "connector.class": POSTGRES_CONNECTOR,
         "tasks.max": "1",
         "plugin.name": "pgoutput",
@@ -125,18 +136,51 @@ def _common(c: Connectors, connector: str) -> dict[str, str]:
         "database.password": "${env:RECON_PG_DEBEZIUM_PASSWORD}",
         # Each its own: Debezium names its metrics by it, and a second connector with the same
         # prefix waits for the first's to go.
-        "topic.prefix": c.slot(connector),
-        "slot.name": c.slot(connector),
-        "publication.name": c.publication,
+        "topic.prefix": connector.replace("-", "_"),
+        "slot.name": connector.replace("-", "_"),
+        "publication.name": publication,
         # The role may not create a publication (that needs the tables' owner): the scenario
         # names each table in it.
         "publication.autocreate.mode": "disabled",
         "snapshot.mode": "no_data",
-        "table.include.list": TABLES,
-        # An outbox is insert-only to its readers: the deletes that clean it publish nothing.
-        "skipped.operations": "u,d,t",
-        "tombstones.on.delete": "false",
     }
+
+
+def change_events_config(connector: str, publication: str, table: str) -> dict[str, str]:
+    """A connector publishing ``table``'s (``schema.table``) inserts and updates as change
+    events, envelopes as they are (JSON, no schema), to ``<connector>.<schema>.<table>`` (dashes
+    as underscores); its deletes and their tombstones are skipped."""
+    return {
+        **_database(connector, publication),
+        "table.include.list": re.escape(table),
+        "skipped.operations": "d,t",
+        "tombstones.on.delete": "false",
+        "key.converter": _JSON,
+        "key.converter.schemas.enable": "false",
+        "value.converter": _JSON,
+        "value.converter.schemas.enable": "false",
+        "header.converter": _STRING,
+    }
+
+
+def create(name: str, config: dict[str, str]) -> None:
+    """Create a connector and wait until it runs."""
+    _call("/connectors", "POST", {"name": name, "config": config})
+    wait_running(name)
+
+
+def delete(name: str) -> None:
+    """Stop and delete a connector with its stored offsets, then drop its slot."""
+    if name in set(_call("/connectors")):
+        stop(name)
+        _call(f"/connectors/{name}/offsets", "DELETE")
+        _call(f"/connectors/{name}", "DELETE")
+    with sink.transaction() as cur:
+        cur.execute(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
+            " WHERE slot_name = %s",
+            (name.replace("-", "_"),),
+        )
 
 
 def router_config(c: Connectors) -> dict[str, str]:
