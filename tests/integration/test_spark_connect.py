@@ -9,6 +9,7 @@ session can still run Python."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from everyday_kit import (
     EXIT_CONTRACT_BROKEN,
@@ -39,14 +41,14 @@ from faultkit import (
     wait_for,
 )
 from fixtures.spark_connect import restart, running_server, server_environ, server_pid, sessions
-from proc_tree import find_process
 
 pytestmark = pytest.mark.integration
 
 
-#: The server's Python daemons leave 2 s after their last worker (not 60): the idle test's
+#: The server's Python daemons leave 2 s after their last worker (not 60): the idle check's
 #: setting, the server's from its start, so that test need not restart it (a start: 9 s here).
-#: The other tests' runs end before Spark closes their idle workers: their daemons never idle.
+#: A run's daemons outlive it (Spark closes idle workers after a minute): the idle check watches
+#: its own session's processes only.
 IDLE_DAEMONS = {"RECON_SPARK_PYTHON_IDLE": "2"}
 
 
@@ -75,9 +77,21 @@ def test_runs_attached_to_the_server_judge_each_message_and_compact_the_ledger(
     spark: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    s = kit_setup("spark", "connect")
+    """Also: a session's Python processes leave the server once idle (``recon.spark.daemon``),
+    while the session can still run Python. Its client runs Python in the server first; Spark
+    closes an idle worker after a minute, which passes while the runs judge."""
+    if server_environ().get("RECON_SPARK_PYTHON_IDLE") != IDLE_DAEMONS["RECON_SPARK_PYTHON_IDLE"]:
+        restart(IDLE_DAEMONS)  # a server that was running before this module, with its own
     monkeypatch.setenv("RECON_SPARK_REMOTE", connect_server)
+    with python_in_the_server() as idle:
+        _judge_each_message_and_compact_the_ledger(kit_setup("spark", "connect"), kafka_config,
+                                                   spark)  # fmt: skip
+        idle.leaves_and_comes_back()
 
+
+def _judge_each_message_and_compact_the_ledger(
+    s: Setup, kafka_config: dict[str, str], spark: Any
+) -> None:
     def run(run_id: str) -> subprocess.CompletedProcess[str]:
         result = s.cli(run_id, runner=("-c", COMPACTING_RUN))
         no_traceback(result, run_id)
@@ -194,35 +208,62 @@ PYTHON_IN_THE_SERVER = (
 )
 
 
-def _python_below(pid: int) -> int | None:
-    return find_process(pid, lambda argv: b"python" in argv[0].rsplit(b"/", 1)[-1])
+def _python_processes() -> dict[int, str]:
+    """The server's Python processes, each with the ``SPARK_JOB_ARTIFACT_UUID`` of the session
+    whose worker factory started it (a Connect session's daemon and workers carry its own)."""
+    found: dict[int, str] = {}
+    for proc in psutil.Process(server_pid()).children(recursive=True):
+        try:
+            if b"python" in os.path.basename(proc.cmdline()[0]).encode():
+                found[proc.pid] = proc.environ().get("SPARK_JOB_ARTIFACT_UUID", "")
+        except (psutil.Error, IndexError):
+            continue  # gone meanwhile
+    return found
 
 
-def test_a_sessions_python_processes_leave_the_server_once_idle(
-    connect_server: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if server_environ().get("RECON_SPARK_PYTHON_IDLE") != IDLE_DAEMONS["RECON_SPARK_PYTHON_IDLE"]:
-        restart(IDLE_DAEMONS)  # a server that was running before this module, with its own
-    monkeypatch.setenv("RECON_SPARK_REMOTE", connect_server)
+class IdleSession:
+    """A client session that ran Python in the server once (``PYTHON_IN_THE_SERVER``)."""
+
+    def __init__(self, client: subprocess.Popen[str], artifacts: str) -> None:
+        self.client = client
+        self.artifacts = artifacts
+
+    def run_python(self) -> None:
+        assert self.client.stdin is not None and self.client.stdout is not None
+        self.client.stdin.write("go\n")
+        self.client.stdin.flush()
+        assert self.client.stdout.readline().strip() == "[0, 2, 4, 6, 8]"
+
+    def leaves_and_comes_back(self) -> None:
+        # Spark closes a factory's idle workers after a minute; the daemon follows in 2 s.
+        wait_for("the session's Python processes to leave the server",
+                 lambda: self.artifacts not in _python_processes().values(),
+                 timeout=150)  # fmt: skip
+        # The same session again: Spark finds its daemon gone and starts another.
+        self.run_python()
+        assert self.client.stdin is not None
+        self.client.stdin.close()
+        code = self.client.wait(timeout=60)
+        assert code == 0, self.client.stderr.read()[-3000:] if self.client.stderr else ""
+
+
+@contextlib.contextmanager
+def python_in_the_server() -> Iterator[IdleSession]:
+    """A client session that ran Python in the server, its processes there named by their
+    session (``SPARK_JOB_ARTIFACT_UUID``): those of other sessions come and go meanwhile."""
+    before = _python_processes()
     client = subprocess.Popen(
         [sys.executable, "-c", PYTHON_IN_THE_SERVER], stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    assert client.stdin is not None and client.stdout is not None
     try:
-        client.stdin.write("go\n")
-        client.stdin.flush()
-        assert client.stdout.readline().strip() == "[0, 2, 4, 6, 8]"
-        assert _python_below(server_pid()) is not None  # the session's daemon, its worker
-        # Spark closes a factory's idle workers after a minute; the daemon follows in 2 s.
-        wait_for("the server's Python processes to leave",
-                 lambda: _python_below(server_pid()) is None, timeout=150)  # fmt: skip
-        # The same session again: Spark finds its daemon gone and starts another.
-        client.stdin.write("again\n")
-        client.stdin.flush()
-        assert client.stdout.readline().strip() == "[0, 2, 4, 6, 8]"
-        client.stdin.close()
-        assert client.wait(timeout=60) == 0, client.stderr.read()[-3000:] if client.stderr else ""
+        session = IdleSession(client, "")
+        session.run_python()
+        started = {u for pid, u in _python_processes().items() if pid not in before}
+        # The session's daemon and worker, both of its session's factory.
+        assert len(started) == 1 and "" not in started, started
+        (session.artifacts,) = started
+        yield session
     finally:
         client.kill()
         client.wait()
