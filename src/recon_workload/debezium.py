@@ -1,5 +1,6 @@
 """Debezium on the project's Kafka Connect worker, for the ``outbox_debezium`` scenario: its two
-PostgreSQL connectors, their replication slots and publication, and the worker's kill.
+PostgreSQL connectors, their replication slots and publication (through the worker's REST
+client, :mod:`recon_workload.connect`).
 
 One pair of connectors serves every run of the scenario (a connector's start costs seconds and
 its slot waits for the database's open transactions): a run adds its outbox table to their
@@ -20,22 +21,14 @@ gives its own and removes it (:func:`remove`) with its slots and publication.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import re
-import signal
-import subprocess
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 from psycopg2 import sql
 
-from recon_workload import sink
+from recon_workload import connect, sink
 from recon_workload.errors import WorkloadError
 
 POSTGRES_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
@@ -47,7 +40,6 @@ DEFAULT_NAME = "recon-workload-outbox"
 TABLES = r"public\.wl_outbox_debezium_[a-z0-9_]+_outbox"
 _STRING = "org.apache.kafka.connect.storage.StringConverter"
 _JSON = "org.apache.kafka.connect.json.JsonConverter"
-_RESTART_GRACE = 90.0
 
 
 def _env(name: str) -> str:
@@ -82,34 +74,6 @@ class Connectors:
 def connectors() -> Connectors:
     """The connectors this process's runs use (``RECON_WORKLOAD_DEBEZIUM``)."""
     return Connectors(os.environ.get(NAME_VARIABLE) or DEFAULT_NAME)
-
-
-def _call(path: str, method: str = "GET", body: dict[str, Any] | None = None) -> Any:
-    """One REST call, retried for up to :data:`_RESTART_GRACE` seconds while the worker is
-    restarting (the stack's worker is shared: another scenario may be killing it): refused
-    connections, and the 404 its web server answers before the REST resources are up."""
-    url = _env("RECON_CONNECT_URL") + path
-    data = json.dumps(body).encode() if body is not None else None
-    deadline = time.monotonic() + _RESTART_GRACE
-    while True:
-        request = urllib.request.Request(
-            url, data=data, method=method, headers={"Content-Type": "application/json"}
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                raw = response.read()
-            return json.loads(raw) if raw else None
-        except urllib.error.HTTPError as exc:
-            detail = exc.read()
-            starting = exc.code == 404 and b"<html" in detail  # Jetty's page, not a REST answer
-            if not starting or time.monotonic() > deadline:
-                raise WorkloadError(
-                    f"Kafka Connect {method} {path}: {exc.code} {detail!r}"
-                ) from exc
-        except (urllib.error.URLError, OSError) as exc:
-            if time.monotonic() > deadline:
-                raise WorkloadError(f"Kafka Connect at {url} did not answer ({exc})") from exc
-        time.sleep(1)
 
 
 def _common(c: Connectors, connector: str) -> dict[str, str]:
@@ -165,16 +129,16 @@ def change_events_config(connector: str, publication: str, table: str) -> dict[s
 
 def create(name: str, config: dict[str, str]) -> None:
     """Create a connector and wait until it runs."""
-    _call("/connectors", "POST", {"name": name, "config": config})
-    wait_running(name)
+    connect.create(name, config)
+    connect.wait_running(name)
 
 
 def delete(name: str) -> None:
     """Stop and delete a connector with its stored offsets, then drop its slot."""
-    if name in set(_call("/connectors")):
+    if name in set(connect.call("/connectors")):
         stop(name)
-        _call(f"/connectors/{name}/offsets", "DELETE")
-        _call(f"/connectors/{name}", "DELETE")
+        connect.call(f"/connectors/{name}/offsets", "DELETE")
+        connect.call(f"/connectors/{name}", "DELETE")
     with sink.transaction() as cur:
         cur.execute(
             "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
@@ -220,7 +184,7 @@ def cdc_config(c: Connectors) -> dict[str, str]:
 
 def stored_config(name: str) -> dict[str, str]:
     """The connector's config as the worker stores it (placeholders unresolved)."""
-    config: dict[str, str] = _call(f"/connectors/{name}/config")
+    config: dict[str, str] = connect.call(f"/connectors/{name}/config")
     return config
 
 
@@ -230,12 +194,12 @@ def ensure(c: Connectors) -> None:
         cur.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (c.publication,))
         if cur.fetchone() is None:
             cur.execute(sql.SQL("CREATE PUBLICATION {}").format(sql.Identifier(c.publication)))
-    existing = set(_call("/connectors"))
+    existing = set(connect.call("/connectors"))
     for name, config in ((c.name, router_config(c)), (c.cdc, cdc_config(c))):
         if name not in existing:
-            _call("/connectors", "POST", {"name": name, "config": config})
+            connect.create(name, config)
     for name in (c.name, c.cdc):
-        wait_running(name)
+        connect.wait_running(name)
 
 
 def capture(c: Connectors, table: str) -> None:
@@ -252,35 +216,12 @@ def capture(c: Connectors, table: str) -> None:
         )
 
 
-def wait_running(name: str, timeout: float = 90) -> None:
-    """Wait until the connector and its task run.
-
-    :raises WorkloadError: a task failed, or it did not run in time.
-    """
-    deadline = time.monotonic() + timeout
-    status: Any = None
-    while time.monotonic() < deadline:
-        try:
-            status = _call(f"/connectors/{name}/status")
-        except WorkloadError:  # 404 until the herder wrote the config, or the worker restarts
-            status = None
-        if status is not None:
-            states = [status["connector"]["state"]] + [t["state"] for t in status["tasks"]]
-            if "FAILED" in states:
-                traces = [t.get("trace", "")[:2000] for t in status["tasks"]]
-                raise WorkloadError(f"connector {name} failed: {states} {traces}")
-            if status["tasks"] and set(states) == {"RUNNING"}:
-                return
-        time.sleep(0.5)
-    raise WorkloadError(f"connector {name} not running within {timeout:.0f} s: {status}")
-
-
 def pause(name: str) -> None:
     """Pause the connector (its task stops polling; the slot stays held)."""
-    _call(f"/connectors/{name}/pause", "PUT")
+    connect.call(f"/connectors/{name}/pause", "PUT")
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        status = _call(f"/connectors/{name}/status")
+        status = connect.call(f"/connectors/{name}/status")
         if {t["state"] for t in status["tasks"]} == {"PAUSED"}:
             return
         time.sleep(0.3)
@@ -288,13 +229,13 @@ def pause(name: str) -> None:
 
 
 def resume(name: str) -> None:
-    _call(f"/connectors/{name}/resume", "PUT")
-    wait_running(name)
+    connect.call(f"/connectors/{name}/resume", "PUT")
+    connect.wait_running(name)
 
 
 def stop(name: str) -> None:
     """Stop the connector: its task ends and releases its slot (resumed by :func:`resume`)."""
-    _call(f"/connectors/{name}/stop", "PUT")
+    connect.call(f"/connectors/{name}/stop", "PUT")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if not slot_active(name.replace("-", "_")):
@@ -310,63 +251,20 @@ def slot_active(slot: str) -> bool:
     return bool(row and row[0])
 
 
-def _pidfile() -> Path:
-    return Path(_env("RECON_STATE")) / "connect" / "connect.pid"
-
-
-def kill_worker() -> None:
-    """Kill the Connect worker: SIGKILL to its process group, as a crash would (nothing
-    flushed); :func:`start_worker` starts it again."""
-    pid = int(_pidfile().read_text().strip())
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-
-
-def _alive(pid: int) -> bool:
-    """The process exists and is no zombie (a killed worker nobody here reaps lingers as one)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
-
-
-def start_worker() -> None:
-    """``scripts/connect.sh start``: returns once the worker's REST API answers."""
-    script = Path(_env("RECON_ROOT")) / "scripts" / "connect.sh"
-    proc = subprocess.run(
-        ["bash", str(script), "start"], capture_output=True, text=True, timeout=180
-    )
-    if proc.returncode != 0:
-        raise WorkloadError(f"connect.sh start failed:\n{proc.stdout}{proc.stderr}")
-
-
 def lose_slot(name: str) -> None:
     """What a lost replication slot does to a stopped connector (a failover to a server without
     it, an operator recreating the connector): its slot and stored offsets are gone, so on
     :func:`resume` it makes a new slot and streams from then on; what was committed meanwhile is
     never published by it."""
-    _call(f"/connectors/{name}/offsets", "DELETE")
+    connect.call(f"/connectors/{name}/offsets", "DELETE")
     with sink.transaction() as cur:
         cur.execute("SELECT pg_drop_replication_slot(%s)", (name.replace("-", "_"),))
 
 
 def remove(c: Connectors) -> None:
-    """Delete both connectors with their stored offsets (a later connector of the same name
-    would start from them), then their slots and publication (what a test made)."""
-    existing = set(_call("/connectors"))
+    """Delete both connectors with their stored offsets and slots (:func:`delete`), then their
+    publication (what a test made)."""
     for name in (c.name, c.cdc):
-        if name in existing:
-            stop(name)
-            _call(f"/connectors/{name}/offsets", "DELETE")
-            _call(f"/connectors/{name}", "DELETE")
-    slots = [c.slot(c.name), c.slot(c.cdc)]
+        delete(name)
     with sink.transaction() as cur:
-        cur.execute(
-            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
-            " WHERE slot_name = ANY(%s)",
-            (slots,),
-        )
         cur.execute(sql.SQL("DROP PUBLICATION IF EXISTS {}").format(sql.Identifier(c.publication)))

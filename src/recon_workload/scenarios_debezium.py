@@ -28,12 +28,13 @@ The ledger is read back as for every scenario, after the connector caught up.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Sequence
 
 from psycopg2 import sql
 
-from recon_workload import debezium, kafka_io, sink
+from recon_workload import connect, debezium, kafka_io, sink
 from recon_workload.consumer import ConsumerSpec
 from recon_workload.errors import WorkloadError
 from recon_workload.ledger import Produced
@@ -83,13 +84,16 @@ def outbox_debezium(run: Run) -> Outcome:
     writer.write(streaming[:half], _STREAM_SECONDS / 2)
     if rates["worker_kill"] > 0:
         _wait_for(run, topic, run.partitions, {m.message_id for m in streaming[:1]}, "first")
-        began = time.monotonic()
-        debezium.kill_worker()
-        writer.write(streaming[half:], _STREAM_SECONDS / 2)  # committed while the worker is down
-        debezium.start_worker()
+        # The rows keep coming while the worker dies and starts again.
+        rows = threading.Thread(target=writer.write, args=(streaming[half:], _STREAM_SECONDS))
+        rows.start()
+        try:
+            down = connect.kill_and_restart()
+        finally:
+            rows.join()
         for name in (connectors.name, connectors.cdc):
-            debezium.wait_running(name)
-        run.faults["worker_kill_seconds"] = round(time.monotonic() - began, 1)
+            connect.wait_running(name)
+        run.faults["worker_kill_seconds"] = round(down, 1)
         run.progress.step(
             f"Connect worker killed and back in {run.faults['worker_kill_seconds']} s"
         )
