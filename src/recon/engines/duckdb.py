@@ -79,6 +79,7 @@ def reconcile(
     source_rows: str | None = None,
     source_known: str | None = None,
     named_once: bool = False,
+    dead_letters: str | None = None,
 ) -> tuple[DuckDBRules, dict[str, int]]:
     """Judge a run with the rules: the relation ``results`` (``schemas.RESULT``) and the counts.
 
@@ -91,11 +92,13 @@ def reconcile(
     :param replays: ``(topic, partition, offset)`` of each record a repair replayed.
     :param source_rows, source_known: a run with a source (``recon.rules``), None without.
     :param named_once: the source names each messageId once at most (``recon.rules.run.judge``).
+    :param dead_letters: the records of the pipeline's dead-letter topics (``diverted``).
     """
     rules = DuckDBRules(con)
     inputs = {
         "records": window, "sink_rows": sink_rows, "ledger": ledger, "pending": pending,
         "uncommitted": uncommitted, "source_rows": source_rows, "source_known": source_known,
+        "dead_letters": dead_letters,
     }  # fmt: skip
     return rules, judge_inputs(
         rules, inputs, unverifiable, partition_ends, judging, replays, named_once=named_once

@@ -121,6 +121,7 @@ def snapshot_topic(plan: PlannedRun, *, progress: Progress = noop) -> dict[str, 
                 isolation_level=isolation, workers=workers,
                 with_time=cfg.sink.time_column is not None, payload=cfg.payload,
                 order=cfg.order, in_process=in_process,
+                expect=cfg.expect.fields() if cfg.expect is not None else (),
             )  # fmt: skip
         try:
             copies.start()
@@ -133,6 +134,13 @@ def snapshot_topic(plan: PlannedRun, *, progress: Progress = noop) -> dict[str, 
                 r.stop()
             copies.join()
         copied = copies.wait()
+        if cfg.diverted is not None:
+            from recon.read.dead_letters import topics_config, write_part
+
+            write_part(
+                plan.catalog.dead_letter_ranges, cfg.diverted, cfg.kafka.message_id,
+                topics_config(cfg.diverted, kafka.config), f"{staging}/dead_letters",
+            )  # fmt: skip
         open(f"{staging}/_SUCCESS", "w").close()
         if os.path.exists(final):
             remove_tree(final, pipeline_windows(data_dir, cfg.name))

@@ -44,6 +44,7 @@ def read_records(
         spark, plan.kafka, ranges, cfg.kafka.message_id,
         isolation_level=isolation_level, with_time=cfg.sink.time_column is not None,
         payload=cfg.payload, order=cfg.order,
+        expect=cfg.expect.fields() if cfg.expect is not None else (),
     )  # fmt: skip
 
 
@@ -88,6 +89,8 @@ def snapshot_topic(
                     reraise_read_failure(exc)
                     raise
             paths[part] = path
+        if cfg.diverted is not None:
+            _dead_letters(plan, spark, window_path(data_dir, cfg.name, run_id, "dead_letters"))
     except BaseException:
         copies.join()  # the window's failure is the one reported
         raise
@@ -97,6 +100,28 @@ def snapshot_topic(
     also = f" ({' and '.join(beside)} beside it)" if beside else ""
     progress(f"run {run_id}: window written to {paths['committed']}{how}{also}")
     return paths
+
+
+def _dead_letters(plan: PlannedRun, spark: SparkSession | None, path: str) -> None:
+    """The run's dead-letter records (``diverted``), read by the driver (a pipeline's failures:
+    few) into the window part ``dead_letters``."""
+    from recon.read.dead_letters import read_dead_letters, topics_config, write_part
+
+    cfg = plan.cfg
+    assert cfg.diverted is not None
+    config = topics_config(cfg.diverted, plan.kafka.config)
+    ranges = plan.catalog.dead_letter_ranges
+    if is_local(path):
+        write_part(ranges, cfg.diverted, cfg.kafka.message_id, config, local_path(path))
+        return
+    from recon.model import schemas
+    from recon.read.ranges import OffsetRange
+
+    assert spark is not None
+    read = read_dead_letters(config, [OffsetRange(*r) for r in ranges], cfg.diverted,
+                             cfg.kafka.message_id)  # fmt: skip
+    frame = spark.createDataFrame(read.to_pylist(), schemas.DEAD_LETTERS)
+    frame.write.mode("overwrite").parquet(path)
 
 
 def reads_on_driver(plan: PlannedRun) -> bool:
@@ -149,6 +174,7 @@ def _read_on_driver(
             dict(kafka.config), [r for r in ranges if r.end > r.start], cfg.kafka.message_id,
             staging, isolation_level=isolation, with_time=cfg.sink.time_column is not None,
             payload=cfg.payload, order=cfg.order,
+            expect=cfg.expect.fields() if cfg.expect is not None else (),
         )  # fmt: skip
         try:
             n = collect(read, cfg.name, kafka)

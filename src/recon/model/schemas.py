@@ -104,6 +104,22 @@ UNCOMMITTED = StructType(
     ]
 )
 
+# Records of the pipeline's dead-letter and retry topics (diverted: declared), as
+# recon.read.dead_letters reads them: where each is, its original's coordinates from its headers
+# (null without them) and error text, and the messageId it carries.
+DEAD_LETTERS = StructType(
+    [
+        StructField("message_id", StringType(), True),
+        StructField("dl_topic", StringType(), False),
+        StructField("dl_partition", IntegerType(), False),
+        StructField("dl_offset", LongType(), False),
+        StructField("orig_topic", StringType(), True),
+        StructField("orig_partition", IntegerType(), True),
+        StructField("orig_offset", LongType(), True),
+        StructField("error", StringType(), True),
+    ]
+)
+
 # Partitions whose window starts below the log-start offset: [from_offset, log_start_offset)
 # is gone.
 UNVERIFIABLE = StructType(

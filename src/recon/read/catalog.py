@@ -28,11 +28,15 @@ class Catalog:
     :param source: a source table (None: no source, or an upstream topic).
     :param timestamp_type: the topic's ``message.timestamp.type`` (None: no latency measured, or
         the configuration was unreadable); it labels latencies, never judges them.
+    :param dead_letter_ranges: what the run reads of the pipeline's dead-letter and retry
+        topics, ``(topic, partition, start, end)`` (``recon.read.dead_letters.planned_ranges``;
+        empty without ``diverted``).
     """
 
     sink: SinkTable
     source: SourceTable | None = None
     timestamp_type: str | None = None
+    dead_letter_ranges: tuple[tuple[str, int, int, int], ...] = ()
 
     @property
     def source_time_type(self) -> str | None:
@@ -53,8 +57,10 @@ class Catalog:
             k: tuple(v) if isinstance(v, list) else v for k, v in doc["sink"].items()
         }
         source = doc.get("source")
+        ranges = tuple((str(t), int(p), int(s), int(e))
+                       for t, p, s, e in doc.get("dead_letter_ranges") or ())  # fmt: skip
         return cls(SinkTable(**sink), None if source is None else SourceTable(**source),
-                   doc.get("timestamp_type"))  # fmt: skip
+                   doc.get("timestamp_type"), ranges)  # fmt: skip
 
 
 def inspect_catalog(cfg: PipelineConfig, sink_pg: Any, kafka_config: Mapping[str, Any]) -> Catalog:

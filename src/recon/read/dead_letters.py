@@ -240,3 +240,60 @@ def next_positions(
         (r.topic, r.partition): min(r.end, restarts.get((r.topic, r.partition), r.end))
         for r in ranges
     }
+
+
+#: A run's dead-letter ranges as its plan records them: ``(topic, partition, start, end)``.
+RangeRow = tuple[str, int, int, int]
+
+
+def planned_ranges(
+    spec: DivertedSpec,
+    positions: Mapping[tuple[str, int], int],
+    config: Mapping[str, Any],
+) -> tuple[RangeRow, ...]:
+    """What step 1 records of the dead-letter topics (``recon.read.catalog.Catalog``), so that a
+    re-run of the run id reads the same records: :func:`dead_letter_ranges` as rows.
+
+    :param positions: where the previous run stopped per dead-letter partition (its
+        ``recon.watermarks`` rows of these topics).
+    :param config: the librdkafka settings of the topics' connection.
+    """
+    own = {(t, p): o for (t, p), o in positions.items() if t in spec.topics}
+    return tuple(
+        (r.topic, r.partition, r.start, r.end) for r in dead_letter_ranges(config, spec, own)
+    )
+
+
+def write_part(
+    rows: Sequence[RangeRow],
+    spec: DivertedSpec,
+    message_id: MessageIdSpec,
+    config: Mapping[str, Any],
+    directory: str,
+) -> int:
+    """Read the run's dead-letter ranges into ``directory`` (replaced) as one Parquet file of
+    :func:`dead_letters_schema`: the window part ``dead_letters`` both engines read in step 3.
+
+    :returns: how many dead-letter records were read.
+    """
+    import os
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    ranges = [OffsetRange(*r) for r in rows]
+    table = read_dead_letters(config, ranges, spec, message_id)
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(directory)
+    pq.write_table(table, os.path.join(directory, "part-0.parquet"))
+    return int(table.num_rows)
+
+
+def topics_config(spec: DivertedSpec, pipeline_config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The librdkafka settings of the dead-letter topics' cluster: their own connection's, or
+    the pipeline's (``diverted.connection`` not declared)."""
+    if spec.connection is None:
+        return pipeline_config
+    from recon.config.connections import kafka_connection
+
+    return kafka_connection(spec.connection).config

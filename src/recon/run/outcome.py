@@ -4,7 +4,7 @@ contract), the summary it returns, and the failure it records."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,6 +88,7 @@ def judged_outcome(
     unordered: tuple[int, int, int] | None = None,
     funnel: dict[str, Any] | None = None,
     untimed_source: int = 0,
+    dead_letter_positions: Mapping[tuple[str, int], int] | None = None,
 ) -> store.RunOutcome:
     """What a run commits besides its discrepancy rows: its counts judged by the claimed contract.
 
@@ -96,6 +97,7 @@ def judged_outcome(
     :param late_after_ms: the latency bound the run judged by (``recon.rules.judging.Judging``),
         stored beside its latencies.
     :param untimed_source: the source table's rows without a time, which no run reads.
+    :param dead_letter_positions: where the next run reads each dead-letter partition from.
     """
     contract = evaluate_contract(cfg.semantics, counts, cfg.tolerances, cfg.idempotent_producer)
     # Same keys as the checkpoint's failures (recon.validation), which replace these.
@@ -120,6 +122,7 @@ def judged_outcome(
         unordered=unordered,
         funnel=funnel,
         untimed_source=untimed_source,
+        dead_letter_positions=dict(dead_letter_positions or {}),
     )
 
 

@@ -11,7 +11,7 @@ import contextlib
 import io
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from recon.errors import ReconError, ServiceUnavailable, first_line
@@ -129,6 +129,9 @@ class RunOutcome:
     funnel: Mapping[str, Any] | None = None
     #: the source table's rows without a time (``recon.read.source.untimed_source_rows``).
     untimed_source: int = 0
+    #: per dead-letter partition (``diverted``), where the next run reads it from: kept in
+    #: ``recon.watermarks`` beside the topic's partitions (no committed offset).
+    dead_letter_positions: Mapping[tuple[str, int], int] = field(default_factory=dict)
 
     @property
     def unchecked(self) -> dict[str, int]:
@@ -241,6 +244,15 @@ def commit_run(
                         "next_offset = EXCLUDED.next_offset, "
                         "committed_offset = EXCLUDED.committed_offset, run_id = EXCLUDED.run_id",
                         (pipeline, w.topic, w.partition, w.window_to, w.committed_offset, run_id),
+                    )
+                for (topic, partition), offset in outcome.dead_letter_positions.items():
+                    cur.execute(
+                        "INSERT INTO recon.watermarks (pipeline, topic, partition, next_offset, "
+                        "committed_offset, run_id) VALUES (%s,%s,%s,%s,NULL,%s) "
+                        "ON CONFLICT (pipeline, topic, partition) DO UPDATE SET "
+                        "next_offset = EXCLUDED.next_offset, committed_offset = NULL, "
+                        "run_id = EXCLUDED.run_id",
+                        (pipeline, topic, partition, offset, run_id),
                     )
                 cur.execute(
                     "INSERT INTO recon.pipeline_state (pipeline, sink_seq, ledger_path, run_id, "
