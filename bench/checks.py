@@ -18,7 +18,7 @@ def check_counts(label: str, expected: dict[str, int], measured: dict[str, Measu
         got = {v: found.get(v, 0) for v in PEER_VERDICTS}
         if got != want:
             raise SystemExit(f"P1 {label}: {engine} counts {got} differ from the planted {want}")
-    for peer in ("python", "duckdb"):
+    for peer in ("python", "duckdb", "spark"):
         if peer not in measured:
             continue
         counts = measured[peer].output.get("counts", {})

@@ -12,6 +12,7 @@ SYSTEMS = (
     ("connect", "kafka-recon, Spark engine on a warm Spark Connect server"),
     ("python", "(a) hand-written Python"),
     ("duckdb", "(b) DuckDB + confluent-kafka"),
+    ("spark", "(c) hand-written PySpark (Kafka source, JDBC, one join)"),
     ("floor", "I/O floor (read + COPY)"),
 )
 

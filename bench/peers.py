@@ -1,6 +1,6 @@
 """The two peers, each the code a competent engineer writes by hand for the same question.
 
-    python -m bench.peers python|duckdb --dataset NAME
+    python -m bench.peers python|duckdb|spark --dataset NAME
 
 (a) ``python``: confluent-kafka batch consume of the window, ``json.loads`` of each value for its
     ``id``, a Counter of topic ids; the sink's ids through ``COPY ... TO STDOUT`` into a Counter;
@@ -8,8 +8,21 @@
 (b) ``duckdb``: the same consume, the raw values handed to DuckDB as an Arrow table (DuckDB parses
     the JSON); the sink's ids through ``COPY`` into Arrow (DuckDB cannot load its postgres
     extension here); verdicts with SQL group-bys.
+(c) ``spark``: the PySpark job a Spark user writes for it, in a JVM of its own (``local[*]``, the
+    product's driver memory and jars, Spark's other settings as they come):
+    ``spark.read.format("kafka")`` with the window's offsets as ``startingOffsets`` /
+    ``endingOffsets`` JSON (``read_committed``), ``get_json_object`` of the value for the id,
+    ``spark.read.jdbc`` of the sink's ids (split by its ``id`` column into one partition per
+    core), a group-by on each side, one full outer join, counts collected.
 
-Both print one JSON line with the verdict counts a peer can compute: delivered, lost,
+What the peers check, and what they do not (the product does): they count each window alone,
+from nothing (no ledger: a message judged in an earlier window, or whose sink row comes in a
+later one, is lost or phantom to them); a record's id is its JSON ``id`` as it stands (no
+quarantine of ids that are no text, blank or padded); they read committed records only and say
+nothing of aborted or pending ones, nor of the partition and offset a sink row claims; they
+write nothing (no discrepancy rows, results or watermarks) and commit nothing.
+
+All three print one JSON line with the verdict counts a peer can compute: delivered, lost,
 duplicated, phantom, topic_duplicate, invalid.
 """
 
@@ -147,6 +160,88 @@ def duckdb_peer(topic: str, table: str, ends: dict[int, int]) -> dict[str, int]:
     return counts
 
 
+def spark_peer(topic: str, table: str, ends: dict[int, int]) -> dict[str, int]:
+    """Peer (c): the job as a Spark user writes it (the module's docstring says what it checks).
+    The JVM's start is in the time, as it is for the product's Spark engine in its own JVM."""
+    import os
+
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    from bench.generate import kafka_conf
+    from recon import settings
+    from recon.config.connections import postgres_connection
+    from recon.spark.jars import spark_jar_settings
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.appName("bench-peer-spark")
+        .master("local[*]")
+        .config("spark.driver.memory", settings.spark_driver_memory())
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+    )
+    for key, value in spark_jar_settings().items():  # the Kafka source and the JDBC driver
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    try:
+        window = {topic: {str(p): 0 for p in ends}}
+        until = {topic: {str(p): end for p, end in ends.items()}}
+        records = (
+            spark.read.format("kafka")
+            .option("kafka.bootstrap.servers", kafka_conf()["bootstrap.servers"])
+            .option("kafka.isolation.level", "read_committed")
+            .option("subscribe", topic)
+            .option("startingOffsets", json.dumps(window))
+            .option("endingOffsets", json.dumps(until))
+            .load()
+        )
+        ids = records.select(F.get_json_object(F.col("value").cast("string"), "$.id").alias("id"))
+        pg = postgres_connection("postgres_sink")
+        props = {"user": pg.user, "password": pg.password, "driver": "org.postgresql.Driver",
+                 "fetchsize": "10000"}  # fmt: skip
+        bounds = spark.read.jdbc(
+            pg.jdbc_url, f"(SELECT min(id) AS lo, max(id) AS hi FROM public.{table}) b",
+            properties=props,
+        ).first()  # fmt: skip
+        sink = spark.read.jdbc(
+            pg.jdbc_url, f"(SELECT id, message_id FROM public.{table}) s", column="id",
+            lowerBound=int(bounds["lo"] or 0), upperBound=int(bounds["hi"] or 0) + 1,
+            numPartitions=spark.sparkContext.defaultParallelism, properties=props,
+        )  # fmt: skip
+        # Records without an id group under a null id, which meets no sink row in the join.
+        topic_ids = ids.groupBy("id").agg(F.count("*").alias("copies"))
+        sink_ids = sink.groupBy("message_id").agg(F.count("*").alias("rows"))
+        joined = topic_ids.join(sink_ids, topic_ids.id == sink_ids.message_id, "full_outer")
+        verdict = (
+            F.when(F.col("id").isNull() & F.col("message_id").isNull(), "invalid")
+            .when(F.col("id").isNull(), "phantom")
+            .when(F.col("rows").isNull(), "lost")
+            .when(F.col("rows") == 1, "delivered")
+            .otherwise("duplicated")
+        )
+        rows = (
+            joined.groupBy(verdict.alias("verdict"))
+            .agg(
+                F.sum(
+                    F.when(
+                        F.col("id").isNull() & F.col("message_id").isNull(), F.col("copies")
+                    ).otherwise(1)
+                ).alias("n"),
+                F.sum(F.when(F.col("copies") > 1, 1).otherwise(0)).alias("dup"),
+            )  # fmt: skip
+            .collect()
+        )
+    finally:
+        spark.stop()
+    counts = {r["verdict"]: int(r["n"]) for r in rows}
+    counts["topic_duplicate"] = sum(int(r["dup"]) for r in rows if r["verdict"] != "invalid")
+    counts.setdefault("invalid", 0)
+    return counts
+
+
 def _scalar(db: Any, query: str) -> int:
     row = db.execute(query).fetchone()
     return int(row[0]) if row else 0
@@ -156,12 +251,12 @@ def main(argv: list[str] | None = None) -> int:
     from bench.generate import Dataset, end_offsets
 
     parser = argparse.ArgumentParser(prog="bench.peers")
-    parser.add_argument("peer", choices=("python", "duckdb"))
+    parser.add_argument("peer", choices=("python", "duckdb", "spark"))
     parser.add_argument("--dataset", required=True)
     args = parser.parse_args(argv)
     ds = Dataset(args.dataset)
     ends = end_offsets(ds.topic)
-    peer = python_peer if args.peer == "python" else duckdb_peer
+    peer = {"python": python_peer, "duckdb": duckdb_peer, "spark": spark_peer}[args.peer]
     print(json.dumps({"counts": peer(ds.topic, ds.table, ends)}))
     return 0
 

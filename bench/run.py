@@ -5,7 +5,8 @@
 P1 throughput (product, the two peers, the I/O floor; medians), P2 incremental runs, P3 memory
 (from P1's product runs, and the local engine at three times P1's largest window), P4 a local
 Spark standalone cluster, P5 a whole DAG run, P6 the optional checks, P7 the third input of a
-three-way run (an outbox as the source; P6 and P7 share their runs without either). The raw
+three-way run (an outbox as the source; P6 and P7 share their runs without either), P8 small
+scheduled windows over a large ledger (``bench.small_windows``). The raw
 measurements go to ``.state/bench/results.json``, the tables and the plot to ``docs/``.
 A peer whose verdict counts differ from the product's stops the bench: the comparison would be
 meaningless.
@@ -98,6 +99,7 @@ class Bench:
                     "floor_copy": run(_py("bench.floor", "copy", "--dataset", ds.name)),
                     "python": run(_py("bench.peers", "python", "--dataset", ds.name)),
                     "duckdb": run(_py("bench.peers", "duckdb", "--dataset", ds.name)),
+                    "spark": run(_py("bench.peers", "spark", "--dataset", ds.name)),
                     "local": self.product(local, f"p1-{label}-{rep}", fresh=True),
                     "product": self.product(pipeline, f"p1-{label}-{rep}", fresh=True),
                 }
@@ -286,6 +288,11 @@ def planned_needs(sizes: list[int], only: set[str]) -> disk.Needs:
         _unless_there(needs, f"p3-{generate.label(size).lower()}", size)
     if "P5" in only:
         _unless_there(needs, "p5-100k", LATENCY_SIZE)
+    if "P8" in only:
+        from bench import small_windows
+
+        grown = small_windows.REPS * sum(small_windows.WINDOWS)
+        needs.messages(small_windows.LEDGER + grown, "P8")
     return needs
 
 
@@ -315,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     # 3 runs at 1M, one at 3M and 10M: what fits the 40-minute budget on two cores.
     parser.add_argument("--reps", default=os.environ.get("RECON_BENCH_REPS", "3,1,1"))
     parser.add_argument(
-        "--only", default=os.environ.get("RECON_BENCH_ONLY", "P1,P2,P3,P4,P5,P6,P7")
+        "--only", default=os.environ.get("RECON_BENCH_ONLY", "P1,P2,P3,P4,P5,P6,P7,P8")
     )
     # Re-measure the --only figures and keep every other one from the last run's results.json;
     # the report names what was re-measured, when, and how long it took.
@@ -328,14 +335,14 @@ def main(argv: list[str] | None = None) -> int:
     doc = ""
     only = set(args.only.upper().split(","))
     started = time.monotonic()
-    from bench import connect, report, side_by_side
+    from bench import connect, report, side_by_side, small_windows
 
     # P4 needs P1 (its local reference run); P1 runs first. P6 and P7 share their plain runs.
     steps = (
         (("P1",), bench.throughput), (("P4",), bench.scale_out), (("P2",), bench.incremental),
         (("P5",), bench.latency),
         (("P6", "P7"), lambda: side_by_side.measure(bench, only & {"P6", "P7"})),
-        (("P3",), bench.memory_at_scale),
+        (("P3",), bench.memory_at_scale), (("P8",), lambda: small_windows.measure(bench)),
     )  # fmt: skip
     if "P4" in only:
         only.add("P1")
@@ -346,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
 
     disk.require(planned_needs(sizes, only))
     with contextlib.ExitStack() as stack:
-        if only & {"P1", "P2", "P5"}:
+        if only & {"P1", "P2", "P5", "P8"}:
             bench.connect = stack.enter_context(connect.server())
         for names, step in steps:
             measured = [name for name in names if name in only]
