@@ -1,7 +1,7 @@
 """The one driver of step 3 (``recon.engines.driver.judge_run``) on DuckDB, over tiny relations
 handed out by a fake IO and a plan built by hand (``fixtures.run_driver``): the steps around the
 verdict steps (the read_uncommitted pass, a sink scanned whole, the discrepancy rows and samples).
-The same scenario on Spark is compared in ``tests/integration/test_run_driver.py``."""
+The same scenario on Spark is compared in ``tests/integration/test_run_driver_on_spark.py``."""
 
 from __future__ import annotations
 
