@@ -48,6 +48,7 @@ from recon.rules import (
     SOURCE_FACT_STEPS,
     SOURCE_ID_STEPS,
     SOURCE_KNOWN_STEPS,
+    Step,
 )
 from recon.rules.judging import Judging
 from recon.rules.run import (
@@ -265,33 +266,28 @@ def _ledger_inputs(
     plan: PlannedRun, io: RunIO, base_entries: list[str], progress: Progress
 ) -> tuple[Any, Any | None, Any | None]:
     """The run's ``sink_rows``, ``ledger`` and ``source_known`` inputs (None: none), read from
-    the base ledger: with an ingest sequence, only the entries of the run's facts (and of its
-    settled source messages); without one, the whole ledger, which decides which sink rows of
-    the whole table are new (``SCAN_STEPS``)."""
-    rules, source = io.rules, plan.source_times
-    sink, known = rules.relation("sink_all"), None
-    if plan.cfg.sink.ingest_seq_column:
+    the base ledger in one read: with an ingest sequence, only the entries of the run's facts
+    (and of its settled source messages); without one, the whole ledger, which decides which
+    sink rows of the whole table are new (``SCAN_STEPS``)."""
+    rules, source, by_seq = io.rules, plan.source_times, bool(plan.cfg.sink.ingest_seq_column)
+    sourced: tuple[Step, ...] = () if source is None else SOURCE_KNOWN_STEPS
+    ids = None
+    if by_seq:
         rules.use("carried_from", _carried_from(plan, io, base_entries, progress))
-        run_steps(rules, CARRIED_STEPS + FACT_STEPS)
-        if source is None:
-            ledger = read_newest(rules, io.entry_store, base_entries, rules.relation("fact_ids"))
-            return sink, ledger, None
-        run_steps(rules, SOURCE_FACT_STEPS)
-        ledger = read_newest(rules, io.entry_store, base_entries, rules.relation("source_fact_ids"))
-        if ledger is not None:
-            rules.use("ledger_all", ledger)
-            run_steps(rules, FACT_LEDGER_STEPS + SOURCE_KNOWN_STEPS)
-            ledger, known = rules.relation("fact_ledger"), rules.relation("source_in_ledger")
-        return sink, ledger, known
-    ledger = read_newest(rules, io.entry_store, base_entries)
-    if ledger is not None:
-        rules.use("ledger_all", ledger)
-        if source is not None:
-            run_steps(rules, SOURCE_KNOWN_STEPS)
-            known = rules.relation("source_in_ledger")
-        run_steps(rules, SCAN_STEPS)
+        facts = CARRIED_STEPS + FACT_STEPS + (() if source is None else SOURCE_FACT_STEPS)
+        run_steps(rules, facts)
+        ids = rules.relation("fact_ids" if source is None else "source_fact_ids")
+    ledger = read_newest(rules, io.entry_store, base_entries, ids)
+    if ledger is None or (by_seq and source is None):
+        return rules.relation("sink_all"), ledger, None
+    rules.use("ledger_all", ledger)
+    if by_seq:
+        run_steps(rules, FACT_LEDGER_STEPS + sourced)
+        sink, ledger = rules.relation("sink_all"), rules.relation("fact_ledger")
+    else:
+        run_steps(rules, sourced + SCAN_STEPS)
         sink, ledger = rules.relation("scan_sink_rows"), rules.relation("scan_ledger")
-    return sink, ledger, known
+    return sink, ledger, None if source is None else rules.relation("source_in_ledger")
 
 
 def _carried_from(
