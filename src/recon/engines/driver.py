@@ -56,6 +56,7 @@ from recon.rules.run import (
     Replays,
     RuleEngine,
     count_verdicts,
+    dead_letter_restarts,
     funnel,
     judge_steps,
     latency_stats,
@@ -102,6 +103,7 @@ def reconcile_run(plan: PlannedRun, open_io: OpenIO, *, progress: Progress = noo
                 timestamp_type=plan.catalog.timestamp_type if judged.latency else None,
                 unordered=judged.unordered if cfg.order else None, funnel=judged.funnel,
                 untimed_source=judged.untimed_source,
+                dead_letter_positions=judged.dead_letter_positions,
             )  # fmt: skip
             with results_db() as pg:
                 record_missing_offsets(pg, cfg.name, run_id, judged.missing_offsets)
@@ -144,6 +146,8 @@ class JudgedRun(NamedTuple):
     untimed_source: int = 0
     #: per ``(topic, partition)``, the offsets of its read range without a committed record.
     missing_offsets: dict[tuple[str, int], int] = {}
+    #: per dead-letter partition (``diverted``), where the next run reads it from.
+    dead_letter_positions: dict[tuple[str, int], int] = {}
 
 
 def judge_run(
@@ -178,6 +182,7 @@ def judge_run(
     rules.use("sink_rows", sink)
     rules.use("ledger", ledger)
     rules.use("uncommitted", None)
+    rules.use("dead_letters", io.part("dead_letters") if cfg.diverted is not None else None)
     # Offset gaps are counted before judging: on a compacted topic they decide whether a sink
     # row without a record is unverifiable (the log cleaner may have removed its record).
     counted = _committed_counts(rules)
@@ -206,6 +211,7 @@ def judge_run(
         rules.use("uncommitted", rules.relation("aborted"))
         judge_steps(rules, judging, sourced=sourced, named_once=once)
     progress(f"run {run_id}: judged at {time.monotonic() - started:.1f} s")
+    positions = _dead_letter_positions(plan, rules)
 
     latency = latency_stats(rules) if cfg.sink.time_column else []
     no_time = untimed(rules) if cfg.sink.time_column else (0, 0)
@@ -259,7 +265,20 @@ def judge_run(
         found,
         untimed_source,
         _missing(counted, record.windows),
+        positions,
     )
+
+
+def _dead_letter_positions(plan: PlannedRun, rules: RuleEngine) -> dict[tuple[str, int], int]:
+    """Where the next run reads each dead-letter partition from (``diverted``): this run's
+    end, or the first record of a message still pending (``06_dead_letters_carried``)."""
+    if plan.cfg.diverted is None:
+        return {}
+    from recon.read.dead_letters import next_positions
+    from recon.read.ranges import OffsetRange
+
+    ranges = [OffsetRange(*r) for r in plan.catalog.dead_letter_ranges]
+    return next_positions(ranges, dead_letter_restarts(rules))
 
 
 def _ledger_inputs(
