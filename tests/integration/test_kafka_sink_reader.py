@@ -137,11 +137,12 @@ def test_a_run_keeps_its_ranges_and_copies_the_target_as_its_sink_rows(
     assert [r.start for r in after] == [r.end for r in ranges]
 
 
-def test_a_kafka_sink_pipeline_is_checked_then_refused_by_name(
+def test_a_kafka_sink_pipeline_s_preflight_checks_both_topics(
     target: tuple[dict[str, str], str, Any], kafka_config: dict[str, str]
 ) -> None:
-    """Until the engines read a Kafka sink, its pipeline's run stops before any work, in one
-    line naming the pipeline and the key: a missing target topic, else the sink kind."""
+    """A Kafka sink's pipeline is checked without any database: both Kafka connections and both
+    topics, a missing target topic named in one line at ``sink.topic``."""
+    from confluent_kafka.admin import AdminClient, NewTopic
     from fixtures.declarations import doc
 
     from recon.config import parse_pipelines
@@ -150,21 +151,20 @@ def test_a_kafka_sink_pipeline_is_checked_then_refused_by_name(
 
     _, topic, _ = target
     source = f"test-sink-src-{uuid.uuid4().hex[:8]}"
-    from confluent_kafka.admin import AdminClient, NewTopic
-
     admin = AdminClient(kafka_config)
     admin.create_topics([NewTopic(source, num_partitions=1)])[source].result(timeout=30)
+
+    def declared(sink_topic: str) -> Any:
+        sink = {"kind": "kafka", "connection": "kafka_replica", "topic": sink_topic,
+                "message_id": {"header": "message_id"}}  # fmt: skip
+        return parse_pipelines(doc(sink=sink, kafka__topic=source))["payments"]
+
     try:
-        for sink_topic, said in (
-            ("no-such-target-x", "pipeline 'payments': sink.topic: topic 'no-such-target-x'"),
-            (topic, "pipeline 'payments': sink.kind: kafka is declared and checked, but no "
-                    "engine reads a Kafka sink yet"),
-        ):  # fmt: skip
-            sink = {"kind": "kafka", "connection": "kafka_replica", "topic": sink_topic,
-                    "message_id": {"header": "message_id"}}  # fmt: skip
-            cfg = parse_pipelines(doc(sink=sink, kafka__topic=source))["payments"]
-            with pytest.raises(ReconError) as caught:
-                check_pipeline(cfg)
-            assert said in str(caught.value) and "\n" not in str(caught.value)
+        check_pipeline(declared(topic))
+        with pytest.raises(ReconError) as caught:
+            check_pipeline(declared("no-such-target-x"))
+        said = str(caught.value)
+        assert "pipeline 'payments': sink.topic: topic 'no-such-target-x'" in said
+        assert "\n" not in said
     finally:
         admin.delete_topics([source])[source].result(timeout=30)

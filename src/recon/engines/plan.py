@@ -76,12 +76,18 @@ def resolve_plan(
     :param now: the snapshot time in epoch seconds (default: the clock, after the sink).
     :raises KafkaAuthFailed: the broker refused the connection's credentials (named).
     """
-    with sink_db(cfg) as sink_pg:
+    position: SinkPosition | None
+    sink_read: str | None
+    if cfg.sink.is_kafka:
         kafka = kafka_connection(cfg.kafka.connection)
-        catalog = inspect_catalog(cfg, sink_pg, kafka.config)
-        position, base, sink_read = sink_position_for_run(
-            cfg, sink_pg, catalog.sink.identifier(), base
-        )
+        catalog, position, sink_read = _kafka_sink_position(cfg, base)
+    else:
+        with sink_db(cfg) as sink_pg:
+            kafka = kafka_connection(cfg.kafka.connection)
+            catalog = inspect_catalog(cfg, sink_pg, kafka.config)
+            position, base, sink_read = sink_position_for_run(
+                cfg, sink_pg, catalog.sink.identifier(), base
+            )
     snapshot_time = time.time() if now is None else now
     try:
         offsets = take_offsets(
@@ -92,6 +98,23 @@ def resolve_plan(
         raise KafkaAuthFailed(kafka.failure(cfg.name, exc)) from None
     windows = plan_windows(offsets, base.watermarks, cfg.kafka.start_offsets or "earliest")
     return RunPlan(cfg, run_id, base, catalog, position, snapshot_time, tuple(windows), sink_read)
+
+
+def _kafka_sink_position(
+    cfg: PipelineConfig, base: PipelineState
+) -> tuple[Catalog, SinkPosition, str]:
+    """A Kafka sink's part of step 1 (``recon.snapshot.target_step``): the target's ranges from
+    where the previous run's ended, kept as the run's sink snapshot (its text) so that the next
+    run resumes there and a re-run reads the same records; the catalog's sink is the topic (its
+    rows keyed by their coordinates)."""
+    from recon.snapshot.target_step import ranges_for_run, ranges_json
+
+    assert cfg.sink.topic is not None
+    ranges = ranges_for_run(cfg, base.sink_snapshot)
+    table = SinkTable(schema=cfg.sink.connection, table=cfg.sink.topic, key_columns=())
+    read = ", ".join(f"[{r.partition}] {r.read_from}-{r.end}" for r in ranges)
+    how = f"sink topic {cfg.sink.topic} read committed by offsets: {read}"
+    return Catalog(table), SinkPosition(None, ranges_json(ranges), None), how
 
 
 @dataclass(frozen=True)
@@ -211,8 +234,14 @@ def explain(plan: RunPlan, data_dir: str) -> list[str]:
     sink = plan.catalog.sink
     table = f"{sink.schema}.{sink.table}"
     key = ", ".join(sink.key_columns) or "ctid (no primary key)"
-    lines.append(f"sink: {table} (row key {key}; messageId column "
-                 f"{cfg.sink.message_id_column}); reads {_sink_read(plan)}")  # fmt: skip
+    if cfg.sink.is_kafka and cfg.sink.message_id is not None:
+        mid = cfg.sink.message_id
+        lines.append(f"sink: topic {sink.table} of connection {sink.schema} (a row per record, "
+                     f"keyed topic:partition:offset; messageId {mid.kind} {mid.name or ''}"
+                     f"); reads {plan.sink_read}")  # fmt: skip
+    else:
+        lines.append(f"sink: {table} (row key {key}; messageId column "
+                     f"{cfg.sink.message_id_column}); reads {_sink_read(plan)}")  # fmt: skip
     checks = _checks(cfg, sink)
     lines.append("checks: " + ("; ".join(checks) if checks else "none besides delivery"))
     if cfg.source is not None:

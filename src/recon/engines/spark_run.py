@@ -128,6 +128,14 @@ class SparkRunIO:
             if is_copied(directory):
                 # Parquet on this disk: read again where read twice, never cached.
                 return read_sink_copy(self.spark, directory)
+        if self.cfg.sink.is_kafka:
+            # A Kafka sink's rows exist only as step 2's copy of the target's records.
+            from recon.errors import ReconError
+
+            raise ReconError(
+                f"pipeline '{self.cfg.name}': sink.kind kafka: the target's records are copied "
+                "in step 2 into a data directory on the driver's disk; this run has no such copy"
+            )
         # A data directory off this machine (or a window read before step 2 copied the sink
         # rows): over JDBC, read once.
         return self._cache(_sink_rows_for_run(self.spark, self.plan))

@@ -37,6 +37,8 @@ def read_way(cfg: PipelineConfig) -> tuple[str, str]:
     ``sequence`` (``sink.ingest_seq_column``), ``xmin`` (the writing transaction:
     ``recon.snapshot.sink_changes``) or ``full`` (the whole table every run)."""
     sink = cfg.sink
+    if sink.is_kafka:
+        return "kafka", f"sink.kind kafka: topic {sink.topic} by its offsets per partition"
     if sink.ingest_seq_column:
         return "sequence", f"sink.ingest_seq_column '{sink.ingest_seq_column}' is declared"
     if sink.incremental == "full":
@@ -105,6 +107,11 @@ def copy_sink_rows_for_run(
     from recon.read.sink_arrow import copy_sink_rows, sink_schema
     from recon.run.services import sink_db
 
+    if cfg.sink.is_kafka:
+        from recon.snapshot.target_step import copy_for_run, ranges_of
+
+        assert cfg.sink.topic is not None
+        return copy_for_run(cfg, ranges_of(cfg.sink.topic, record.sink_snapshot_to), directory)
     os.makedirs(directory, exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
         os.remove(f"{directory}/{DONE_FILE}")
