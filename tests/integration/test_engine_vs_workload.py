@@ -61,6 +61,9 @@ SEMANTICS = {
     "outbox_relay": ("exactly_once", True),
     # issue 70: a compacted topic after the log cleaner ran (older versions unverifiable)
     "compacted_changelog": ("at_least_once", True),
+    # issue 72: a retry-topic chain (diverted, or delivered on retry); a dead-letter topic and
+    # a filter (excluded) are tests/integration/test_dead_letters.py's, the fan-out the demo's
+    "retry_topic_consumer": ("at_least_once", True),
 }
 #: The acks=0 relay loses what it sends while the broker stops (about one record in a thousand
 #: messages, often none in a hundred): enough messages that some are unpublished.
@@ -99,6 +102,15 @@ SOURCE = """    source:
       time_column: created_at
       key_column: seq
 """
+
+
+def _declared(scenario: str, topic: str) -> str:
+    """What the pipeline of a consumer that leaves records out on purpose declares (issue 72)."""
+    if scenario == "retry_topic_consumer":
+        from recon_workload.diverting import retry_topics
+
+        return f"    diverted:\n      topics: [{', '.join(retry_topics(topic))}]\n"
+    return ""
 
 
 def _discrepancy_rows(pipeline: str, run_id: str) -> list[tuple[Any, ...]]:
@@ -201,6 +213,7 @@ def test_every_verdict_equals_the_ground_truth(
             table=truth.sink_table, idempotent=json.dumps(idempotent), engine=engine,
         )
     )  # fmt: skip
+    yaml_path.write_text(yaml_path.read_text() + _declared(scenario, truth.topic))
     if truth.source_table is not None:
         yaml_path.write_text(yaml_path.read_text() + SOURCE.format(table=truth.source_table))
         # The ground truth itself: unpublished is what the outbox holds and the topic lacks.

@@ -15,6 +15,7 @@ asks the catalogs or the settings again.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -97,6 +98,14 @@ def resolve_plan(
     except KafkaAuthFailed as exc:
         raise KafkaAuthFailed(kafka.failure(cfg.name, exc)) from None
     windows = plan_windows(offsets, base.watermarks, cfg.kafka.start_offsets or "earliest")
+    if cfg.diverted is not None:
+        # After the group's offsets: a recoverer publishes before its group commits past the
+        # original, so every dead-letter record of a committed record is in these ranges.
+        from recon.read.dead_letters import planned_ranges, topics_config
+
+        marks = {k: w.next_offset for k, w in base.watermarks.items()}
+        ranges = planned_ranges(cfg.diverted, marks, topics_config(cfg.diverted, kafka.config))
+        catalog = dataclasses.replace(catalog, dead_letter_ranges=ranges)
     return RunPlan(cfg, run_id, base, catalog, position, snapshot_time, tuple(windows), sink_read)
 
 
