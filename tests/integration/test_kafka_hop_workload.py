@@ -153,6 +153,7 @@ def test_mirrormaker_2_target_retention_makes_messages_unverifiable(
     kafka_config: dict[str, str],
     replica_config: dict[str, str],
     pg_kwargs: dict[str, Any],
+    tmp_path: Any,
 ) -> None:
     truth = hop_run("mirror_target_retention")
     source = read_topic(kafka_config, truth.topic)
@@ -166,6 +167,16 @@ def test_mirrormaker_2_target_retention_makes_messages_unverifiable(
     assert all("retention" in (ledger[m][1] or "") for m, v in expected.items()
                if v == "unverifiable")  # fmt: skip
     assert "unverifiable=" in truth.summary
+
+    # The product: the target's log start past where the run resumes, a record without a copy is
+    # unverifiable (the rules' target_removed), as the ground truth says.
+    from recon_workload.kafka_io import alter_offsets
+
+    group = f"{truth.consumer_group}-progress"
+    claimed = truth.faults["claimed_offsets"]
+    alter_offsets(kafka_config, group, {(truth.topic, int(p)): o for p, o in claimed.items()})
+    counts = _judge_hop(truth, group, tmp_path, pg_kwargs)
+    assert counts == {v: n for v, n in truth.counts.items() if n}
 
 
 @pytest.mark.parametrize(

@@ -188,7 +188,8 @@ def judge_run(
     counted = _committed_counts(rules)
     gapped = _gapped(counted, record.windows)
     register_parameters(rules, removed_ranges(record.windows), partition_ends(record.windows),
-                        replays, compaction_gaps(record.windows, counted))  # fmt: skip
+                        replays, compaction_gaps(record.windows, counted),
+                        target_removed=_target_removed(plan))  # fmt: skip
     judging = Judging.of(cfg, plan.catalog.sink.payload_kinds if cfg.payload else ())
     sourced = source is not None
     once = sourced and plan.catalog.source_named_once
@@ -279,6 +280,25 @@ def _dead_letter_positions(plan: PlannedRun, rules: RuleEngine) -> dict[tuple[st
 
     ranges = [OffsetRange(*r) for r in plan.catalog.dead_letter_ranges]
     return next_positions(ranges, dead_letter_restarts(rules))
+
+
+def _target_removed(plan: PlannedRun) -> str | None:
+    """What a Kafka sink's retention removed before this run read it, in words (None: nothing,
+    or a table sink): the facts step 2 kept beside the sink copy
+    (``recon.snapshot.target_step``)."""
+    if not plan.cfg.sink.is_kafka:
+        return None
+    from recon.ledger.versions import local_path
+    from recon.run.paths import window_path
+    from recon.snapshot.target_step import facts_of
+
+    directory = local_path(window_path(plan.data_dir, plan.cfg.name, plan.record.run_id, "sink"))
+    if not facts_of(directory).removed:
+        return None
+    return (
+        f"the sink topic {plan.cfg.sink.topic}'s retention removed records before any run read "
+        "them: its copy may have been one of them"
+    )
 
 
 def _ledger_inputs(
