@@ -29,6 +29,9 @@ DEMO = {
     "refunds_outbox_exactly_once": "outbox_relay",
     "stock_compacted_changelog": "compacted_changelog",
     "refunds_outbox_debezium": "outbox_debezium",
+    "payments_dead_letters": "dead_letter_consumer",
+    "orders_retry_topics": "retry_topic_consumer",
+    "orders_fanout": "fanout_by_type",
 }
 #: The pipelines whose claim the demo's workload breaks: each must fail and send its alerts.
 BROKEN = ("ledger_broken_exactly_once", "deliveries_latency_bound")
