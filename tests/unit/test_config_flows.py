@@ -102,7 +102,7 @@ def test_an_alert_names_the_hop_of_its_flow() -> None:
 def test_a_pipeline_s_flow_is_read_from_the_file_that_declares_it(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from recon.config.flows import flow_of
+    from recon.config.load import flow_of
 
     text = yaml.safe_dump({"pipelines": {"b": _hop("orders.copy", None),
                                          "a": _hop("orders", "orders.copy")}})  # fmt: skip

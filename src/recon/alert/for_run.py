@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from recon.config import PipelineConfig
-from recon.config.flows import flow_of
+from recon.config.load import flow_of
 from recon.store import RunNotFound
 
 SAMPLE_SIZE = 10

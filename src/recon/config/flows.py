@@ -117,25 +117,3 @@ def first_bad_hop(flow: Flow, verdicts: Mapping[str, str | None]) -> str | None:
         if verdict not in ("delivered", "late"):
             return hop
     return None
-
-
-def flow_of(cfg: PipelineConfig) -> dict[str, object] | None:
-    """The flow ``cfg`` is a hop of, as an alert names it: ``name``, ``hops`` (in order, read
-    from the file that declares it: a flow's hops are declared together) and ``hop``; None when
-    it is no hop. A file that does not load any more leaves ``hops`` empty.
-    """
-    from recon.config.load import declared_pipelines, load_pipelines
-    from recon.errors import ConfigError
-
-    flow = getattr(cfg, "flow", None)  # a stand-in config of a test may have none
-    if flow is None:
-        return None
-    hops: tuple[str, ...] = ()
-    try:
-        path = declared_pipelines().get(cfg.name)
-        if path is not None:
-            found = flows_of(load_pipelines(path)).get(flow)
-            hops = found.hops if found is not None else ()
-    except ConfigError:
-        pass
-    return {"name": flow, "hops": list(hops), "hop": cfg.name}

@@ -17,7 +17,7 @@ import yaml
 
 from recon import settings
 from recon.config.explain import check_pipeline
-from recon.config.flows import flow_problems
+from recon.config.flows import flow_problems, flows_of
 from recon.config.model import PipelineConfig
 from recon.config.problems import Problems, kind_of
 from recon.config.schema import PIPELINE_NAME_RE
@@ -228,3 +228,22 @@ _StrictLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
     _mapping_without_duplicates,
 )
+
+
+def flow_of(cfg: PipelineConfig) -> dict[str, object] | None:
+    """The flow ``cfg`` is a hop of, as an alert names it: ``name``, ``hops`` (in order, read
+    from the file that declares it: a flow's hops are declared together) and ``hop``; None when
+    it is no hop. A file that does not load any more leaves ``hops`` empty.
+    """
+    flow = getattr(cfg, "flow", None)  # a stand-in config of a test may have none
+    if flow is None:
+        return None
+    hops: tuple[str, ...] = ()
+    try:
+        path = declared_pipelines().get(cfg.name)
+        if path is not None:
+            found = flows_of(load_pipelines(path)).get(flow)
+            hops = found.hops if found is not None else ()
+    except ConfigError:
+        pass
+    return {"name": flow, "hops": list(hops), "hop": cfg.name}

@@ -285,12 +285,12 @@ def _dead_letter_positions(plan: PlannedRun, rules: RuleEngine) -> dict[tuple[st
 def _target_removed(plan: PlannedRun) -> str | None:
     """What a Kafka sink's retention removed before this run read it, in words (None: nothing,
     or a table sink): the facts step 2 kept beside the sink copy
-    (``recon.snapshot.target_step``)."""
+    (``recon.read.target_copy``)."""
     if not plan.cfg.sink.is_kafka:
         return None
     from recon.ledger.versions import local_path
+    from recon.read.target_copy import facts_of
     from recon.run.paths import window_path
-    from recon.snapshot.target_step import facts_of
 
     directory = local_path(window_path(plan.data_dir, plan.cfg.name, plan.record.run_id, "sink"))
     if not facts_of(directory).removed:

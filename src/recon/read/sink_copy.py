@@ -107,22 +107,25 @@ def copy_sink_rows_for_run(
     from recon.read.sink_arrow import copy_sink_rows, sink_schema
     from recon.run.services import sink_db
 
-    if cfg.sink.is_kafka:
-        from recon.snapshot.target_step import copy_for_run, ranges_of
-
-        assert cfg.sink.topic is not None
-        return copy_for_run(cfg, ranges_of(cfg.sink.topic, record.sink_snapshot_to), directory)
     os.makedirs(directory, exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
         os.remove(f"{directory}/{DONE_FILE}")
     path = f"{directory}/{ROWS_FILE}"
-    with sink_db(cfg) as pg:
-        rows, empty = run_sink_range(cfg, record)
-        if empty:
-            pq.write_table(sink_schema(len(table.payload_kinds)).empty_table(), path)
-            n = 0
-        else:
-            n = copy_sink_rows(pg, cfg.sink, table, rows, path, cfg.payload, cfg.order)
+    if cfg.sink.is_kafka:
+        from recon.read.target_copy import copy_target_records
+        from recon.snapshot.target_step import ranges_of
+
+        assert cfg.sink.topic is not None
+        ranges = ranges_of(cfg.sink.topic, record.sink_snapshot_to)
+        n = copy_target_records(cfg, ranges, path, directory)
+    else:
+        with sink_db(cfg) as pg:
+            rows, empty = run_sink_range(cfg, record)
+            if empty:
+                pq.write_table(sink_schema(len(table.payload_kinds)).empty_table(), path)
+                n = 0
+            else:
+                n = copy_sink_rows(pg, cfg.sink, table, rows, path, cfg.payload, cfg.order)
     open(f"{directory}/{DONE_FILE}", "w").close()
     return n
 

@@ -19,7 +19,7 @@ first step (empty, with their columns, when the run has none):
                     committed records than offsets: ``topic, partition, from_offset,
                     to_offset, missing, detail`` (``recon.engines.pending.compaction_gaps``)
 ``target_removed``  one row (``detail``) when the sink is a Kafka topic whose retention
-                    removed records before the run read them (``recon.snapshot.target_step``):
+                    removed records before the run read them (``recon.read.target_copy``):
                     a record without a sink row is then ``unverifiable``, not ``lost``
 ``replays``         ``topic, partition, offset`` of every record a repair replayed
                     (``recon.repairs``): a message at such a position is not a producer's

@@ -159,7 +159,7 @@ def register_parameters(
     :param replays: ``(topic, partition, offset)`` of each record a repair replayed.
     :param compaction_gaps: ``recon.engines.pending.compaction_gaps``'s rows (none: no gaps).
     :param target_removed: what a Kafka sink's retention removed before the run read it, in
-        words (``recon.snapshot.target_step``; None: nothing, or a table sink).
+        words (``recon.read.target_copy``; None: nothing, or a table sink).
     """
     removed = [u for u in (unverifiable or ()) if u[2] < u[3]]
     ends = [tuple(e) if len(e) > 3 else (*e, e[1]) for e in (partition_ends or ())]
