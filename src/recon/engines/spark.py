@@ -47,7 +47,13 @@ class SparkRules:
     def define(self, name: str, statement: str, *, keep: bool = False) -> None:
         frame = self.spark.sql(statement)
         kept = None
-        if keep:
+        empty = _planned_empty(self.spark, frame) if keep else None
+        if empty is not None:
+            # Nothing to compute or store: the view is the empty relation Spark planned, which
+            # every later step prunes as it plans (an empty or tiny window's steps are mostly
+            # these: a checkpoint and a count were two jobs each).
+            frame = empty
+        elif keep:
             # A second session of a Spark Connect server cannot read its local checkpoints
             # back (4.1.1: "No DataFrame with id ... is found in the session"); its few steps
             # (a ledger compaction's) are cached instead.
@@ -117,6 +123,27 @@ class SparkRules:
         for frame in self._kept.values():
             frame.unpersist()
         self._kept.clear()
+
+
+def _planned_empty(spark: Any, frame: Any) -> Any | None:
+    """``frame`` as the empty relation Spark's optimiser already made of it (its inputs empty,
+    or a join or filter that cannot hold a row), with no plan behind it; None when it may hold
+    rows. Asked of the plan, no job run: in a JVM of its own, the plan the action would run
+    anyway (a frame keeps its optimised plan); on Spark Connect, one request for the plan."""
+    jdf = getattr(frame, "_jdf", None)
+    if jdf is not None:
+        plan = jdf.queryExecution().optimizedPlan()
+        if plan.getClass().getSimpleName() != "LocalRelation" or not plan.data().isEmpty():
+            return None
+        from pyspark.sql.classic.dataframe import DataFrame
+
+        dataset = spark._jvm.org.apache.spark.sql.classic.Dataset
+        return DataFrame(dataset.ofRows(spark._jsparkSession, plan), spark)
+    lines = [ln for ln in frame._explain_string().strip().splitlines() if ln.strip()]
+    if len(lines) != 2 or not lines[1].startswith("LocalTableScan <empty>"):
+        return None
+    # Spark Connect sends an empty local relation of the schema as it is (a LocalRelation).
+    return spark.createDataFrame([], frame.schema)
 
 
 def reconcile(
