@@ -11,6 +11,7 @@ import pytest
 from confluent_kafka import Message
 
 from recon_workload import SCENARIOS, WorkloadError, latency, ledger, sink
+from recon_workload.judges import judge_latency
 from recon_workload.kafka_io import Position, ReadRecord
 from recon_workload.latency import (
     HOLD_BACK_SECONDS,
@@ -23,7 +24,7 @@ from recon_workload.latency import (
 from recon_workload.ledger import LedgerRow
 from recon_workload.names import RunNames
 from recon_workload.progress import Progress
-from recon_workload.runner import Run, ScenarioResult, judge_latency
+from recon_workload.runner import Run, ScenarioResult
 from recon_workload.scenarios_latency import slow_consumer
 from recon_workload.slow_consumer import (
     ParkedRecords,

@@ -21,13 +21,14 @@ from recon_workload import (
     upsert_sink,
 )
 from recon_workload import order as od
+from recon_workload.judges import judge_order
 from recon_workload.kafka_io import Position, ReadRecord
 from recon_workload.ledger import LedgerRow, Produced
 from recon_workload.messages import HEADER, extract_id
 from recon_workload.names import RunNames
 from recon_workload.order import OrderPlan
 from recon_workload.progress import Progress
-from recon_workload.runner import Run, ScenarioResult, judge_order
+from recon_workload.runner import Run, ScenarioResult
 from recon_workload.scenarios_order import upsert_replay
 from recon_workload.upsert import UpsertSpec, decode_key, retries_of, rows_for
 from recon_workload.upsert_sink import UpsertRow

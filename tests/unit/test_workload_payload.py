@@ -22,13 +22,14 @@ from recon_workload import (
     sink,
 )
 from recon_workload import payload as pl
+from recon_workload.judges import judge_payload
 from recon_workload.kafka_io import Position, ReadRecord
 from recon_workload.ledger import LedgerRow, Produced
 from recon_workload.mangler import next_offsets, rows_for
 from recon_workload.names import RunNames
 from recon_workload.payload import PayloadDiff, PayloadPlan
 from recon_workload.progress import Progress
-from recon_workload.runner import Run, ScenarioResult, judge_payload
+from recon_workload.runner import Run, ScenarioResult
 from recon_workload.scenarios_payload import mangling_consumer
 
 pytestmark = pytest.mark.unit
