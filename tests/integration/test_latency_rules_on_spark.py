@@ -13,7 +13,7 @@ from fixtures.latency_scenarios import TS_MS
 from fixtures.relations import ENGINES, judged
 from fixtures.scenarios import SCENARIOS, Scenario, rec, sink
 
-from recon.rules.run import latency_stats, untimed
+from recon.rules.readouts import latency_stats, untimed
 
 pytestmark = pytest.mark.integration
 

@@ -20,7 +20,8 @@ from fixtures.relations import (
 from fixtures.scenarios import LEDGER_NO_POSITIONS, led, rec, sink
 
 from recon.model.details import UNPUBLISHED
-from recon.rules.run import FUNNEL_FIELDS, funnel, next_ledger
+from recon.rules.readouts import FUNNEL_FIELDS, funnel
+from recon.rules.run import next_ledger
 
 pytestmark = pytest.mark.integration
 

@@ -21,8 +21,9 @@ from recon.read.dead_letters import next_positions
 from recon.read.ranges import OffsetRange
 from recon.rules.expect import expected_sql
 from recon.rules.judging import Judging
+from recon.rules.readouts import dead_letter_restarts
 from recon.rules.render import for_dialect
-from recon.rules.run import dead_letter_restarts, judge_inputs, next_ledger
+from recon.rules.run import judge_inputs, next_ledger
 
 pytestmark = pytest.mark.unit
 

@@ -15,7 +15,8 @@ from fixtures.scenarios import SCENARIOS, Scenario, rec, sink
 from recon.config import parse_pipelines
 from recon.engines.duckdb import DuckDBRules
 from recon.rules.judging import Judging
-from recon.rules.run import next_ledger, unordered
+from recon.rules.readouts import unordered
+from recon.rules.run import next_ledger
 
 pytestmark = pytest.mark.unit
 

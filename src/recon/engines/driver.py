@@ -51,20 +51,22 @@ from recon.rules import (
     Step,
 )
 from recon.rules.judging import Judging
-from recon.rules.run import (
+from recon.rules.readouts import (
     LatencyRow,
+    dead_letter_restarts,
+    funnel,
+    latency_stats,
+    unordered,
+    untimed,
+)
+from recon.rules.run import (
     Replays,
     RuleEngine,
     count_verdicts,
-    dead_letter_restarts,
-    funnel,
     judge_steps,
-    latency_stats,
     next_ledger,
     register_parameters,
     run_steps,
-    unordered,
-    untimed,
 )
 from recon.run.outcome import (
     DISCREPANCY_SAMPLE,
@@ -140,7 +142,7 @@ class JudgedRun(NamedTuple):
     #: usable records and sink rows without an upsert key or position, and keys with more than
     #: one sink row (``order`` declared).
     unordered: tuple[int, int, int] = (0, 0, 0)
-    #: a run with a source: ``recon.rules.run.funnel``'s counts and ``unsourced_sample``.
+    #: a run with a source: ``recon.rules.readouts.funnel``'s counts and ``unsourced_sample``.
     funnel: dict[str, Any] | None = None
     #: a run with a source table: its rows without a time, which no run reads.
     untimed_source: int = 0

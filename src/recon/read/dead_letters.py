@@ -230,8 +230,9 @@ def next_positions(
     ranges: Sequence[OffsetRange], restarts: Mapping[tuple[str, int], int]
 ) -> dict[tuple[str, int], int]:
     """Where the next run reads each dead-letter partition from: this run's end, or an earlier
-    offset holding a record of a message still pending (``recon.rules.run.dead_letter_restarts``),
-    read again once the window reaches its original.
+    offset holding a record of a message still pending
+    (``recon.rules.readouts.dead_letter_restarts``), read again once the window reaches its
+    original.
 
     :param ranges: what this run read (:func:`dead_letter_ranges`).
     :param restarts: the first offset to read again, per partition.

@@ -112,7 +112,7 @@ class RunOutcome:
     sink_rows_scanned: int
     duration_seconds: float
     topic_duplicates: int
-    #: ``recon.rules.run.latency_stats`` rows (empty: the pipeline measures no latency).
+    #: ``recon.rules.readouts.latency_stats`` rows (empty: the pipeline measures no latency).
     latency: Sequence[Sequence[int | None]] = ()
     #: the pipeline's latency bound in milliseconds, stored beside the percentiles.
     late_after_ms: int | None = None
@@ -122,7 +122,7 @@ class RunOutcome:
     #: in the run's summary: their messages have no latency).
     untimed: tuple[int, int] = (0, 0)
     #: an upsert sink's records and rows without a key or position, and its keys with more than
-    #: one row (``recon.rules.run.unordered``); None: the pipeline declares no order.
+    #: one row (``recon.rules.readouts.unordered``); None: the pipeline declares no order.
     unordered: tuple[int, int, int] | None = None
     #: a run with a source: its counts from source to sink and its first unsourced messages
     #: (``recon.runs.funnel``); None: the pipeline declares no source.
