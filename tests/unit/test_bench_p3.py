@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bench import figures, report
+from bench import figures, summary
 
 pytestmark = pytest.mark.unit
 
@@ -41,7 +41,7 @@ def test_the_spark_engines_scaled_run_has_its_row_and_its_driver_beside_p1s() ->
     assert "| 30M (P3's own run) | Spark engine | 921.0 MB | 1,456.0 MB | 2,100.0 MB |" in lines
     assert "| 30M (P3's own run) | local engine | 300.0 MB | none | 1,457.0 MB |" in lines
     assert lines[-1].endswith("The Spark engine, in a JVM of its own: 189.2 s.")
-    driver = report._spark_driver(results)
+    driver = summary._spark_driver(results)
     assert "1,057.0 MB at 1M, 1,270.0 MB at 10M, 1,456.0 MB at 30M (P3's own run)" in driver
 
 
@@ -50,4 +50,4 @@ def test_a_results_file_without_the_spark_run_still_reports() -> None:
     lines = figures.p3(results)
     assert not [line for line in lines if "| 30M (P3's own run) | Spark engine" in line]
     assert "Spark engine, in a JVM of its own" not in lines[-1]
-    assert "1,270.0 MB at 10M (target: flat" in report._spark_driver(results)
+    assert "1,270.0 MB at 10M (target: flat" in summary._spark_driver(results)
