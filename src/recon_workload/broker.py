@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from recon_workload.errors import WorkloadError
@@ -25,17 +26,20 @@ def _run(action: str) -> None:
         raise WorkloadError(f"kafka.sh {action} failed:\n{proc.stdout}{proc.stderr}")
 
 
-def bounce(down_seconds: float = 0.0) -> float:
+def bounce(down_seconds: float = 0.0, while_down: Callable[[], None] | None = None) -> float:
     """Stop the broker, optionally stay down a while, start it again; return seconds taken.
 
     Whatever happens, the broker is started again before this returns or raises: other work
     shares it.
 
     :param down_seconds: extra time to stay down after the stop completed.
+    :param while_down: called once the broker is stopped, before it starts again.
     """
     began = time.monotonic()
     try:
         _run("stop")
+        if while_down is not None:
+            while_down()
         time.sleep(down_seconds)
     finally:
         _run("start")
