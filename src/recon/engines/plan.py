@@ -79,13 +79,21 @@ def resolve_plan(
     """
     position: SinkPosition | None
     sink_read: str | None
+    kafka = kafka_connection(cfg.kafka.connection)
     if cfg.sink.is_kafka:
-        kafka = kafka_connection(cfg.kafka.connection)
-        catalog, position, sink_read = _kafka_sink_position(cfg, base)
+        from recon.snapshot.target_step import plan_target
+
+        # The target's ranges kept as the run's sink snapshot: the next run resumes there and a
+        # re-run reads the same records; the catalog's sink is the topic.
+        assert cfg.sink.topic is not None
+        kept, sink_read = plan_target(cfg, base.sink_snapshot)
+        catalog = Catalog(
+            SinkTable(schema=cfg.sink.connection, table=cfg.sink.topic, key_columns=())
+        )
+        position = SinkPosition(None, kept, None)
     else:
         with sink_db(cfg) as sink_pg:
-            kafka = kafka_connection(cfg.kafka.connection)
-            catalog = inspect_catalog(cfg, sink_pg, kafka.config)
+            catalog = inspect_catalog(cfg, sink_pg)
             position, base, sink_read = sink_position_for_run(
                 cfg, sink_pg, catalog.sink.identifier(), base
             )
@@ -98,32 +106,18 @@ def resolve_plan(
     except KafkaAuthFailed as exc:
         raise KafkaAuthFailed(kafka.failure(cfg.name, exc)) from None
     windows = plan_windows(offsets, base.watermarks, cfg.kafka.start_offsets or "earliest")
+    if cfg.sink.time_column is not None and offsets:
+        # It labels the latencies (who set the record's time), never judges them.
+        catalog = dataclasses.replace(catalog, timestamp_type=offsets[0].timestamp_type)
     if cfg.diverted is not None:
         # After the group's offsets: a recoverer publishes before its group commits past the
         # original, so every dead-letter record of a committed record is in these ranges.
-        from recon.read.dead_letters import planned_ranges, topics_config
+        from recon.read.dead_letters import planned_ranges
 
         marks = {k: w.next_offset for k, w in base.watermarks.items()}
-        ranges = planned_ranges(cfg.diverted, marks, topics_config(cfg.diverted, kafka.config))
+        ranges = planned_ranges(cfg.diverted, marks, kafka.config)
         catalog = dataclasses.replace(catalog, dead_letter_ranges=ranges)
     return RunPlan(cfg, run_id, base, catalog, position, snapshot_time, tuple(windows), sink_read)
-
-
-def _kafka_sink_position(
-    cfg: PipelineConfig, base: PipelineState
-) -> tuple[Catalog, SinkPosition, str]:
-    """A Kafka sink's part of step 1 (``recon.snapshot.target_step``): the target's ranges from
-    where the previous run's ended, kept as the run's sink snapshot (its text) so that the next
-    run resumes there and a re-run reads the same records; the catalog's sink is the topic (its
-    rows keyed by their coordinates)."""
-    from recon.snapshot.target_step import ranges_for_run, ranges_json
-
-    assert cfg.sink.topic is not None
-    ranges = ranges_for_run(cfg, base.sink_snapshot)
-    table = SinkTable(schema=cfg.sink.connection, table=cfg.sink.topic, key_columns=())
-    read = ", ".join(f"[{r.partition}] {r.read_from}-{r.end}" for r in ranges)
-    how = f"sink topic {cfg.sink.topic} read committed by offsets: {read}"
-    return Catalog(table), SinkPosition(None, ranges_json(ranges), None), how
 
 
 @dataclass(frozen=True)
@@ -187,8 +181,8 @@ class PlannedRun:
 
 def load_plan(cfg: PipelineConfig, run_id: str, *, data_dir: str | None = None) -> PlannedRun:
     """The run's plan as step 1 recorded it, and the settings its engine reads: the one look-up
-    of a later step. A run recorded before runs kept their catalogs' answers asks the catalogs
-    here, once.
+    of a later step. A run recorded before runs kept their catalogs' answers asks the tables'
+    catalogs here, once (its latencies then name no timestamp type).
 
     :param data_dir: where the run's files are (default: ``recon.settings.data_dir``).
     :raises store.RunNotFound: the run has no snapshot yet.
@@ -207,7 +201,7 @@ def load_plan(cfg: PipelineConfig, run_id: str, *, data_dir: str | None = None) 
     kafka = kafka_connection(cfg.kafka.connection)
     if record.catalog is None:
         with sink_db(cfg) as sink_pg:
-            catalog = inspect_catalog(cfg, sink_pg, kafka.config)
+            catalog = inspect_catalog(cfg, sink_pg)
     else:
         catalog = Catalog.from_json(record.catalog)
     times = None if cfg.source is None else source_times(

@@ -2,10 +2,10 @@
 
 Step 1 asks (:func:`inspect_catalog`): the sink table's key, its time column's type and how its
 payload compares (``recon.read.sink.inspect_sink``), a source table's time type and whether its
-catalog proves each messageId named once (``recon.read.source.inspect_source``), the topic's
-timestamp type. The answers are recorded with the run (``recon.runs.catalog``, as
-:meth:`Catalog.as_json`), so the run's later steps read the same answers instead of asking again
-(``recon.engines.plan.load_plan``).
+catalog proves each messageId named once (``recon.read.source.inspect_source``); the topic's
+timestamp type comes with its offsets (``recon.snapshot.offsets.take_offsets``). The answers are
+recorded with the run (``recon.runs.catalog``, as :meth:`Catalog.as_json`), so the run's later
+steps read the same answers instead of asking again (``recon.engines.plan.load_plan``).
 """
 
 from __future__ import annotations
@@ -63,23 +63,19 @@ class Catalog:
                    doc.get("timestamp_type"), ranges)  # fmt: skip
 
 
-def inspect_catalog(cfg: PipelineConfig, sink_pg: Any, kafka_config: Mapping[str, Any]) -> Catalog:
-    """Ask the sink's catalog, a source table's, and the topic's configuration, once each.
+def inspect_catalog(cfg: PipelineConfig, sink_pg: Any) -> Catalog:
+    """Ask the sink's catalog and a source table's, once each (the topic's timestamp type is
+    asked with its offsets, and set by step 1: ``recon.engines.plan.resolve_plan``).
 
     :param sink_pg: an open connection to the sink database.
-    :param kafka_config: the topic's connection (librdkafka settings).
     :raises recon.errors.SinkTableError: the sink table or a declared column is missing.
     :raises recon.errors.SourceTableError: the source table or a declared column is missing.
     """
     from recon.run.services import source_db
-    from recon.snapshot.offsets import topic_timestamp_type
 
     table = inspect_sink(sink_pg, cfg.sink, cfg.name, cfg.payload, cfg.order)
     source = None
     if cfg.source is not None and not cfg.source.is_topic:
         with source_db(cfg) as pg:
             source = inspect_source(pg, cfg)
-    stamps = None
-    if cfg.sink.time_column is not None:
-        stamps = topic_timestamp_type(kafka_config, cfg.kafka.topic)
-    return Catalog(table, source, stamps)
+    return Catalog(table, source)

@@ -250,16 +250,18 @@ RangeRow = tuple[str, int, int, int]
 def planned_ranges(
     spec: DivertedSpec,
     positions: Mapping[tuple[str, int], int],
-    config: Mapping[str, Any],
+    pipeline_config: Mapping[str, Any],
 ) -> tuple[RangeRow, ...]:
     """What step 1 records of the dead-letter topics (``recon.read.catalog.Catalog``), so that a
     re-run of the run id reads the same records: :func:`dead_letter_ranges` as rows.
 
     :param positions: where the previous run stopped per dead-letter partition (its
         ``recon.watermarks`` rows of these topics).
-    :param config: the librdkafka settings of the topics' connection.
+    :param pipeline_config: the librdkafka settings of the pipeline's topic (the dead-letter
+        topics' own connection instead, when declared: :func:`topics_config`).
     """
     own = {(t, p): o for (t, p), o in positions.items() if t in spec.topics}
+    config = topics_config(spec, pipeline_config)
     return tuple(
         (r.topic, r.partition, r.start, r.end) for r in dead_letter_ranges(config, spec, own)
     )

@@ -301,7 +301,7 @@ def take_offsets(
         return _result(futures[consumer_group], what, timeout, admin)
 
     group = _with_retries(group_offsets, retry_for)
-    policy = topic_config(admin, topic, "cleanup.policy", timeout)
+    configs = topic_configs(admin, topic, ("cleanup.policy", "message.timestamp.type"), timeout)
     committed = {
         tp.partition: (None if tp.offset < 0 else tp.offset) for tp in group.topic_partitions
     }
@@ -314,16 +314,19 @@ def take_offsets(
             high_watermark=high[p],
             committed_offset=committed.get(p),
             settled_offset=settled.get(p) if settled.get(p, -1) >= 0 else None,
-            cleanup_policy=policy,
+            cleanup_policy=configs["cleanup.policy"],
+            timestamp_type=configs["message.timestamp.type"],
         )
         for p in partitions
     ]
 
 
-def topic_config(admin: Any, topic: str, name: str, timeout: float = 15.0) -> str | None:
-    """The value of the topic's configuration entry ``name`` (``cleanup.policy``,
-    ``message.timestamp.type``); None when it cannot be read (no DescribeConfigs right, a broker
-    that does not answer): a run is never refused for it.
+def topic_configs(
+    admin: Any, topic: str, names: tuple[str, ...], timeout: float = 15.0
+) -> dict[str, str | None]:
+    """The values of the topic's configuration entries ``names`` (``cleanup.policy``,
+    ``message.timestamp.type``), asked in one request; None for an entry that cannot be read
+    (no DescribeConfigs right, a broker that does not answer): a run is never refused for it.
 
     :param admin: an AdminClient (:func:`admin_client`).
     """
@@ -336,19 +339,11 @@ def topic_config(admin: Any, topic: str, name: str, timeout: float = 15.0) -> st
     resource = ConfigResource(ResourceType.TOPIC, topic)
     try:
         future = admin.describe_configs([resource], request_timeout=timeout)[resource]
-        entry = future.result(timeout=timeout).get(name)
+        entries = future.result(timeout=timeout)
     except (KafkaException, TimeoutError):
-        return None
-    return None if entry is None or entry.value is None else str(entry.value)
-
-
-def topic_timestamp_type(
-    config: Mapping[str, Any], topic: str, timeout: float = 15.0
-) -> str | None:
-    """What the topic's records' timestamps are: ``CreateTime`` (set by the producer) or
-    ``LogAppendTime`` (set by the broker), from the topic's ``message.timestamp.type``; None
-    when the configuration cannot be read (it only labels the latency, never judges it).
-
-    :param config: the connection's librdkafka settings.
-    """
-    return topic_config(admin_client(config), topic, "message.timestamp.type", timeout)
+        return dict.fromkeys(names)
+    values: dict[str, str | None] = {}
+    for name in names:
+        entry = entries.get(name)
+        values[name] = None if entry is None or entry.value is None else str(entry.value)
+    return values

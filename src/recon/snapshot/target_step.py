@@ -48,10 +48,16 @@ def ranges_for_run(cfg: PipelineConfig, previous: str | None) -> list[TargetRang
 
     :param previous: the ranges the previous committed run kept (None: the first run).
     """
+    config = target_config(cfg)
     topic = cfg.sink.topic
     assert topic is not None and cfg.sink.is_kafka
     ends = {r.partition: r.end for r in ranges_of(topic, previous)} if previous else None
-    return plan(topic, ends, partitions_now(target_config(cfg), topic))
+    return plan(topic, ends, partitions_now(config, topic))
 
 
-#: Beside the copied rows: the facts the rules take from the ranges (:class:`TargetFacts`),
+def plan_target(cfg: PipelineConfig, previous: str | None) -> tuple[str, str]:
+    """Step 1 of a Kafka sink: :func:`ranges_for_run` as the run keeps them (its sink snapshot's
+    text), and what the run reads of the target, in words."""
+    ranges = ranges_for_run(cfg, previous)
+    read = ", ".join(f"[{r.partition}] {r.read_from}-{r.end}" for r in ranges)
+    return ranges_json(ranges), f"sink topic {cfg.sink.topic} read committed by offsets: {read}"

@@ -43,6 +43,8 @@ class PartitionOffsets:
     committed_offset: int | None  # None: the group has committed nothing here
     settled_offset: int | None  # first offset younger than the settle time; None: none is
     cleanup_policy: str | None = None  # the topic's cleanup.policy; None: not readable
+    #: the topic's message.timestamp.type (CreateTime, LogAppendTime); None: not readable
+    timestamp_type: str | None = None
 
 
 def is_compacted(cleanup_policy: str | None) -> bool:
