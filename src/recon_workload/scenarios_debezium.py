@@ -34,14 +34,12 @@ from collections.abc import Sequence
 
 from psycopg2 import sql
 
-from recon_workload import connect, debezium, kafka_io, sink
-from recon_workload.consumer import ConsumerSpec
+from recon_workload import connect, debezium, kafka_io, scenarios, sink
 from recon_workload.errors import WorkloadError
 from recon_workload.ledger import Produced
 from recon_workload.messages import Message
 from recon_workload.producers import plan
 from recon_workload.runner import Outcome, Run
-from recon_workload.supervisor import KillPlan, supervise
 
 DEBEZIUM_DEFAULTS = {"worker_kill": 1.0, "pause": 1.0, "skipped": 0.0, "delete_rows": 0.0}
 _TXN = 5  # rows per application transaction
@@ -219,19 +217,5 @@ def _wait_for(
 
 def _consume(run: Run, topic: str) -> None:
     """The sink consumer: skips messageIds it has written (in the row's transaction), as an
-    outbox's consumer does against the relay's re-sends."""
-    spec = ConsumerSpec(
-        mode="idempotent",
-        topic=topic,
-        partitions=run.partitions,
-        group=run.names.group(),
-        table=run.names.table,
-        isolation="read_committed",
-        batch_size=run.batch_size,
-    )
-    label = "consumer[idempotent]"
-    run.progress.step(f"{label} on {topic}")
-    out = supervise(
-        "recon_workload.consumer", spec.to_json(), KillPlan(0.0, run.seed), run.progress, label
-    )
-    run.faults["consumer_starts"] = [out.starts]
+    outbox's consumer does against the relay's re-sends; never killed."""
+    scenarios._consume(run, "idempotent", topic, 0.0)
